@@ -1,0 +1,36 @@
+# `make run` serves the app locally; `make test` installs everything and runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install lint typecheck unit bench clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) -m devhost $(ARGS)
+
+lint: install
+	$(PY) -m ruff check .
+
+typecheck: install
+	$(PY) -m mypy
+
+unit: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test: lint typecheck unit
+
+bench: install
+	$(PY) bench/state_bench.py
+	$(PY) bench/host_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
