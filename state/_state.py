@@ -1,0 +1,302 @@
+"""`AgentState`: one agent session's stored state, and `load_state` / `dump_state`."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import orjson
+from pydantic import ValidationError
+
+from ._errors import InvalidState
+from ._models import JSON, AgentRequest, AgentResponse, ChatMessage
+from ._versions import CURRENT_SCHEMA_VERSION, MISSING, json_kind, parse_version, upgrade
+from ._wire import ENTRY, Doc, dumps, invalid_from, parse_json, parse_strict, validate_doc
+
+Entry = AgentRequest | AgentResponse
+RunStatus = Literal["succeeded", "failed"]
+
+_HISTORY = "conversationHistory"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """How a finished run (one correlation id) ended, with its request and response entries."""
+
+    status: RunStatus
+    request: AgentRequest | None
+    response: AgentResponse
+    request_hash: str | None
+
+
+class AgentState:
+    """The state of one agent session: its conversation history and our 1.2.0 additions.
+
+    Build one with `AgentState.new()` or `load_state(text)`; entries are immutable records
+    added with `append_request` / `append_response`.
+    """
+
+    __slots__ = (
+        "_data", "_history", "_models", "_root", "_runs", "_write_runs", "schema_version", "state_bag",
+    )  # fmt: skip
+
+    def __init__(self, doc: Doc | None = None, *, loaded_version: str = CURRENT_SCHEMA_VERSION) -> None:
+        """Wrap a validated, upgraded document; use `new()` or `load_state` rather than this."""
+        if doc is None:
+            doc = {"schemaVersion": CURRENT_SCHEMA_VERSION, "data": {_HISTORY: [], "runs": {}}}
+        self._root: Doc = doc
+        self._data: Doc = doc["data"]
+        self._history: list[Doc] = self._data.get(_HISTORY, [])
+        self._models: list[Entry | None] = [None] * len(self._history)
+        self.schema_version: str = loaded_version
+        """The version the state was loaded with (`dump_state` always writes the current one)."""
+        self.state_bag: dict[str, JSON] = self._data.get("stateBag", {})
+        """(1.2.0) Context-provider session state, keyed by provider source id; JSON values only."""
+        runs = self._data.get("runs")
+        self._runs: dict[str, Doc] | None = None
+        # `runs` is written back when it was stored or once a response is appended; an index
+        # that does not match the history is derived data, so it is rebuilt (never trusted),
+        # while the history itself is left alone.
+        self._write_runs = False
+        if runs is not None:
+            if _runs_consistent(runs, self._history):
+                self._runs = runs
+            else:
+                self._write_runs = True
+
+    @classmethod
+    def new(cls) -> AgentState:
+        """An empty state of the current schema version."""
+        return cls({"schemaVersion": CURRENT_SCHEMA_VERSION, "data": {_HISTORY: [], "runs": {}}})
+
+    # --- reading -------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._history)
+
+    @property
+    def entries(self) -> Sequence[Entry]:
+        """Every entry of the conversation history, oldest first."""
+        return tuple(self._entry(i) for i in range(len(self._history)))
+
+    @property
+    def service_thread_id(self) -> str | None:
+        """(1.2.0) The model service's conversation / last response id (service-side history)."""
+        value = self._data.get("serviceThreadId")
+        return value if isinstance(value, str) else None
+
+    @service_thread_id.setter
+    def service_thread_id(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"service_thread_id must be a string or None, not {type(value).__name__}")
+        if value is None and "serviceThreadId" not in self._data:
+            return
+        self._data["serviceThreadId"] = value
+
+    def find_run(self, correlation_id: str) -> RunRecord | None:
+        """The finished run with this correlation id (its latest response), or None."""
+        run = self._index().get(correlation_id)
+        if run is None:
+            return None
+        request_index = run.get("requestIndex")
+        request = self._entry(request_index) if request_index is not None else None
+        response = self._entry(run["responseIndex"])
+        assert isinstance(response, AgentResponse)
+        assert request is None or isinstance(request, AgentRequest)
+        return RunRecord(
+            status=run["status"], request=request, response=response, request_hash=run.get("requestHash")
+        )
+
+    def replay_messages(self) -> Iterator[ChatMessage]:
+        """Messages of every finished, non-failed turn, request then response, in history order."""
+        pending: dict[str | None, int] = {}
+        for i, raw in enumerate(self._history):
+            cid = raw.get("correlationId")
+            if raw["$type"] == "request":
+                pending[cid] = i
+                continue
+            request_index = pending.pop(cid, None)
+            if _raw_failed(raw):
+                continue
+            if request_index is not None:
+                yield from self._entry(request_index).messages
+            yield from self._entry(i).messages
+
+    # --- writing -------------------------------------------------------------------------
+
+    def append_request(self, entry: AgentRequest) -> None:
+        """Add a request entry at the end of the history."""
+        if not isinstance(entry, AgentRequest):
+            raise TypeError(f"append_request takes an AgentRequest, not {type(entry).__name__}")
+        self._append(entry)
+
+    def append_response(self, entry: AgentResponse) -> None:
+        """Add a response entry and record its run (failed when `failure` is set) in `runs`."""
+        if not isinstance(entry, AgentResponse):
+            raise TypeError(f"append_response takes an AgentResponse, not {type(entry).__name__}")
+        runs = self._index()
+        raw = self._append(entry)
+        self._write_runs = True
+        cid = entry.correlation_id
+        if cid is not None:
+            runs[cid] = _run_for(self._history, len(self._history) - 1, raw)
+
+    def to_document(self) -> Doc:
+        """The wire document `dump_state` writes (shares structure with the state: don't mutate)."""
+        data: Doc = dict(self._data)
+        if _HISTORY in data or self._history:
+            data[_HISTORY] = self._history
+        if self.state_bag or "stateBag" in self._data:
+            data["stateBag"] = self.state_bag
+        if self._write_runs:
+            data["runs"] = self._index()
+        root: Doc = {"schemaVersion": CURRENT_SCHEMA_VERSION, "data": data}
+        for key, value in self._root.items():
+            if key not in root:
+                root[key] = value
+        return root
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _append(self, entry: Entry) -> Doc:
+        raw = entry.model_dump(mode="json", by_alias=True, exclude_none=True)
+        try:
+            # What we write must load again: check the new entry as strictly as a stored one.
+            raw = ENTRY.validate_python(raw, strict=True)  # type: ignore[assignment]
+        except ValidationError as exc:
+            raise invalid_from(exc, raw, f"data.{_HISTORY}[{len(self._history)}]") from None
+        if _HISTORY not in self._data:
+            self._data[_HISTORY] = self._history
+        self._history.append(raw)
+        self._models.append(entry)
+        return raw
+
+    def _entry(self, index: int) -> Entry:
+        model = self._models[index]
+        if model is None:
+            raw = self._history[index]
+            cls = AgentRequest if raw["$type"] == "request" else AgentResponse
+            model = cls.model_validate(raw, by_alias=True, by_name=False)
+            self._models[index] = model
+        return model
+
+    def _index(self) -> dict[str, Doc]:
+        if self._runs is None:
+            # States written before 1.2.0 (or with an index that does not match): one scan.
+            runs: dict[str, Doc] = {}
+            for i, raw in enumerate(self._history):
+                cid = raw.get("correlationId")
+                if raw["$type"] == "response" and cid is not None:
+                    runs[cid] = _run_for(self._history, i, raw)
+            self._runs = runs
+        return self._runs
+
+
+def _raw_failed(raw: Doc) -> bool:
+    if raw.get("failure") is not None:
+        return True
+    # Writers before 1.2.0 recorded a failed turn as a response whose contents are all errors.
+    contents = [c for m in raw.get("messages", ()) for c in m.get("contents", ())]
+    return bool(contents) and all(c["$type"] == "error" for c in contents)
+
+
+def _run_for(history: list[Doc], response_index: int, response: Doc) -> Doc:
+    cid = response.get("correlationId")
+    request_index: int | None = None
+    for i in range(response_index - 1, -1, -1):
+        raw = history[i]
+        if raw.get("correlationId") == cid:
+            if raw["$type"] == "request":
+                request_index = i
+            break
+    run: Doc = {
+        "status": "failed" if _raw_failed(response) else "succeeded",
+        "requestIndex": request_index,
+        "responseIndex": response_index,
+        "requestHash": request_hash(history[request_index]) if request_index is not None else None,
+    }
+    return run
+
+
+def request_hash(raw_request: Doc) -> str:
+    """A stable hash of what a request asked (messages' roles and contents, response format).
+
+    Timestamps and correlation ids are left out, so a retried request with the same content
+    hashes the same.
+    """
+    material = {
+        "messages": [
+            {"role": m.get("role"), "contents": m.get("contents", [])}
+            for m in raw_request.get("messages", ())
+        ],
+        "responseType": raw_request.get("responseType"),
+        "responseSchema": raw_request.get("responseSchema"),
+    }
+    try:
+        canonical = orjson.dumps(material, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        import json
+
+        canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()
+
+
+def _runs_consistent(runs: dict[str, Doc], history: list[Doc]) -> bool:
+    n = len(history)
+    for cid, run in runs.items():
+        ri = run["responseIndex"]
+        if not 0 <= ri < n or history[ri]["$type"] != "response" or history[ri].get("correlationId") != cid:
+            return False
+        qi = run.get("requestIndex")
+        if qi is not None and (
+            not 0 <= qi < n or history[qi]["$type"] != "request" or history[qi].get("correlationId") != cid
+        ):
+            return False
+    return True
+
+
+def load_state(text: str | bytes) -> AgentState:
+    """Read a stored state: any 1.x version, fully validated, older minors upgraded.
+
+    Raises InvalidState (not JSON, wrong shape, wrong types) or IncompatibleStateVersion.
+    """
+    if not isinstance(text, str | bytes | bytearray):
+        raise TypeError(f"load_state takes str or bytes, not {type(text).__name__}")
+    doc = parse_strict(text)
+    if doc is None:
+        doc = _diagnose(text)
+    version = doc["schemaVersion"]
+    _, minor, _ = parse_version(version)
+    upgrade(doc, minor)
+    return AgentState(doc, loaded_version=version)
+
+
+def _diagnose(text: str | bytes) -> Doc:
+    # The slow path: find the first problem in the order a reader cares about (JSON, root
+    # shape, version, then content) and raise it; or, if the document is fine after all
+    # (e.g. one the fast parser rejects), return it validated.
+    root = parse_json(text)
+    if not isinstance(root, dict):
+        raise InvalidState(
+            f"the state root must be an object with 'schemaVersion' and 'data', found {json_kind(root)}"
+        )
+    parse_version(root.get("schemaVersion", MISSING))
+    if "data" not in root:
+        raise InvalidState("required property is missing", path="data")
+    data = root["data"]
+    if not isinstance(data, dict):
+        raise InvalidState(f"expected an object, found {json_kind(data)}", path="data")
+    if _HISTORY in data and not isinstance(data[_HISTORY], list):
+        raise InvalidState(f"expected an array, found {json_kind(data[_HISTORY])}", path=f"data.{_HISTORY}")
+    return validate_doc(root)
+
+
+def dump_state(state: AgentState) -> str:
+    """The state as JSON text of the current schema version (unknown properties kept)."""
+    if not isinstance(state, AgentState):
+        raise TypeError(f"dump_state takes an AgentState, not {type(state).__name__}")
+    return dumps(state.to_document())
+
+

@@ -1,0 +1,127 @@
+"""Schema versions: what this build writes, what it reads, and the upgrade steps between minors."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ._errors import IncompatibleStateVersion
+
+CURRENT_SCHEMA_VERSION = "1.2.0"
+"""The version `dump_state` writes. Any 1.x.y loads; older minors are upgraded step by step."""
+
+# One line per version: what it added. Keep in step with UPGRADE_STEPS and docs/state.md.
+CHANGELOG: dict[str, str] = {
+    "1.0.0": "conversationHistory of request/response entries, messages and the content types",
+    "1.1.0": "reference 1.1.0 writers: request orchestrationId/responseSchema in use; no structural change",
+    "1.2.0": "optional data.stateBag, data.runs, data.serviceThreadId and response failure",
+}
+
+SUPPORTED_MAJOR = 1
+_SUPPORTED = f"this build reads {SUPPORTED_MAJOR}.x (current {CURRENT_SCHEMA_VERSION})"
+_VERSION_RE = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
+
+Doc = dict[str, Any]
+UpgradeStep = Callable[[Doc], None]
+
+
+def parse_version(found: object) -> tuple[int, int, int]:
+    """Check a `schemaVersion` value and return it as (major, minor, patch).
+
+    Raises IncompatibleStateVersion naming what was found when it is missing, not a
+    version string, or of another major version.
+    """
+    if found is _MISSING:
+        raise IncompatibleStateVersion(
+            f"schemaVersion is missing: {_SUPPORTED}", found=None, supported=_SUPPORTED
+        )
+    if not isinstance(found, str):
+        raise IncompatibleStateVersion(
+            f"schemaVersion {_describe(found)} is not a version string: {_SUPPORTED}",
+            found=found,
+            supported=_SUPPORTED,
+        )
+    if not found.strip():
+        raise IncompatibleStateVersion(
+            f"schemaVersion is empty: {_SUPPORTED}", found=found, supported=_SUPPORTED
+        )
+    match = _VERSION_RE.fullmatch(found)
+    if match is None:
+        raise IncompatibleStateVersion(
+            f"schemaVersion {found!r} is not a <major>.<minor>.<patch> version: {_SUPPORTED}",
+            found=found,
+            supported=_SUPPORTED,
+        )
+    major, minor, patch = (int(g) for g in match.groups())
+    if major != SUPPORTED_MAJOR:
+        raise IncompatibleStateVersion(
+            f"schemaVersion {found!r} is not supported: {_SUPPORTED}", found=found, supported=_SUPPORTED
+        )
+    return major, minor, patch
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING: Any = _Missing()
+MISSING: Any = _MISSING
+"""Pass to `parse_version` when the document has no `schemaVersion` at all."""
+
+
+def _describe(value: object) -> str:
+    kind = json_kind(value)
+    text = repr(value)
+    return f"{text[:40]} ({kind})"
+
+
+def json_kind(value: object) -> str:
+    """The JSON name of a parsed value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+# --- upgrade steps -------------------------------------------------------------------------
+# Each step takes a document of minor N (already validated) and makes it a document of minor
+# N+1, in place. The steps run on our own parsed copy, never on the caller's text.
+
+
+def _upgrade_1_0_to_1_1(doc: Doc) -> None:
+    # 1.1 added no property that 1.0 readers must understand and renamed nothing, so every
+    # 1.0 document already is a 1.1 document. The step exists so that the chain is explicit.
+    del doc
+
+
+def _upgrade_1_1_to_1_2(doc: Doc) -> None:
+    # 1.2 properties are all optional, so absence is fine. A `runs` index found in a document
+    # labelled older than 1.2 was carried through (as an unknown property) by a writer that
+    # did not maintain it, so it may miss the runs that writer appended: it is dropped here
+    # and rebuilt from the history when next needed (it is derived data, never history).
+    doc["data"].pop("runs", None)
+
+UPGRADE_STEPS: dict[int, UpgradeStep] = {
+    0: _upgrade_1_0_to_1_1,
+    1: _upgrade_1_1_to_1_2,
+}
+"""minor version N -> the step that turns a 1.N document into a 1.(N+1) document."""
+
+CURRENT_MINOR = parse_version(CURRENT_SCHEMA_VERSION)[1]
+
+
+def upgrade(doc: Doc, minor: int) -> None:
+    """Run every registered step from `minor` up to the current minor (newer minors: nothing)."""
+    for step_minor in range(minor, CURRENT_MINOR):
+        UPGRADE_STEPS[step_minor](doc)
