@@ -1,0 +1,26 @@
+"""A real local OpenAI-compatible model server for tests and for running without a model key.
+
+`ModelServer` speaks Chat Completions and the Responses API over HTTP (JSON and SSE streaming)
+so the official `openai` client works against it unmodified. Replies come from a FIFO script of
+`Reply` objects, a `handler` callable, or the deterministic offline model documented in
+`agents.testing._offline` and docs/model-server.md.
+"""
+
+from ._offline import SchemaInstanceError, count_tokens, offline_reply, schema_instance
+from ._replies import Message, ModelRequest, Reply, ToolCall, ToolSpec, UsageOverride
+from ._server import ModelServer, ModelServerError
+
+__all__ = [
+    "Message",
+    "ModelRequest",
+    "ModelServer",
+    "ModelServerError",
+    "Reply",
+    "SchemaInstanceError",
+    "ToolCall",
+    "ToolSpec",
+    "UsageOverride",
+    "count_tokens",
+    "offline_reply",
+    "schema_instance",
+]
