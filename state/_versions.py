@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -72,9 +73,13 @@ MISSING: Any = _MISSING
 
 
 def _describe(value: object) -> str:
-    kind = json_kind(value)
-    text = repr(value)
-    return f"{text[:40]} ({kind})"
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{text} ({json_kind(value)})"
 
 
 def json_kind(value: object) -> str:

@@ -232,12 +232,16 @@ def _describe_error(err: ErrorDetails, found: Any, missing_key: str | None) -> s
     kind = err["type"]
     ctx = err.get("ctx") or {}
     if kind == "union_tag_invalid":
-        tag = ctx.get("tag")
+        tag = found.get("$type") if isinstance(found, dict) else ctx.get("tag")
+        if not isinstance(tag, str):
+            return f"entry '$type' must be 'request' or 'response', found {_short(tag)}"
         return f"unknown entry type {tag!r} (expected 'request' or 'response')"
     if kind == "union_tag_not_found":
         return "entry has no '$type' (expected 'request' or 'response')"
     if kind == "content_type":
-        return f"content needs a string '$type', found {json_kind(found)}"
+        if not isinstance(found, dict):
+            return f"expected a content object with a string '$type', found {_short(found)}"
+        return f"content needs a string '$type', found {_short(found.get('$type'))}"
     if kind == "missing" or missing_key is not None:
         return "required property is missing"
     if kind == "literal_error":
@@ -259,6 +263,8 @@ def _describe_error(err: ErrorDetails, found: Any, missing_key: str | None) -> s
 def _short(value: Any) -> str:
     if isinstance(value, dict | list):
         return json_kind(value)
+    if value is None:
+        return "null"
     text = json.dumps(value) if isinstance(value, str | int | float | bool) or value is None else repr(value)
     if len(text) > 40:
         text = text[:37] + "..."
