@@ -1,0 +1,170 @@
+"""Public surface and lifecycle of `agents.testing`: names, start/stop, reset, argument checks, CLI."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from openai import AsyncOpenAI, AzureOpenAI, OpenAI
+
+import agents.testing
+from agents.testing import ModelServer, ModelServerError, Reply, ToolCall
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_public_names() -> None:
+    assert sorted(agents.testing.__all__) == [
+        "Message",
+        "ModelRequest",
+        "ModelServer",
+        "ModelServerError",
+        "Reply",
+        "SchemaInstanceError",
+        "ToolCall",
+        "ToolSpec",
+        "UsageOverride",
+        "count_tokens",
+        "offline_reply",
+        "schema_instance",
+    ]
+    for name in agents.testing.__all__:
+        assert getattr(agents.testing, name) is not None
+
+
+def test_lifecycle_errors_and_idempotent_stop() -> None:
+    server = ModelServer()
+    with pytest.raises(ModelServerError, match="not started"):
+        _ = server.base_url
+    server.start()
+    try:
+        assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
+        assert server.url == f"http://127.0.0.1:{server.port}"
+        with pytest.raises(ModelServerError, match="already started"):
+            server.start()
+    finally:
+        server.stop()
+    server.stop()
+    with pytest.raises(ModelServerError):
+        _ = server.base_url
+
+
+def test_port_in_use_is_an_os_error() -> None:
+    with ModelServer() as first, pytest.raises(OSError):
+        ModelServer(port=first.port).start()
+
+
+def test_stop_cuts_off_a_hung_call() -> None:
+    server = ModelServer(mode="scripted").start()
+    server.script(Reply.hang())
+    client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=30)
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        except BaseException as err:
+            outcome.append(err)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    while not server.requests:
+        worker.join(0.01)
+    server.stop()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert outcome, "the hung call must end with an error once the server stops"
+
+
+async def test_async_context_manager() -> None:
+    async with ModelServer() as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        async with client:
+            response = await client.responses.create(model="m", input="async")
+    assert response.output_text == "echo: async"
+
+
+def test_reset_clears_everything(client: OpenAI, model: ModelServer) -> None:
+    model.script(Reply.text("a"), Reply.text("b"))
+    model.handler = lambda request: Reply.text("handled")
+    first = client.responses.create(model="m", input="x")
+    model.reset()
+    assert model.pending_replies == 0 and model.requests == [] and model.handler is None
+    with pytest.raises(Exception, match="not found"):
+        client.responses.create(model="m", input="y", previous_response_id=first.id)
+
+
+def test_azure_deployment_route(model: ModelServer) -> None:
+    model.script(Reply.text("from azure route"))
+    azure = AzureOpenAI(azure_endpoint=model.url, api_version="2024-10-21", api_key="k", max_retries=0)
+    completion = azure.chat.completions.create(
+        model="my-deployment", messages=[{"role": "user", "content": "x"}]
+    )
+    assert completion.choices[0].message.content == "from azure route"
+    request = model.requests[0]
+    assert request.path == "/openai/deployments/my-deployment/chat/completions"
+    assert request.headers.get("api-key") == "k"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Reply.error(200),
+        lambda: Reply.error(429, retry_after=-1),
+        lambda: Reply.delay(-0.1),
+        lambda: Reply.tool_calls([]),
+        lambda: Reply.tool_call(""),
+        lambda: Reply.reasoning("x", then=Reply.hang()),
+    ],
+)
+def test_reply_argument_errors(make: object) -> None:
+    with pytest.raises(ValueError):
+        make()  # type: ignore[operator]
+
+
+def test_reply_constructors() -> None:
+    reply = Reply.tool_calls(
+        [("a", {"x": 1}), ToolCall("b", "{}", "call_b"), {"name": "c", "arguments": "[1]"}]
+    )
+    assert [(c.name, c.arguments, c.call_id) for c in reply.calls] == [
+        ("a", '{"x": 1}', None),
+        ("b", "{}", "call_b"),
+        ("c", "[1]", None),
+    ]
+    assert reply.calls[0].parsed_arguments == {"x": 1}
+    with pytest.raises(TypeError):
+        Reply.tool_calls(["bad"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="mode"):
+        ModelServer(mode="live")  # type: ignore[arg-type]
+
+
+def test_script_rejects_non_replies(model: ModelServer) -> None:
+    with pytest.raises(TypeError):
+        model.script("hello")  # type: ignore[arg-type]
+    assert model.pending_replies == 0
+
+
+def test_command_line_serves_offline() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agents.testing", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"OPENAI_BASE_URL=http://127.0.0.1:{port}/v1" in line
+        with OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0) as client:
+            answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "cli"}])
+        assert answer.choices[0].message.content == "echo: cli"
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
