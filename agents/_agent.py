@@ -1,0 +1,164 @@
+"""The Agent definition: a few lines of configuration, validated when it is defined."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from state import AgentState
+
+from ._context import ContextProvider, check_source_id
+from ._errors import AgentConfigurationError
+from ._settings import HistoryMode, ModelSettings, resolve_endpoint, supports_responses
+from ._structured import ResponseFormat, agent_response_format
+from ._tools import FunctionTool
+from ._turns import TurnRequest, TurnResult
+
+_AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_HISTORY_MODES = ("local", "service")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Agent:
+    """An agent: instructions, a model, tools, providers and a history mode. Stateless and shared.
+
+    ``run`` executes one turn of one session against that session's ``AgentState``. Defining an
+    agent validates it; ``validate()`` additionally checks the model endpoint from the environment.
+    """
+
+    name: str
+    instructions: str = ""
+    model: ModelSettings = field(default_factory=ModelSettings)
+    tools: Sequence[FunctionTool | Callable[..., Any]] = ()
+    response_format: type[BaseModel] | dict[str, Any] | None = None
+    context_providers: Sequence[ContextProvider] = ()
+    history_mode: HistoryMode = "local"
+    description: str = ""
+    max_tool_rounds: int = 8
+    tool_timeout: float | None = 120.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _AGENT_NAME.match(self.name):
+            raise AgentConfigurationError(
+                f"agent name {self.name!r} must be 1-64 letters, digits, '_' or '-', "
+                "starting with a letter or digit"
+            )
+        if not isinstance(self.instructions, str):
+            raise AgentConfigurationError(f"agent {self.name!r}: instructions must be a string")
+        if not isinstance(self.model, ModelSettings):
+            raise AgentConfigurationError(f"agent {self.name!r}: model must be ModelSettings")
+        if self.history_mode not in _HISTORY_MODES:
+            raise AgentConfigurationError(
+                f"agent {self.name!r}: unknown history mode {self.history_mode!r} (use 'local' or 'service')"
+            )
+        if not isinstance(self.max_tool_rounds, int) or self.max_tool_rounds < 1:
+            raise AgentConfigurationError(f"agent {self.name!r}: max_tool_rounds must be a positive integer")
+        if self.tool_timeout is not None and self.tool_timeout <= 0:
+            raise AgentConfigurationError(f"agent {self.name!r}: tool_timeout must be positive or None")
+        tools = tuple(t if isinstance(t, FunctionTool) else _as_tool(self.name, t) for t in self.tools)
+        object.__setattr__(self, "tools", tools)
+        providers = tuple(self.context_providers)
+        object.__setattr__(self, "context_providers", providers)
+        object.__setattr__(self, "_format", agent_response_format(self.response_format))
+        self._check_providers(providers)
+        self._check_tool_names()
+        if self.history_mode == "service" and self.model.wire_api != "responses":
+            raise AgentConfigurationError(
+                f"agent {self.name!r}: service-side history needs the Responses API "
+                "(ModelSettings(wire_api='responses'))"
+            )
+
+    def _check_providers(self, providers: tuple[ContextProvider, ...]) -> None:
+        seen: set[str] = set()
+        for provider in providers:
+            for hook in ("before_model", "after_turn"):
+                if not callable(getattr(provider, hook, None)):
+                    raise AgentConfigurationError(f"agent {self.name!r}: {provider!r} has no {hook}() hook")
+            check_source_id(getattr(provider, "source_id", None))
+            if provider.source_id in seen:
+                raise AgentConfigurationError(
+                    f"agent {self.name!r}: two context providers share source_id {provider.source_id!r}"
+                )
+            seen.add(provider.source_id)
+            if self.history_mode == "service" and getattr(provider, "requires_local_history", False):
+                raise AgentConfigurationError(
+                    f"agent {self.name!r}: provider {provider.source_id!r} needs local history, "
+                    "but the history mode is 'service'"
+                )
+
+    def _check_tool_names(self) -> None:
+        owners: dict[str, str] = {}
+        declared: list[tuple[str, Any]] = [("the agent", t) for t in self.tools]
+        for provider in self.context_providers:
+            declared.extend((f"provider {provider.source_id!r}", t) for t in getattr(provider, "tools", ()))
+        for owner, t in declared:
+            if not isinstance(t, FunctionTool):
+                raise AgentConfigurationError(
+                    f"agent {self.name!r}: {owner} offers {t!r}, which is not a FunctionTool"
+                )
+            if t.name in owners:
+                raise AgentConfigurationError(
+                    f"agent {self.name!r}: tool name {t.name!r} is used by {owners[t.name]} and by {owner}"
+                )
+            owners[t.name] = owner
+
+    @property
+    def format(self) -> ResponseFormat | None:
+        """The agent's structured output format, normalised (None: plain text)."""
+        value: ResponseFormat | None = self.__dict__["_format"]
+        return value
+
+    @property
+    def all_tools(self) -> tuple[FunctionTool, ...]:
+        """The agent's tools followed by those its providers offer."""
+        tools: list[FunctionTool] = list(self.tools)  # type: ignore[arg-type]
+        for provider in self.context_providers:
+            tools.extend(provider.tools)
+        return tuple(tools)
+
+    def validate(self) -> None:
+        """Also check what depends on the environment: a model endpoint is configured and can
+        serve this agent's wire API and history mode. Raises AgentConfigurationError.
+        """
+        endpoint = resolve_endpoint(self.model)
+        if self.model.wire_api == "responses" and not supports_responses(endpoint):
+            raise AgentConfigurationError(
+                f"agent {self.name!r}: Azure OpenAI API version {endpoint.api_version} has no Responses API "
+                "(set AZURE_OPENAI_API_VERSION to 2025-03-01-preview or later)"
+            )
+
+    def describe(self) -> dict[str, Any]:
+        """What the agent offers, as JSON (for listings): name, description, tools, output format."""
+        fmt = self.format
+        return {
+            "name": self.name,
+            "description": self.description,
+            "historyMode": self.history_mode,
+            "wireApi": self.model.wire_api,
+            "tools": [{"name": t.name, "description": t.description} for t in self.all_tools],
+            "contextProviders": [p.source_id for p in self.context_providers],
+            "responseSchema": fmt.schema if fmt is not None else None,
+        }
+
+    async def run(self, state: AgentState, request: TurnRequest) -> TurnResult:
+        """Run one turn and record it (request and response entries, provider state, service id)
+        in ``state``. A model or tool failure gives ``status == "failed"``; it never raises for one.
+        A correlation id that already finished returns its recorded result and changes nothing.
+        """
+        from ._runner import run_turn
+
+        if not isinstance(state, AgentState):
+            raise TypeError(f"run takes an AgentState, not {type(state).__name__}")
+        if not isinstance(request, TurnRequest):
+            raise TypeError(f"run takes a TurnRequest, not {type(request).__name__}")
+        return await run_turn(self, state, request)
+
+
+def _as_tool(agent_name: str, value: Any) -> FunctionTool:
+    if not callable(value):
+        raise AgentConfigurationError(f"agent {agent_name!r}: tool {value!r} is not a function")
+    return FunctionTool.from_function(value)

@@ -1,0 +1,239 @@
+"""The openai SDK client per (endpoint, event loop), and our retry loop around model calls."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import openai
+
+from ._errors import ModelCallError
+from ._settings import Endpoint, RetryPolicy, check_requests_allowed
+
+T = TypeVar("T")
+
+_AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
+# An OpenAI-compatible server without auth (Ollama, vLLM, the local test server) still needs *a* key
+# for the SDK to build a request.
+_PLACEHOLDER_KEY = "no-key-needed"
+
+# httpx connection pools belong to the loop that opened them, so clients are never shared across
+# loops (hosting runs one loop per worker thread); a loop's clients go away with the loop.
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Endpoint, openai.AsyncOpenAI]] = (
+    weakref.WeakKeyDictionary()
+)
+_lock = threading.Lock()
+_credential_lock = threading.Lock()
+_token_provider: Callable[[], str] | None = None
+
+
+def _azure_token_provider() -> Callable[[], Awaitable[str]]:
+    """An async Entra ID token provider over one process-wide DefaultAzureCredential."""
+    global _token_provider
+    with _credential_lock:
+        if _token_provider is None:
+            from azure.identity import DefaultAzureCredential, get_bearer_token_provider
+
+            _token_provider = get_bearer_token_provider(DefaultAzureCredential(), _AZURE_SCOPE)
+        sync_provider = _token_provider
+
+    async def provide() -> str:
+        # The sync credential caches tokens; a refresh does blocking I/O, so keep it off the loop.
+        return await asyncio.to_thread(sync_provider)
+
+    return provide
+
+
+def _create_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
+    if endpoint.provider == "azure":
+        assert endpoint.base_url is not None
+        if endpoint.api_key:
+            return openai.AsyncAzureOpenAI(
+                azure_endpoint=endpoint.base_url,
+                api_version=endpoint.api_version,
+                api_key=endpoint.api_key,
+                max_retries=0,
+            )
+        return openai.AsyncAzureOpenAI(
+            azure_endpoint=endpoint.base_url,
+            api_version=endpoint.api_version,
+            azure_ad_token_provider=_azure_token_provider(),
+            max_retries=0,
+        )
+    return openai.AsyncOpenAI(
+        api_key=endpoint.api_key or _PLACEHOLDER_KEY,
+        base_url=endpoint.url,
+        max_retries=0,
+    )
+
+
+def get_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
+    """The client for ``endpoint`` on the running event loop (created on first use).
+
+    Raises ModelCallError("model_requests_disabled") for a non-loopback endpoint while
+    DURABLE_AGENTS_ALLOW_MODEL_REQUESTS=0.
+    """
+    check_requests_allowed(endpoint)
+    loop = asyncio.get_running_loop()
+    with _lock:
+        per_loop = _clients.get(loop)
+        if per_loop is None:
+            per_loop = _clients[loop] = {}
+        client = per_loop.get(endpoint)
+        if client is None:
+            client = per_loop[endpoint] = _create_client(endpoint)
+    return client
+
+
+async def close_model_clients() -> None:
+    """Close the model clients of the running event loop (call before closing a long-lived loop)."""
+    loop = asyncio.get_running_loop()
+    with _lock:
+        per_loop = _clients.pop(loop, {})
+    for client in per_loop.values():
+        await client.close()
+
+
+# --- errors and retries ---------------------------------------------------------------------
+
+_STATUS_CODES = {
+    400: "bad_request",
+    401: "authentication_failed",
+    403: "permission_denied",
+    404: "model_not_found",
+    408: "timeout",
+    409: "conflict",
+    413: "request_too_large",
+    422: "unprocessable_request",
+    429: "rate_limited",
+}
+# A 429 that says the account is out of quota will not get better by waiting.
+_NON_RETRYABLE_429_CODES = {"insufficient_quota", "billing_hard_limit_reached"}
+
+
+def _body_message(exc: openai.APIError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message
+    return exc.message
+
+
+def classify_error(exc: BaseException) -> ModelCallError:
+    """Map an SDK/transport exception to a ModelCallError with code, status and retryability."""
+    if isinstance(exc, ModelCallError):
+        return exc
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        code = (
+            exc.code
+            or _STATUS_CODES.get(status)
+            or ("model_server_error" if status >= 500 else "model_error")
+        )
+        retryable = status in (408, 409, 429) or status >= 500
+        if status == 429 and exc.code in _NON_RETRYABLE_429_CODES:
+            retryable = False
+        return ModelCallError(code, _body_message(exc), retryable=retryable, status=status)
+    if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
+        return ModelCallError("timeout", "the model did not answer in time", retryable=True)
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        detail = f": {cause}" if cause else ""
+        return ModelCallError("connection_error", f"cannot reach the model service{detail}", retryable=True)
+    if isinstance(exc, openai.APIResponseValidationError):
+        return ModelCallError("invalid_model_response", exc.message, retryable=False, status=exc.status_code)
+    if isinstance(exc, openai.OpenAIError):
+        return ModelCallError("model_client_error", str(exc), retryable=False)
+    raise TypeError(f"not a model call error: {exc!r}")
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The wait a 429/503 asked for (``retry-after-ms`` or ``Retry-After`` seconds / HTTP date)."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def backoff_delay(attempt: int, policy: RetryPolicy, retry_after: float | None, rng: random.Random) -> float:
+    """Wait before retry number ``attempt`` (1-based): exponential with jitter, at least Retry-After."""
+    ceiling = min(policy.max_delay, policy.base_delay * (2 ** (attempt - 1)))
+    delay = ceiling / 2 + rng.uniform(0, ceiling / 2)
+    if retry_after is not None:
+        delay = max(delay, retry_after)
+    return delay
+
+
+_rng = random.Random()
+
+
+async def call_with_retries(
+    call: Callable[[float], Awaitable[T]],
+    policy: RetryPolicy,
+    timeout: float,
+    *,
+    on_retry: Callable[[int, ModelCallError, float], None] | None = None,
+) -> T:
+    """Run ``call(attempt_timeout)`` until it succeeds, fails for good, or the deadline passes.
+
+    Retryable failures (429, 5xx, timeouts, connection errors) are retried with backoff; the
+    final failure is raised as ModelCallError.
+    """
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    attempt = 0
+    while True:
+        attempt += 1
+        remaining = policy.deadline - (loop.time() - started)
+        attempt_timeout = max(0.001, min(timeout, remaining))
+        try:
+            # The SDK timeout bounds each HTTP phase; this one bounds the whole attempt.
+            async with asyncio.timeout(attempt_timeout + 0.05):
+                return await call(attempt_timeout)
+        except (openai.OpenAIError, TimeoutError) as exc:
+            error = classify_error(exc)
+            if not error.retryable or attempt >= policy.max_attempts:
+                raise _final(error, attempt) from exc
+            delay = backoff_delay(attempt, policy, retry_after_seconds(exc), _rng)
+            if loop.time() - started + delay >= policy.deadline:
+                raise _final(error, attempt, deadline=True) from exc
+            if on_retry is not None:
+                on_retry(attempt, error, delay)
+            await asyncio.sleep(delay)
+
+
+def _final(error: ModelCallError, attempts: int, *, deadline: bool = False) -> ModelCallError:
+    if attempts == 1 and not deadline:
+        return error
+    why = "retry deadline reached" if deadline else "giving up"
+    return ModelCallError(
+        error.code,
+        f"{error.message} ({why} after {attempts} attempt{'s' if attempts > 1 else ''})",
+        retryable=error.retryable,
+        status=error.status,
+    )

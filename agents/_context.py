@@ -1,0 +1,106 @@
+"""Context providers: behaviour shared by every session, with per-session state in the state bag.
+
+A provider object belongs to the agent and is used by all sessions at once, so it must keep
+nothing per session on ``self``: everything per session lives in ``ProviderContext.state``, a JSON
+value the agent loads from ``state.state_bag[source_id]`` before the turn and writes back after a
+successful one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from state import JSON, ChatMessage
+
+from ._errors import AgentConfigurationError
+
+if TYPE_CHECKING:
+    from ._settings import ModelSettings
+    from ._tools import FunctionTool
+
+_SOURCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+CompleteFn = Callable[[str, str | None, "ModelSettings | None"], Awaitable[str]]
+
+
+@dataclass
+class ContextAdditions:
+    """What a provider adds to one model call; nothing here is stored in the history.
+
+    ``history``, when set, replaces the earlier-turn messages the model sees (a history reducer);
+    ``messages`` go after the history and before the new request messages.
+    """
+
+    instructions: Sequence[str] = ()
+    messages: Sequence[ChatMessage] = ()
+    tools: Sequence[FunctionTool] = ()
+    history: Sequence[ChatMessage] | None = None
+
+
+@dataclass(eq=False)
+class ProviderContext:
+    """One provider's view of one turn of one session; ``state`` is its per-session JSON value.
+
+    A tool parameter annotated ``ProviderContext`` is filled with this object (the model never sees
+    it), which is how a provider's tools reach the session's state.
+    """
+
+    __agents_tool_context__: ClassVar[bool] = True
+
+    agent_name: str
+    correlation_id: str
+    state: JSON
+    request_messages: Sequence[ChatMessage]
+    history: Sequence[ChatMessage]
+    history_mode: str = "local"
+    response_messages: Sequence[ChatMessage] = ()
+    _complete: CompleteFn | None = field(default=None, repr=False)
+
+    async def complete(
+        self, prompt: str, *, instructions: str | None = None, model: ModelSettings | None = None
+    ) -> str:
+        """One plain model call (no tools, no history) with the agent's model or ``model``.
+
+        Raises ModelCallError when the call fails for good; its usage counts towards the turn.
+        """
+        if self._complete is None:
+            raise RuntimeError("this ProviderContext cannot call a model")
+        return await self._complete(prompt, instructions, model)
+
+
+class ContextProvider:
+    """Base of context providers; override ``before_model`` and/or ``after_turn``.
+
+    ``source_id`` keys the provider's state in the state bag and must stay stable across
+    deployments. ``tools`` are offered to the model on every turn (a ``ProviderContext``
+    parameter is bound to the turn's context). ``requires_local_history`` marks providers that
+    work on the replayed history and so cannot be used with service-side history.
+    """
+
+    source_id: str = ""
+    tools: Sequence[FunctionTool] = ()
+    requires_local_history: bool = False
+
+    def __init__(self, source_id: str | None = None) -> None:
+        if source_id is not None:
+            self.source_id = source_id
+        check_source_id(self.source_id)
+
+    async def before_model(self, context: ProviderContext) -> ContextAdditions | None:
+        """Called once per turn before the first model call; may read and change ``context.state``."""
+        return None
+
+    async def after_turn(self, context: ProviderContext) -> None:
+        """Called after a successful turn with ``context.response_messages`` filled in."""
+        return None
+
+
+def check_source_id(source_id: Any) -> None:
+    """AgentConfigurationError unless ``source_id`` is a short, stable identifier."""
+    if not isinstance(source_id, str) or not _SOURCE_ID.match(source_id):
+        raise AgentConfigurationError(
+            f"provider source_id {source_id!r} must be 1-128 characters: letters, digits, '.', '_', ':', '-'"
+        )

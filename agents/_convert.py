@@ -1,0 +1,272 @@
+"""State messages <-> model wire messages, for Chat Completions and the Responses API.
+
+State -> wire drops what a model API cannot take (reasoning, usage, errors, hosted ids) but the
+state keeps it; wire -> state keeps everything the model said, including unparseable tool
+arguments (``arguments: {}`` plus the verbatim text in ``rawArguments``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from state import (
+    JSON,
+    ChatMessage,
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    ReasoningContent,
+    TextContent,
+    UriContent,
+    Usage,
+)
+
+from ._tools import parse_arguments
+
+RAW_ARGUMENTS = "rawArguments"
+"""Extra property of a functionCall content holding argument text that was not a JSON object."""
+_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_INSTRUCTION_ROLES = {"system", "developer"}
+
+
+def call_arguments_text(content: FunctionCallContent) -> str:
+    """The argument text to send back to a model: the raw text when it was kept, else JSON."""
+    extra = content.model_extra or {}
+    raw = extra.get(RAW_ARGUMENTS)
+    if isinstance(raw, str):
+        return raw
+    return json.dumps(content.arguments or {}, ensure_ascii=False)
+
+
+def result_text(result: JSON) -> str:
+    """A tool result as the string a model API expects."""
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False)
+
+
+def _is_image(content: DataContent | UriContent) -> bool:
+    media = content.media_type or ""
+    return media.startswith("image/") or content.uri.startswith("data:image/")
+
+
+def balanced(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """Drop function calls without a result and results without a call.
+
+    Model APIs reject an unanswered tool call; a trimmed window or an old state may hold one.
+    """
+    calls = {c.call_id for m in messages for c in m.contents if isinstance(c, FunctionCallContent)}
+    results = {c.call_id for m in messages for c in m.contents if isinstance(c, FunctionResultContent)}
+    out: list[ChatMessage] = []
+    for message in messages:
+        kept = [
+            c
+            for c in message.contents
+            if not (isinstance(c, FunctionCallContent) and c.call_id not in results)
+            and not (isinstance(c, FunctionResultContent) and c.call_id not in calls)
+        ]
+        if len(kept) == len(message.contents):
+            out.append(message)
+        elif kept:
+            out.append(message.model_copy(update={"contents": kept}))
+    return out
+
+
+# --- state -> Chat Completions ------------------------------------------------------------------
+
+
+def to_chat_messages(messages: Iterable[ChatMessage]) -> list[dict[str, Any]]:
+    """State messages as Chat Completions ``messages`` (tool results become ``tool`` messages)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = "system" if message.role in _INSTRUCTION_ROLES else message.role
+        texts = [c.text for c in message.contents if isinstance(c, TextContent)]
+        calls = [c for c in message.contents if isinstance(c, FunctionCallContent)]
+        results = [c for c in message.contents if isinstance(c, FunctionResultContent)]
+        if role == "assistant":
+            if texts or calls:
+                item: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+                if calls:
+                    item["tool_calls"] = [
+                        {
+                            "id": c.call_id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": call_arguments_text(c)},
+                        }
+                        for c in calls
+                    ]
+                if message.author_name and _NAME_PATTERN.match(message.author_name):
+                    item["name"] = message.author_name
+                out.append(item)
+        elif role in ("user", "system"):
+            parts: list[dict[str, Any]] = []
+            for c in message.contents:
+                if isinstance(c, TextContent):
+                    parts.append({"type": "text", "text": c.text})
+                elif isinstance(c, (DataContent, UriContent)) and role == "user" and _is_image(c):
+                    parts.append({"type": "image_url", "image_url": {"url": c.uri}})
+            if parts:
+                content: Any = parts[0]["text"] if len(parts) == 1 and parts[0]["type"] == "text" else parts
+                item = {"role": role, "content": content}
+                if message.author_name and _NAME_PATTERN.match(message.author_name):
+                    item["name"] = message.author_name
+                out.append(item)
+        for r in results:
+            out.append({"role": "tool", "tool_call_id": r.call_id, "content": result_text(r.result)})
+    return out
+
+
+# --- state -> Responses API input ----------------------------------------------------------------
+
+
+def to_responses_input(messages: Iterable[ChatMessage]) -> list[dict[str, Any]]:
+    """State messages as Responses API ``input`` items (calls and results are their own items)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = "system" if message.role in _INSTRUCTION_ROLES else message.role
+        if role == "assistant":
+            text = "".join(c.text for c in message.contents if isinstance(c, TextContent))
+            if text:
+                out.append(
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}],
+                    }
+                )
+        elif role in ("user", "system"):
+            parts: list[dict[str, Any]] = []
+            for c in message.contents:
+                if isinstance(c, TextContent):
+                    parts.append({"type": "input_text", "text": c.text})
+                elif isinstance(c, (DataContent, UriContent)) and role == "user" and _is_image(c):
+                    parts.append({"type": "input_image", "image_url": c.uri, "detail": "auto"})
+            if parts:
+                out.append({"type": "message", "role": role, "content": parts})
+        for c in message.contents:
+            if isinstance(c, FunctionCallContent):
+                out.append(
+                    {
+                        "type": "function_call",
+                        "call_id": c.call_id,
+                        "name": c.name,
+                        "arguments": call_arguments_text(c),
+                    }
+                )
+            elif isinstance(c, FunctionResultContent):
+                out.append(
+                    {"type": "function_call_output", "call_id": c.call_id, "output": result_text(c.result)}
+                )
+    return out
+
+
+# --- model output -> state ---------------------------------------------------------------------
+
+
+def function_call_content(call_id: str | None, name: str, raw_arguments: str | None) -> FunctionCallContent:
+    """A functionCall content; argument text that is not a JSON object is kept in ``rawArguments``."""
+    arguments, _ = parse_arguments(raw_arguments)
+    extra: dict[str, Any] = {}
+    if arguments is None:
+        arguments = {}
+        extra[RAW_ARGUMENTS] = raw_arguments or ""
+    return FunctionCallContent(
+        call_id=call_id or f"call_{uuid.uuid4().hex[:24]}", name=name, arguments=arguments, **extra
+    )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def chat_usage(usage: Mapping[str, Any] | None) -> Usage | None:
+    """Chat Completions usage as a state Usage."""
+    if not usage:
+        return None
+    return Usage(
+        input_token_count=_int(usage.get("prompt_tokens")),
+        output_token_count=_int(usage.get("completion_tokens")),
+        total_token_count=_int(usage.get("total_tokens")),
+    )
+
+
+def responses_usage(usage: Mapping[str, Any] | None) -> Usage | None:
+    """Responses API usage as a state Usage."""
+    if not usage:
+        return None
+    return Usage(
+        input_token_count=_int(usage.get("input_tokens")),
+        output_token_count=_int(usage.get("output_tokens")),
+        total_token_count=_int(usage.get("total_tokens")),
+    )
+
+
+def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
+    """Sum two usages field by field (a field absent on both stays absent)."""
+    if more is None:
+        return total
+    if total is None:
+        return more
+
+    def plus(a: int | None, b: int | None) -> int | None:
+        return None if a is None and b is None else (a or 0) + (b or 0)
+
+    return Usage(
+        input_token_count=plus(total.input_token_count, more.input_token_count),
+        output_token_count=plus(total.output_token_count, more.output_token_count),
+        total_token_count=plus(total.total_token_count, more.total_token_count),
+    )
+
+
+def from_chat_message(message: Mapping[str, Any], author_name: str, created_at: str) -> ChatMessage:
+    """A Chat Completions ``choices[0].message`` as an assistant state message."""
+    contents: list[Any] = []
+    # OpenAI-compatible servers (vLLM, Ollama, DeepSeek) put reasoning here; the SDK keeps it as extra.
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        contents.append(ReasoningContent(text=reasoning))
+    text = message.get("content")
+    if isinstance(text, str) and text:
+        contents.append(TextContent(text=text))
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal and not text:
+        contents.append(TextContent(text=refusal, refusal=True))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        contents.append(
+            function_call_content(call.get("id"), str(function.get("name", "")), function.get("arguments"))
+        )
+    return ChatMessage(role="assistant", contents=contents, author_name=author_name, created_at=created_at)
+
+
+def from_responses_output(
+    output: Sequence[Mapping[str, Any]], author_name: str, created_at: str
+) -> ChatMessage:
+    """A Responses API ``output`` list as one assistant state message."""
+    contents: list[Any] = []
+    for item in output:
+        kind = item.get("type")
+        if kind == "reasoning":
+            summary = "\n".join(
+                str(part.get("text", "")) for part in item.get("summary") or () if isinstance(part, Mapping)
+            )
+            parts = item.get("content") or ()
+            text = summary or "\n".join(str(p.get("text", "")) for p in parts if isinstance(p, Mapping))
+            contents.append(ReasoningContent(text=text or None))
+        elif kind == "message":
+            for part in item.get("content") or ():
+                if part.get("type") == "output_text":
+                    contents.append(TextContent(text=str(part.get("text", ""))))
+                elif part.get("type") == "refusal":
+                    contents.append(TextContent(text=str(part.get("refusal", "")), refusal=True))
+        elif kind == "function_call":
+            contents.append(
+                function_call_content(
+                    item.get("call_id") or item.get("id"), str(item.get("name", "")), item.get("arguments")
+                )
+            )
+    return ChatMessage(role="assistant", contents=contents, author_name=author_name, created_at=created_at)

@@ -1,0 +1,194 @@
+"""One model call over either wire API: build the request, send it with retries, read the answer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from state import ChatMessage, Usage
+
+from ._client import call_with_retries, get_client
+from ._convert import (
+    balanced,
+    chat_usage,
+    from_chat_message,
+    from_responses_output,
+    responses_usage,
+    to_chat_messages,
+    to_responses_input,
+)
+from ._errors import ModelCallError
+from ._settings import Endpoint, ModelSettings
+from ._structured import ResponseFormat
+from ._tools import FunctionTool
+
+
+def now_iso() -> str:
+    """The current UTC time in RFC 3339."""
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass(frozen=True)
+class ModelOutput:
+    """What one model call produced: the assistant message, its usage, and the response id."""
+
+    message: ChatMessage
+    usage: Usage | None
+    response_id: str | None
+    finish_reason: str | None
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """Per-call knobs on top of the model settings."""
+
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+
+
+class ModelCaller:
+    """Calls one endpoint with one agent's settings; cheap to build per turn."""
+
+    def __init__(self, settings: ModelSettings, endpoint: Endpoint, author_name: str) -> None:
+        self.settings = settings
+        self.endpoint = endpoint
+        self.author_name = author_name
+
+    async def call(
+        self,
+        *,
+        instructions: str,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[FunctionTool] = (),
+        response_format: ResponseFormat | None = None,
+        previous_response_id: str | None = None,
+        store: bool = False,
+        options: CallOptions | None = None,
+    ) -> ModelOutput:
+        """Send one request (retrying transient failures); ModelCallError when it fails for good."""
+        opts = options or CallOptions()
+        temperature = opts.temperature if opts.temperature is not None else self.settings.temperature
+        max_tokens = (
+            opts.max_output_tokens if opts.max_output_tokens is not None else self.settings.max_output_tokens
+        )
+        if self.settings.wire_api == "responses":
+            return await self._responses(
+                instructions,
+                messages,
+                tools,
+                response_format,
+                previous_response_id,
+                store,
+                temperature,
+                max_tokens,
+            )
+        return await self._chat(instructions, messages, tools, response_format, temperature, max_tokens)
+
+    def _extra(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.settings.extra_body:
+            params["extra_body"] = dict(self.settings.extra_body)
+        return params
+
+    async def _chat(
+        self,
+        instructions: str,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[FunctionTool],
+        response_format: ResponseFormat | None,
+        temperature: float | None,
+        max_tokens: int | None,
+    ) -> ModelOutput:
+        wire = to_chat_messages(balanced(messages))
+        if instructions:
+            wire.insert(0, {"role": "system", "content": instructions})
+        params: dict[str, Any] = {"model": self.endpoint.model, "messages": wire}
+        if tools:
+            params["tools"] = [t.chat_schema() for t in tools]
+        if temperature is not None:
+            params["temperature"] = temperature
+        if max_tokens is not None:
+            params["max_completion_tokens"] = max_tokens
+        if response_format is not None:
+            params["response_format"] = response_format.chat_param()
+        self._extra(params)
+        client = get_client(self.endpoint)
+        completions = cast(Any, client.chat.completions)
+
+        async def attempt(timeout: float) -> Any:
+            return await completions.create(**params, timeout=timeout)
+
+        response = await call_with_retries(attempt, self.settings.retry, self.settings.timeout)
+        data = _as_dict(response)
+        choices = data.get("choices") or []
+        if not choices or not isinstance(choices[0], Mapping):
+            raise ModelCallError(
+                "invalid_model_response", "the model answered without a choice", retryable=True
+            )
+        choice = choices[0]
+        message = from_chat_message(choice.get("message") or {}, self.author_name, now_iso())
+        return ModelOutput(
+            message, chat_usage(data.get("usage")), data.get("id"), choice.get("finish_reason")
+        )
+
+    async def _responses(
+        self,
+        instructions: str,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[FunctionTool],
+        response_format: ResponseFormat | None,
+        previous_response_id: str | None,
+        store: bool,
+        temperature: float | None,
+        max_tokens: int | None,
+    ) -> ModelOutput:
+        # With a previous response the service holds the earlier calls, so results must not be
+        # dropped as unmatched.
+        items = to_responses_input(messages if previous_response_id else balanced(messages))
+        params: dict[str, Any] = {"model": self.endpoint.model, "input": items, "store": store}
+        if instructions:
+            params["instructions"] = instructions
+        if previous_response_id:
+            params["previous_response_id"] = previous_response_id
+        if tools:
+            params["tools"] = [t.responses_schema() for t in tools]
+        if temperature is not None:
+            params["temperature"] = temperature
+        if max_tokens is not None:
+            params["max_output_tokens"] = max_tokens
+        if response_format is not None:
+            params["text"] = {"format": response_format.responses_param()}
+        self._extra(params)
+        client = get_client(self.endpoint)
+        responses = cast(Any, client.responses)
+
+        async def attempt(timeout: float) -> Any:
+            return await responses.create(**params, timeout=timeout)
+
+        response = await call_with_retries(attempt, self.settings.retry, self.settings.timeout)
+        data = _as_dict(response)
+        error = data.get("error")
+        if isinstance(error, Mapping) and error:
+            raise ModelCallError(
+                str(error.get("code") or "model_error"),
+                str(error.get("message") or "the model failed"),
+                retryable=False,
+            )
+        output = [item for item in data.get("output") or () if isinstance(item, Mapping)]
+        message = from_responses_output(output, self.author_name, now_iso())
+        finish = None
+        if data.get("status") == "incomplete":
+            details = data.get("incomplete_details") or {}
+            reason = details.get("reason") if isinstance(details, Mapping) else None
+            finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
+        return ModelOutput(message, responses_usage(data.get("usage")), data.get("id"), finish)
+
+
+def _as_dict(response: Any) -> dict[str, Any]:
+    if isinstance(response, dict):
+        return response
+    dump = getattr(response, "model_dump", None)
+    if dump is None:
+        raise ModelCallError("invalid_model_response", "the model answer is not an object", retryable=False)
+    return cast(dict[str, Any], dump(mode="json"))

@@ -1,0 +1,334 @@
+"""One turn: providers, model calls, tool rounds, structured output, and recording it in the state."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from state import (
+    JSON,
+    AgentRequest,
+    AgentResponse,
+    AgentState,
+    ChatMessage,
+    ErrorContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    TextContent,
+    TurnFailure,
+    Usage,
+)
+
+from ._context import ContextProvider, ProviderContext
+from ._convert import RAW_ARGUMENTS, add_usage
+from ._errors import AgentConfigurationError, ModelCallError, ToolExecutionError
+from ._model import CallOptions, ModelCaller, now_iso
+from ._settings import ModelSettings, resolve_endpoint
+from ._structured import ResponseFormat, StructuredOutputError
+from ._tools import FunctionTool, parse_arguments, to_jsonable
+from ._turns import TurnError, TurnRequest, TurnResult, final_text, usage_json
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+log = logging.getLogger("agents")
+
+
+class _TurnFailed(Exception):
+    """Internal: ends a turn as failed with this error."""
+
+    def __init__(self, error: TurnError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _from_model_error(exc: ModelCallError) -> TurnError:
+    return TurnError(exc.code, exc.message, exc.retryable, exc.status)
+
+
+@dataclass
+class _Turn:
+    agent: Agent
+    state: AgentState
+    request: TurnRequest
+    request_messages: list[ChatMessage]
+    response_format: ResponseFormat | None
+    messages: list[ChatMessage] = field(default_factory=list)
+    usage: Usage | None = None
+    contexts: list[tuple[ContextProvider, ProviderContext]] = field(default_factory=list)
+    service_thread_id: str | None = None
+    structured: JSON = None
+
+    # --- model access --------------------------------------------------------------------
+
+    def caller(self, settings: ModelSettings | None = None) -> ModelCaller:
+        settings = settings or self.agent.model
+        try:
+            endpoint = resolve_endpoint(settings)
+        except AgentConfigurationError as exc:
+            raise _TurnFailed(TurnError("model_not_configured", str(exc))) from None
+        return ModelCaller(settings, endpoint, self.agent.name)
+
+    async def complete(self, prompt: str, instructions: str | None, settings: ModelSettings | None) -> str:
+        """ProviderContext.complete: a tool-less call whose usage counts towards the turn."""
+        caller = self.caller(settings)
+        output = await caller.call(
+            instructions=instructions or "",
+            messages=[ChatMessage(role="user", contents=[TextContent(text=prompt)])],
+        )
+        self.usage = add_usage(self.usage, output.usage)
+        return final_text([output.message])
+
+    # --- the turn ------------------------------------------------------------------------
+
+    async def execute(self) -> None:
+        agent = self.agent
+        local = agent.history_mode == "local"
+        history = list(self.state.replay_messages()) if local else []
+        for provider in agent.context_providers:
+            ctx = ProviderContext(
+                agent_name=agent.name,
+                correlation_id=self.request.correlation_id,
+                # A copy, so a failed turn leaves the stored provider state untouched.
+                state=copy.deepcopy(self.state.state_bag.get(provider.source_id)),
+                request_messages=tuple(self.request_messages),
+                history=tuple(history),
+                history_mode=agent.history_mode,
+                _complete=self.complete,
+            )
+            self.contexts.append((provider, ctx))
+
+        instructions = [agent.instructions] if agent.instructions else []
+        extra_messages: list[ChatMessage] = []
+        tools: list[FunctionTool] = [t for t in agent.tools if isinstance(t, FunctionTool)]
+        model_history = history
+        for provider, ctx in self.contexts:
+            additions = await self._provider_call(provider, "before_model", provider.before_model(ctx))
+            tools.extend(t.with_context(ctx) for t in provider.tools)
+            if additions is None:
+                continue
+            instructions.extend(i for i in additions.instructions if i)
+            extra_messages.extend(additions.messages)
+            tools.extend(t.with_context(ctx) for t in additions.tools)
+            if additions.history is not None:
+                model_history = list(additions.history)
+        by_name = _tools_by_name(tools)
+
+        options = self.request.options
+        call_options = CallOptions(options.get("temperature"), options.get("max_output_tokens"))
+        max_rounds = int(options.get("max_tool_rounds") or agent.max_tool_rounds)
+        caller = self.caller()
+        previous_id = self.state.service_thread_id if not local else None
+        pending = [*extra_messages, *self.request_messages]
+        rounds = 0
+        while True:
+            sent = (
+                [*model_history, *extra_messages, *self.request_messages, *self.messages]
+                if local
+                else pending
+            )
+            output = await caller.call(
+                instructions="\n\n".join(instructions),
+                messages=sent,
+                tools=list(by_name.values()),
+                response_format=self.response_format,
+                previous_response_id=previous_id,
+                store=not local,
+                options=call_options,
+            )
+            self.usage = add_usage(self.usage, output.usage)
+            self.messages.append(output.message)
+            if not local:
+                previous_id = output.response_id
+            if output.finish_reason == "content_filter":
+                raise _TurnFailed(TurnError("content_filter", "the model's answer was filtered"))
+            calls = [c for c in output.message.contents if isinstance(c, FunctionCallContent)]
+            if not calls:
+                break
+            if rounds >= max_rounds:
+                raise _TurnFailed(
+                    TurnError(
+                        "max_tool_rounds_exceeded",
+                        f"the model still asked for tools after {max_rounds} rounds",
+                    )
+                )
+            rounds += 1
+            results = await asyncio.gather(*(self._run_tool(call, by_name) for call in calls))
+            tool_message = ChatMessage(role="tool", contents=list(results), created_at=now_iso())
+            self.messages.append(tool_message)
+            pending = [tool_message]
+
+        if self.response_format is not None:
+            try:
+                self.structured = self.response_format.parse_answer(final_text(self.messages))
+            except StructuredOutputError as exc:
+                raise _TurnFailed(TurnError("invalid_structured_output", str(exc))) from None
+        for provider, ctx in self.contexts:
+            ctx.response_messages = tuple(self.messages)
+            await self._provider_call(provider, "after_turn", provider.after_turn(ctx))
+        self.service_thread_id = previous_id
+
+    async def _provider_call(self, provider: ContextProvider, hook: str, awaitable: Any) -> Any:
+        try:
+            return await awaitable
+        except (_TurnFailed, ModelCallError):
+            raise
+        except Exception as exc:
+            log.exception("context provider %s failed in %s", provider.source_id, hook)
+            raise _TurnFailed(
+                TurnError(
+                    "provider_error", f"context provider {provider.source_id!r} failed in {hook}: {exc}"
+                )
+            ) from exc
+
+    async def _run_tool(
+        self, call: FunctionCallContent, tools: dict[str, FunctionTool]
+    ) -> FunctionResultContent:
+        raw = (call.model_extra or {}).get(RAW_ARGUMENTS)
+        try:
+            if isinstance(raw, str):
+                _, reason = parse_arguments(raw)
+                raise ToolExecutionError(f"cannot call {call.name!r}: {reason}")
+            tool = tools.get(call.name)
+            if tool is None:
+                raise ToolExecutionError(
+                    f"unknown tool {call.name!r}; available: {', '.join(sorted(tools)) or 'none'}"
+                )
+            invocation = tool.invoke(call.arguments or {})
+            timeout = self.agent.tool_timeout
+            value = await (asyncio.wait_for(invocation, timeout) if timeout else invocation)
+            return FunctionResultContent(call_id=call.call_id, result=to_jsonable(value))
+        except ToolExecutionError as exc:
+            message = str(exc)
+        except TimeoutError:
+            message = f"tool {call.name!r} did not finish within {self.agent.tool_timeout} seconds"
+        except Exception as exc:
+            log.info("tool %s raised %s", call.name, exc, exc_info=True)
+            message = f"tool {call.name!r} raised {type(exc).__name__}: {exc}"
+        return FunctionResultContent(call_id=call.call_id, result=f"Error: {message}", isError=True)
+
+    def commit_provider_states(self) -> None:
+        updates: dict[str, JSON] = {}
+        for provider, ctx in self.contexts:
+            if ctx.state is None and provider.source_id not in self.state.state_bag:
+                continue
+            try:
+                updates[provider.source_id] = json.loads(json.dumps(ctx.state, allow_nan=False))
+            except (TypeError, ValueError) as exc:
+                raise _TurnFailed(
+                    TurnError(
+                        "provider_error", f"context provider {provider.source_id!r} state is not JSON: {exc}"
+                    )
+                ) from None
+        self.state.state_bag.update(updates)
+
+
+def _tools_by_name(tools: Sequence[FunctionTool]) -> dict[str, FunctionTool]:
+    by_name: dict[str, FunctionTool] = {}
+    for t in tools:
+        if t.name in by_name:
+            raise _TurnFailed(TurnError("tool_name_conflict", f"two tools are named {t.name!r}"))
+        by_name[t.name] = t
+    return by_name
+
+
+async def run_turn(agent: Agent, state: AgentState, request: TurnRequest) -> TurnResult:
+    """Run one turn and record it in ``state``; failures become a failed turn, never an exception."""
+    done = TurnResult.from_state(state, request.correlation_id)
+    if done is not None:
+        return done  # a redelivered request: answer it again, change nothing
+    created = now_iso()
+    response_format = (
+        ResponseFormat.parse(request.response_format) if request.response_format is not None else agent.format
+    )
+    request_messages = [
+        ChatMessage(
+            role=m.role, contents=[TextContent(text=m.text)], author_name=m.author_name, created_at=created
+        )
+        for m in request.messages
+    ]
+    request_entry = AgentRequest(
+        correlation_id=request.correlation_id,
+        created_at=created,
+        messages=request_messages,
+        response_type="json" if response_format is not None else "text",
+        response_schema=response_format.schema if response_format is not None else None,
+        orchestration_id=request.orchestration_id,
+    )
+    turn = _Turn(agent, state, request, request_messages, response_format)
+    error: TurnError | None = None
+    try:
+        await turn.execute()
+        turn.commit_provider_states()
+    except _TurnFailed as exc:
+        error = exc.error
+    except ModelCallError as exc:
+        error = _from_model_error(exc)
+    except Exception as exc:  # a bug must not lose the request: record it as a failed turn
+        log.exception("turn %s of agent %s failed", request.correlation_id, agent.name)
+        error = TurnError("internal_error", f"{type(exc).__name__}: {exc}")
+
+    messages = list(turn.messages)
+    if error is not None:
+        messages.append(
+            ChatMessage(
+                role="assistant",
+                author_name=agent.name,
+                created_at=now_iso(),
+                contents=[
+                    ErrorContent(
+                        message=error.message,
+                        error_code=error.code,
+                        details={"retryable": error.retryable, "status": error.status},
+                    )
+                ],
+            )
+        )
+    response_entry = AgentResponse(
+        correlation_id=request.correlation_id,
+        created_at=now_iso(),
+        messages=messages,
+        usage=turn.usage,
+        failure=(
+            TurnFailure(
+                code=error.code, message=error.message, retryable=error.retryable, status=error.status
+            )
+            if error is not None
+            else None
+        ),
+    )
+    state.append_request(request_entry)
+    try:
+        state.append_response(response_entry)
+    except Exception as exc:  # never leave a request without its response
+        log.exception("could not record the response of turn %s", request.correlation_id)
+        error = TurnError("internal_error", f"the turn's response could not be recorded: {exc}")
+        messages = [
+            ChatMessage(
+                role="assistant", contents=[ErrorContent(message=error.message, error_code=error.code)]
+            )
+        ]
+        state.append_response(
+            AgentResponse(
+                correlation_id=request.correlation_id,
+                created_at=now_iso(),
+                messages=messages,
+                failure=TurnFailure(code=error.code, message=error.message),
+            )
+        )
+    if error is None and agent.history_mode == "service":
+        state.service_thread_id = turn.service_thread_id
+    return TurnResult(
+        correlation_id=request.correlation_id,
+        status="failed" if error is not None else "succeeded",
+        text=final_text(turn.messages) if error is None else "",
+        messages=[m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in messages],
+        usage=usage_json(turn.usage),
+        structured=turn.structured if error is None else None,
+        error=error,
+    )
