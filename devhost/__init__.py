@@ -1,0 +1,19 @@
+"""A local Azure Functions + Durable Functions host for the function app (``python -m devhost``)."""
+
+from ._entities import EntityGateway, encode_input, make_entity_id, parse_entity_id
+from ._errors import AppLoadError, DevHostError, EntityIdError, RouteTemplateError
+from ._host import LocalHost
+from ._main import main
+
+__all__ = [
+    "AppLoadError",
+    "DevHostError",
+    "EntityGateway",
+    "EntityIdError",
+    "LocalHost",
+    "RouteTemplateError",
+    "encode_input",
+    "main",
+    "make_entity_id",
+    "parse_entity_id",
+]

@@ -1,0 +1,5 @@
+"""``python -m devhost``."""
+
+from ._main import main
+
+raise SystemExit(main())

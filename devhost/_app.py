@@ -1,0 +1,138 @@
+"""Find the function app and what it registers, the way the Python worker indexes it."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import AppLoadError
+from ._routing import RouteTemplate, compile_route, sort_key
+
+
+@dataclass
+class HttpFunction:
+    """One HTTP-triggered function."""
+
+    name: str
+    func: Callable[..., Any]
+    route: RouteTemplate
+    methods: frozenset[str] | None  # None: every method
+    auth_level: str  # anonymous | function | admin
+    request_param: str
+    client_params: dict[str, dict[str, Any]]  # param -> durableClient binding
+    wants_context: bool
+    is_async: bool
+
+
+@dataclass
+class NamedFunction:
+    """An entity, orchestrator or activity function."""
+
+    name: str  # the name clients use (binding's entity/orchestration/activity name or function name)
+    function_name: str
+    func: Callable[..., Any]
+    param: str
+    is_async: bool
+
+
+@dataclass
+class AppModel:
+    """What the app registers, indexed for dispatch."""
+
+    app: Any
+    http: list[HttpFunction] = field(default_factory=list)
+    entities: dict[str, NamedFunction] = field(default_factory=dict)  # key: lower-case name
+    orchestrators: dict[str, NamedFunction] = field(default_factory=dict)
+    activities: dict[str, NamedFunction] = field(default_factory=dict)
+
+
+def load_app(target: Any) -> Any:
+    """Return the FunctionApp for a module name, a module or an app object."""
+    module: Any = target
+    if isinstance(target, str):
+        module_name, _, attr = target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:
+            raise AppLoadError(f"cannot import app module {module_name!r}: {exc!r}") from exc
+        if attr:
+            module = getattr(module, attr, None)
+    if isinstance(module, types.ModuleType):
+        candidates = [v for v in vars(module).values() if hasattr(v, "get_functions")]
+        if not candidates:
+            raise AppLoadError(f"module {module.__name__!r} defines no FunctionApp")
+        named = getattr(module, "app", None)
+        module = named if named in candidates else candidates[0]
+    if not hasattr(module, "get_functions"):
+        raise AppLoadError(f"{target!r} is not an azure.functions FunctionApp")
+    return module
+
+
+def _raw_bindings(function: Any) -> list[dict[str, Any]]:
+    return [json.loads(b) for b in function.get_raw_bindings()]
+
+
+def index_app(app: Any) -> AppModel:
+    """Index every function of ``app`` by trigger type."""
+    model = AppModel(app=app)
+    # FunctionApp.get_functions() records the names it saw and refuses to run twice (the
+    # worker indexes once); the app may already have been indexed by a test or an earlier host.
+    if getattr(app, "functions_bindings", None):
+        app.functions_bindings = {}
+    try:
+        functions = app.get_functions()
+    except Exception as exc:
+        raise AppLoadError(f"app.get_functions() failed: {exc!r}") from exc
+    finally:
+        if getattr(app, "functions_bindings", None):
+            app.functions_bindings = {}  # let the next indexer (engine, tests) call it again
+    for function in functions:
+        name = function.get_function_name()
+        func = function.get_user_function()
+        is_async = inspect.iscoroutinefunction(func)
+        bindings = _raw_bindings(function)
+        trigger = next((b for b in bindings if str(b.get("type", "")).endswith("Trigger")), None)
+        if trigger is None:
+            continue
+        kind = trigger["type"]
+        param = trigger["name"]
+        if kind == "httpTrigger":
+            methods = trigger.get("methods")
+            model.http.append(
+                HttpFunction(
+                    name=name,
+                    func=func,
+                    route=compile_route(trigger.get("route") or name),
+                    methods=frozenset(m.upper() for m in methods) if methods else None,
+                    auth_level=str(trigger.get("authLevel", "function")).lower(),
+                    request_param=param,
+                    client_params={
+                        b["name"]: b for b in bindings if b.get("type") == "durableClient"
+                    },
+                    wants_context="context" in inspect.signature(func).parameters,
+                    is_async=is_async,
+                )
+            )
+        elif kind == "entityTrigger":
+            ent_name = trigger.get("entityName") or name
+            model.entities[ent_name.lower()] = NamedFunction(ent_name, name, func, param, is_async)
+        elif kind == "orchestrationTrigger":
+            orch_name = trigger.get("orchestration") or name
+            model.orchestrators[orch_name] = NamedFunction(orch_name, name, func, param, is_async)
+        elif kind == "activityTrigger":
+            act_name = trigger.get("activity") or name
+            model.activities[act_name] = NamedFunction(act_name, name, func, param, is_async)
+    model.http.sort(key=lambda f: sort_key(f.route))
+    return model
+
+
+def ensure_importable(project_dir: str) -> None:
+    """Put the project directory first on sys.path, as the worker does for the app root."""
+    if project_dir not in sys.path:
+        sys.path.insert(0, project_dir)

@@ -1,0 +1,351 @@
+"""The Durable extension's HTTP API: the RPC endpoints the Python SDK's client calls
+(under ``/durabletask/``) and the webhook URLs handed out in ``managementUrls`` (under
+``/runtime/webhooks/durabletask/``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from aiohttp import web
+
+from ._entities import EntityGateway, make_entity_id
+from ._errors import EntityIdError
+from ._problems import problem
+
+RPC_PREFIX = "/durabletask/"
+WEBHOOK_PREFIX = "/runtime/webhooks/durabletask/"
+_TERMINAL = {"Completed", "Failed", "Terminated", "Canceled"}
+_RUNNING_CODES = {"Running", "Pending", "ContinuedAsNew", "Suspended"}
+
+
+class Engine(Protocol):
+    """The orchestration engine's interface (implemented in ``_orchestrations``)."""
+
+    async def start_new(self, name: str, instance_id: str | None, input: Any) -> str: ...
+    async def get_status(
+        self, instance_id: str, *, show_history: bool, show_history_output: bool, show_input: bool
+    ) -> dict[str, Any] | None: ...
+    async def query(
+        self,
+        *,
+        runtime_status: list[str] | None,
+        created_from: datetime | None,
+        created_to: datetime | None,
+        instance_id_prefix: str | None,
+    ) -> list[dict[str, Any]]: ...
+    async def raise_event(self, instance_id: str, event_name: str, data: Any) -> bool: ...
+    async def terminate(self, instance_id: str, reason: str) -> bool: ...
+    async def purge(self, instance_id: str) -> bool: ...
+    async def suspend(self, instance_id: str, reason: str) -> bool: ...
+    async def resume(self, instance_id: str, reason: str) -> bool: ...
+
+
+def _flag(request: web.Request, name: str, default: bool = False) -> bool:
+    value = request.query.get(name)
+    if value is None:
+        return default
+    return value.lower() in ("true", "1", "yes")
+
+
+def _date(request: web.Request, name: str) -> datetime | None:
+    value = request.query.get(name)
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+class DurableApi:
+    """Handlers for the durable endpoints; mounted by the host on its aiohttp app."""
+
+    def __init__(
+        self,
+        *,
+        entities: EntityGateway,
+        engine: Engine | None,
+        engine_error: str | None,
+        management_urls: Callable[[str], dict[str, str]],
+        check_key: Callable[[web.Request], bool],
+        logger: logging.Logger,
+    ) -> None:
+        self._entities = entities
+        self._engine = engine
+        self._engine_error = engine_error
+        self._management_urls = management_urls
+        self._check_key = check_key
+        self._log = logger
+
+    def routes(self) -> list[web.RouteDef]:
+        """Route table for both the RPC and the webhook base paths."""
+        table: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] = [
+            ("POST", "orchestrators/{name}", self.start_new),
+            ("POST", "orchestrators/{name}/{instance_id}", self.start_new),
+            ("GET", "instances", self.query),
+            ("GET", "instances/", self.query),
+            ("DELETE", "instances", self.purge_by),
+            ("DELETE", "instances/", self.purge_by),
+            ("GET", "instances/{instance_id}", self.get_status),
+            ("DELETE", "instances/{instance_id}", self.purge),
+            ("POST", "instances/{instance_id}/raiseEvent/{event}", self.raise_event),
+            ("POST", "instances/{instance_id}/terminate", self.terminate),
+            ("POST", "instances/{instance_id}/suspend", self.suspend),
+            ("POST", "instances/{instance_id}/resume", self.resume),
+            ("POST", "instances/{instance_id}/rewind", self.rewind),
+            ("POST", "instances/{instance_id}/restart", self.restart),
+            ("GET", "entities", self.list_entities),
+            ("GET", "entities/", self.list_entities),
+            ("GET", "entities/{name}", self.list_entities),
+            ("GET", "entities/{name}/{key}", self.read_entity),
+            ("POST", "entities/{name}/{key}", self.signal_entity),
+        ]
+        out = []
+        for prefix in (RPC_PREFIX, WEBHOOK_PREFIX):
+            for method, path, handler in table:
+                out.append(web.route(method, prefix + path, self._guard(handler)))
+        return out
+
+    def _guard(
+        self, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def wrapped(request: web.Request) -> web.StreamResponse:
+            # The webhook URLs are public like a function's; the RPC base is the host-internal
+            # channel the worker uses (loopback only, as in Azure), so it takes no key.
+            if request.path.startswith(WEBHOOK_PREFIX) and not self._check_key(request):
+                return problem(401, "unauthorized", "a valid function key is required (code= or "
+                               "x-functions-key)")
+            try:
+                return await handler(request)
+            except EntityIdError as exc:
+                return problem(400, "bad_entity_id", str(exc))
+            except (ValueError, json.JSONDecodeError) as exc:
+                return problem(400, "bad_request", str(exc))
+        return wrapped
+
+    # -- helpers ---------------------------------------------------------------------
+
+    async def _body_value(self, request: web.Request) -> Any:
+        """The JSON value posted; the SDK client JSON-encodes its already encoded payloads."""
+        text = await request.text()
+        if not text.strip():
+            return None
+        value = json.loads(text)
+        if request.path.startswith(RPC_PREFIX) and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise ValueError(f"request body is not the JSON text of a value: {exc}") from exc
+        return value
+
+    def _no_engine(self) -> web.Response:
+        return problem(501, "orchestrations_unavailable",
+                       f"the orchestration engine is not available: {self._engine_error}")
+
+    async def _existing(self, instance_id: str) -> dict[str, Any] | None:
+        assert self._engine is not None
+        return await self._engine.get_status(
+            instance_id, show_history=False, show_history_output=False, show_input=False
+        )
+
+    # -- orchestrations ----------------------------------------------------------------
+
+    async def start_new(self, request: web.Request) -> web.StreamResponse:
+        if self._engine is None:
+            return self._no_engine()
+        name = request.match_info["name"]
+        instance_id = request.match_info.get("instance_id")
+        value = await self._body_value(request)
+        try:
+            new_id = await self._engine.start_new(name, instance_id, value)
+        except KeyError:
+            # The SDK reads ExceptionMessage from a 400 answer.
+            return web.json_response(
+                {"Message": "One or more of the arguments submitted is incorrect",
+                 "ExceptionMessage": f"The function '{name}' doesn't exist, is disabled, or is not "
+                                     "an orchestrator function."},
+                status=400,
+            )
+        except ValueError as exc:
+            return problem(409, "instance_exists", str(exc))
+        self._log.info("orchestration %s started instance=%s", name, new_id)
+        payload = self._management_urls(new_id)
+        return web.json_response(payload, status=202, headers={
+            "Location": payload["statusQueryGetUri"], "Retry-After": "1"})
+
+    async def get_status(self, request: web.Request) -> web.StreamResponse:
+        if self._engine is None:
+            return self._no_engine()
+        instance_id = request.match_info["instance_id"]
+        status = await self._engine.get_status(
+            instance_id,
+            show_history=_flag(request, "showHistory"),
+            show_history_output=_flag(request, "showHistoryOutput"),
+            show_input=_flag(request, "showInput", default=True),
+        )
+        if status is None:
+            return web.Response(status=404)
+        runtime = status.get("runtimeStatus")
+        headers = {}
+        if runtime in _RUNNING_CODES:
+            code = 202
+            headers = {"Location": self._management_urls(instance_id)["statusQueryGetUri"],
+                       "Retry-After": "1"}
+        elif runtime == "Failed":
+            code = 500
+        else:
+            code = 200
+        return web.json_response(status, status=code, headers=headers)
+
+    async def query(self, request: web.Request) -> web.StreamResponse:
+        if self._engine is None:
+            return self._no_engine()
+        statuses = await self._filtered(request)
+        return web.json_response(statuses)
+
+    async def _filtered(self, request: web.Request) -> list[dict[str, Any]]:
+        assert self._engine is not None
+        runtime = request.query.get("runtimeStatus")
+        return await self._engine.query(
+            runtime_status=[s for s in runtime.split(",") if s] if runtime else None,
+            created_from=_date(request, "createdTimeFrom"),
+            created_to=_date(request, "createdTimeTo"),
+            instance_id_prefix=request.query.get("instanceIdPrefix") or None,
+        )
+
+    async def purge(self, request: web.Request) -> web.StreamResponse:
+        if self._engine is None:
+            return self._no_engine()
+        if await self._engine.purge(request.match_info["instance_id"]):
+            return web.json_response({"instancesDeleted": 1})
+        return web.json_response({"instancesDeleted": 0}, status=404)
+
+    async def purge_by(self, request: web.Request) -> web.StreamResponse:
+        if self._engine is None:
+            return self._no_engine()
+        deleted = 0
+        for status in await self._filtered(request):
+            if await self._engine.purge(status["instanceId"]):
+                deleted += 1
+        return web.json_response({"instancesDeleted": deleted}, status=200 if deleted else 404)
+
+    async def raise_event(self, request: web.Request) -> web.StreamResponse:
+        if self._engine is None:
+            return self._no_engine()
+        instance_id = request.match_info["instance_id"]
+        event = request.match_info["event"]
+        value = await self._body_value(request)
+        status = await self._existing(instance_id)
+        if status is None:
+            return problem(404, "instance_not_found", f"no instance with id {instance_id!r}")
+        if status.get("runtimeStatus") in _TERMINAL:
+            return problem(410, "instance_gone", f"instance {instance_id!r} is "
+                           f"{status.get('runtimeStatus')}")
+        if not await self._engine.raise_event(instance_id, event, value):
+            return problem(404, "instance_not_found", f"no instance with id {instance_id!r}")
+        self._log.info("orchestration event %s instance=%s", event, instance_id)
+        return web.Response(status=202)
+
+    async def _control(
+        self, request: web.Request, verb: str, action: Callable[[str, str], Awaitable[bool]]
+    ) -> web.StreamResponse:
+        instance_id = request.match_info["instance_id"]
+        reason = request.query.get("reason", "")
+        status = await self._existing(instance_id)
+        if status is None:
+            return problem(404, "instance_not_found", f"no instance with id {instance_id!r}")
+        if status.get("runtimeStatus") in _TERMINAL:
+            return problem(410, "instance_gone", f"instance {instance_id!r} is "
+                           f"{status.get('runtimeStatus')}")
+        if not await action(instance_id, reason):
+            return problem(404, "instance_not_found", f"no instance with id {instance_id!r}")
+        self._log.info("orchestration %s instance=%s reason=%s", verb, instance_id, reason)
+        return web.Response(status=202)
+
+    async def terminate(self, request: web.Request) -> web.StreamResponse:
+        if self._engine is None:
+            return self._no_engine()
+        return await self._control(request, "terminate", self._engine.terminate)
+
+    async def suspend(self, request: web.Request) -> web.StreamResponse:
+        if self._engine is None:
+            return self._no_engine()
+        return await self._control(request, "suspend", self._engine.suspend)
+
+    async def resume(self, request: web.Request) -> web.StreamResponse:
+        if self._engine is None:
+            return self._no_engine()
+        return await self._control(request, "resume", self._engine.resume)
+
+    async def rewind(self, request: web.Request) -> web.StreamResponse:
+        return problem(501, "rewind_not_supported", "the local host does not emulate rewind")
+
+    async def restart(self, request: web.Request) -> web.StreamResponse:
+        if self._engine is None:
+            return self._no_engine()
+        instance_id = request.match_info["instance_id"]
+        status = await self._engine.get_status(
+            instance_id, show_history=False, show_history_output=False, show_input=True
+        )
+        if status is None:
+            return problem(404, "instance_not_found", f"no instance with id {instance_id!r}")
+        new_id = None if _flag(request, "restartWithNewInstanceId", default=True) else instance_id
+        if new_id is not None and status.get("runtimeStatus") not in _TERMINAL:
+            await self._engine.terminate(new_id, "restarted")
+        started = await self._engine.start_new(str(status["name"]), new_id, status.get("input"))
+        return web.json_response(started, status=202)
+
+    # -- entities --------------------------------------------------------------------------
+
+    async def signal_entity(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        key = request.match_info["key"]
+        operation = request.query.get("op")
+        if not operation:
+            return problem(400, "missing_operation", "the op query parameter names the operation")
+        if not self._entities.has_entity(name):
+            return problem(404, "entity_not_found", f"the app has no entity function named {name!r}")
+        text = await request.text()
+        if text.strip():
+            json.loads(text)  # reject what is not JSON before it is queued
+        scheduled = _date(request, "scheduledTime")
+        await self._entities.signal_raw(
+            make_entity_id(name, key), operation, text if text.strip() else None,
+            scheduled_time=scheduled,
+        )
+        return web.Response(status=202)
+
+    async def read_entity(self, request: web.Request) -> web.StreamResponse:
+        entity_id = make_entity_id(request.match_info["name"], request.match_info["key"])
+        exists, state = await self._entities.read_state(entity_id)
+        if not exists or state is None:
+            return web.Response(status=404)
+        return web.Response(status=200, text=state, content_type="application/json")
+
+    async def list_entities(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info.get("name") or None
+        items = await self._entities.list_entities(name, fetch_state=_flag(request, "fetchState"))
+        return web.json_response(items)
+
+
+def management_urls(base: str, task_hub: str, connection: str, key: str | None,
+                    instance_id: str) -> dict[str, str]:
+    """The ``create_check_status_response`` URL set, filled in for ``instance_id``."""
+    qs = f"taskHub={quote(task_hub)}&connection={quote(connection)}"
+    if key:
+        qs += f"&code={quote(key)}"
+    inst = f"{base}instances/{quote(instance_id, safe='')}"
+    return {
+        "id": instance_id,
+        "purgeHistoryDeleteUri": f"{inst}?{qs}",
+        "restartPostUri": f"{inst}/restart?{qs}",
+        "resumePostUri": f"{inst}/resume?reason={{text}}&{qs}",
+        "sendEventPostUri": f"{inst}/raiseEvent/{{eventName}}?{qs}",
+        "statusQueryGetUri": f"{inst}?{qs}",
+        "suspendPostUri": f"{inst}/suspend?reason={{text}}&{qs}",
+        "terminatePostUri": f"{inst}/terminate?reason={{text}}&{qs}",
+        "rewindPostUri": f"{inst}/rewind?reason={{text}}&{qs}",
+    }

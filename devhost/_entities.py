@@ -1,0 +1,442 @@
+"""Entities: one writer per instance, batches through the app's entity functions, SQLite queue.
+
+An operation is first committed as a pending message; its worker then runs the queued
+operations of that instance as one batch through the Durable JSON batch protocol and commits
+the new state, the removal of the consumed messages, the results of called operations and the
+signals the entity emitted in one transaction. A killed host therefore redelivers exactly the
+operations whose turn was not committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ._app import AppModel
+from ._errors import EntityIdError
+from ._store import EntityStore, Message, NewMessage, StoredResult
+
+DEFAULT_MAX_BATCH = 50
+# A guard rail, not a backend limit: see docs/devhost.md ("Entity state size").
+DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
+
+
+def parse_entity_id(entity_id: str) -> tuple[str, str]:
+    """Split ``@name@key`` (the SDK's ``EntityId`` string form) into lower-case name and key."""
+    if not entity_id.startswith("@"):
+        raise EntityIdError(f"entity id {entity_id!r} is not of the form @name@key")
+    name, sep, key = entity_id[1:].partition("@")
+    if not sep or not name or not key:
+        raise EntityIdError(f"entity id {entity_id!r} is not of the form @name@key")
+    return name.lower(), key
+
+
+def make_entity_id(name: str, key: str) -> str:
+    """The ``@name@key`` form; names are case-insensitive like in the Durable extension."""
+    if not name or not key or "@" in name:
+        raise EntityIdError(f"bad entity name/key {name!r}/{key!r}")
+    return f"@{name.lower()}@{key}"
+
+
+def encode_input(value: Any) -> str:
+    """Wire text of an operation input, as the extension hands it to the Python SDK.
+
+    The SDK decodes a batch item's ``input`` twice (``json.loads`` then ``df_loads``), so the
+    value travels as the JSON encoding of its JSON text.
+    """
+    return json.dumps(json.dumps(value))
+
+
+def _correlation_id(input_text: str | None) -> str | None:
+    if not input_text:
+        return None
+    try:
+        value = json.loads(input_text)
+        if isinstance(value, str):
+            value = json.loads(value)
+    except ValueError:
+        return None
+    if isinstance(value, dict):
+        for key in ("correlationId", "correlation_id"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+    return None
+
+
+def _decode_result(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _emitted(signals: Any, parent: str) -> list[NewMessage]:
+    """Signals an entity returned in its batch output, as queue messages."""
+    out: list[NewMessage] = []
+    for item in signals if isinstance(signals, list) else []:
+        if not isinstance(item, dict):
+            continue
+        target = item.get("target")
+        if isinstance(target, dict):
+            target = make_entity_id(str(target.get("name")), str(target.get("key")))
+        if not isinstance(target, str) or not isinstance(item.get("name"), str):
+            continue
+        raw = item.get("input")
+        text = raw if isinstance(raw, str) or raw is None else json.dumps(json.dumps(raw))
+        out.append(NewMessage(target, item["name"], text, None, True, parent))
+    return out
+
+
+@dataclass
+class _Outcome:
+    is_error: bool
+    result: str | None  # JSON text (as the SDK produces it)
+    duration_ms: int
+
+
+class EntityGateway:
+    """Runs entity operations; the orchestration engine and the RPC API go through it."""
+
+    def __init__(
+        self,
+        *,
+        store: EntityStore,
+        model: AppModel,
+        executor: concurrent.futures.Executor,
+        logger: logging.Logger,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
+    ) -> None:
+        self._store = store
+        self._model = model
+        self._executor = executor
+        self._log = logger
+        self.max_batch = max(1, max_batch)
+        self.max_state_bytes = max_state_bytes
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._dirty: set[str] = set()
+        self._waiters: dict[str, list[asyncio.Future[tuple[bool, Any]]]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._stopping = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> int:
+        """Redeliver every message left pending by a previous run; returns how many entities."""
+        pending = await self._store.run(self._store.pending_entities)
+        for entity_id, due_at in pending:
+            self._schedule(entity_id, due_at)
+        return len(pending)
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Let running batches finish (up to ``timeout``); the rest is redelivered next start."""
+        self._stopping = True
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        tasks = list(self._workers.values())
+        if tasks:
+            _, still_running = await asyncio.wait(tasks, timeout=timeout)
+            for task in still_running:
+                task.cancel()
+            await asyncio.gather(*still_running, return_exceptions=True)
+        for futures in self._waiters.values():
+            for fut in futures:
+                if not fut.done():
+                    fut.set_exception(asyncio.CancelledError())
+        self._waiters.clear()
+
+    # -- public API used by the orchestration engine -----------------------------------------
+
+    async def call(
+        self,
+        entity_id: str,
+        operation: str,
+        input: Any,
+        *,
+        parent: str | None = None,
+        request_id: str | None = None,
+    ) -> tuple[bool, Any]:
+        """Run ``operation`` and wait for it: ``(True, result)`` or ``(False, error message)``.
+
+        ``input`` is the Python value (decode an action's JSON ``input`` text first). With a
+        ``request_id`` the call is idempotent across host restarts: an already committed
+        result is returned, an already queued operation is awaited, not queued again.
+        """
+        parse_entity_id(entity_id)
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[tuple[bool, Any]] = loop.create_future()
+        rid = request_id or uuid.uuid4().hex
+        self._waiters.setdefault(rid, []).append(fut)
+        try:
+            if request_id is not None:
+                done = await self._store.run(self._store.get_result, request_id)
+                if done is not None:
+                    return (not done.is_error, _decode_result(done.result))
+                queued = await self._store.run(self._store.has_message, request_id)
+            else:
+                queued = False
+            if not queued:
+                await self.enqueue(
+                    NewMessage(entity_id, operation, encode_input(input), rid, False, parent)
+                )
+            return await fut
+        finally:
+            waiters = self._waiters.get(rid)
+            if waiters is not None and fut in waiters:
+                waiters.remove(fut)
+                if not waiters:
+                    del self._waiters[rid]
+
+    async def signal(
+        self,
+        entity_id: str,
+        operation: str,
+        input: Any,
+        *,
+        scheduled_time: datetime | None = None,
+    ) -> None:
+        """Queue ``operation`` (committed when this returns); ``input`` is the Python value."""
+        await self.signal_raw(entity_id, operation, encode_input(input), scheduled_time=scheduled_time)
+
+    async def signal_raw(
+        self,
+        entity_id: str,
+        operation: str,
+        input_text: str | None,
+        *,
+        scheduled_time: datetime | None = None,
+        parent: str | None = None,
+    ) -> None:
+        """Like ``signal`` with the input already in wire form (an HTTP signal's body)."""
+        parse_entity_id(entity_id)
+        due = None
+        if scheduled_time is not None:
+            if scheduled_time.tzinfo is None:
+                scheduled_time = scheduled_time.replace(tzinfo=UTC)
+            due = scheduled_time.timestamp()
+        await self.enqueue(
+            NewMessage(entity_id, operation, input_text, None, True, parent, due)
+        )
+
+    async def read_state(self, entity_id: str) -> tuple[bool, str | None]:
+        """``(exists, state JSON text)`` of the last committed turn."""
+        parse_entity_id(entity_id)
+        state = await self._store.run(self._store.load_state, entity_id)
+        return (state is not None, state)
+
+    def has_entity(self, name: str) -> bool:
+        """Whether the app registers an entity function called ``name`` (case-insensitive)."""
+        return name.lower() in self._model.entities
+
+    async def enqueue(self, message: NewMessage) -> None:
+        """Commit ``message`` to the queue, then wake its entity's worker."""
+        await self._store.run(self._store.enqueue, [message])
+        self._schedule(message.entity_id, message.due_at)
+
+    # -- workers -------------------------------------------------------------------------
+
+    def _schedule(self, entity_id: str, due_at: float | None) -> None:
+        if self._stopping:
+            return
+        delay = 0.0 if due_at is None else due_at - time.time()
+        if delay > 0.001:
+            old = self._timers.pop(entity_id, None)
+            if old is not None and old.when() - asyncio.get_running_loop().time() < delay:
+                self._timers[entity_id] = old  # an earlier wake-up is already set
+                return
+            if old is not None:
+                old.cancel()
+            self._timers[entity_id] = asyncio.get_running_loop().call_later(
+                delay, self._wake, entity_id
+            )
+            return
+        self._wake(entity_id)
+
+    def _wake(self, entity_id: str) -> None:
+        self._timers.pop(entity_id, None)
+        if self._stopping:
+            return
+        if entity_id in self._workers:
+            self._dirty.add(entity_id)
+            return
+        self._workers[entity_id] = asyncio.create_task(
+            self._worker(entity_id), name=f"entity {entity_id}"
+        )
+
+    async def _worker(self, entity_id: str) -> None:
+        try:
+            name, key = parse_entity_id(entity_id)
+            state = await self._store.run(self._store.load_state, entity_id)
+            while not self._stopping:
+                self._dirty.discard(entity_id)
+                messages = await self._store.run(
+                    self._store.fetch_due, entity_id, time.time(), self.max_batch
+                )
+                if not messages:
+                    if entity_id in self._dirty:
+                        continue
+                    next_due = await self._store.run(self._store.next_due, entity_id)
+                    if next_due is not None and entity_id not in self._dirty:
+                        self._workers.pop(entity_id, None)
+                        self._schedule(entity_id, next_due)
+                        return
+                    if entity_id in self._dirty:
+                        continue
+                    break
+                state = await self._turn(entity_id, name, key, state, messages)
+        except Exception:
+            self._log.exception("entity worker %s crashed; its queue is kept for redelivery", entity_id)
+        finally:
+            if self._workers.get(entity_id) is asyncio.current_task():
+                del self._workers[entity_id]
+
+    async def _turn(
+        self, entity_id: str, name: str, key: str, state: str | None, messages: list[Message]
+    ) -> str | None:
+        """Run ``messages`` as one batch (or one by one when the batch outgrows the limit)."""
+        new_state, outcomes, emitted = await self._execute(name, key, state, messages)
+        if new_state is not None and len(new_state.encode()) > self.max_state_bytes:
+            if len(messages) > 1:
+                # Find the operation that crossed the limit: replay the batch one at a time.
+                return await self._one_by_one(entity_id, name, key, state, messages)
+            size = len(new_state.encode())
+            message = (
+                f"entity state too large: the operation would store {size} bytes, more than the "
+                f"limit of {self.max_state_bytes} bytes; the state was left unchanged"
+            )
+            outcomes = [_Outcome(True, json.dumps(message), outcomes[0].duration_ms)]
+            new_state = state
+            emitted = []
+        await self._commit(entity_id, name, key, state, new_state, messages, outcomes, emitted)
+        return new_state
+
+    async def _one_by_one(
+        self, entity_id: str, name: str, key: str, state: str | None, messages: list[Message]
+    ) -> str | None:
+        for message in messages:
+            state = await self._turn(entity_id, name, key, state, [message])
+        return state
+
+    async def _execute(
+        self, name: str, key: str, state: str | None, messages: list[Message]
+    ) -> tuple[str | None, list[_Outcome], list[NewMessage]]:
+        entity = self._model.entities.get(name)
+        if entity is None:
+            error = json.dumps(f"no entity function named {name!r} in the app")
+            return state, [_Outcome(True, error, 0) for _ in messages], []
+        request = json.dumps(
+            {
+                "self": {"name": name, "key": key},
+                "exists": state is not None,
+                "state": state,
+                "batch": [
+                    {
+                        "id": m.request_id or str(m.seq),
+                        "name": m.operation,
+                        "signal": m.is_signal,
+                        "input": m.input if m.input is not None else "null",
+                        "parent": m.parent,
+                    }
+                    for m in messages
+                ],
+            }
+        )
+        started = time.monotonic()
+        try:
+            loop = asyncio.get_running_loop()
+            raw = await loop.run_in_executor(self._executor, entity.func, request)
+            response = json.loads(raw)
+            results = response["results"]
+            if not isinstance(results, list) or len(results) != len(messages):
+                raise ValueError(f"{len(results)} results for {len(messages)} operations")
+            exists = bool(response.get("entityExists"))
+            new_state = response.get("entityState") if exists else None
+            if new_state is not None and not isinstance(new_state, str):
+                new_state = json.dumps(new_state)
+            outcomes = [
+                _Outcome(bool(r.get("isError")), r.get("result"), int(r.get("duration") or 0))
+                for r in results
+            ]
+        except Exception as exc:
+            # The SDK itself failed (not a user exception, which it reports per operation):
+            # fail the whole batch and keep the state as it was.
+            elapsed = int((time.monotonic() - started) * 1000)
+            self._log.exception("entity %s@%s: batch failed in the entity function", name, key)
+            error = json.dumps(f"entity function failed: {exc!r}")
+            return state, [_Outcome(True, error, elapsed) for _ in messages], []
+        return new_state, outcomes, _emitted(response.get("signals"), f"@{name}@{key}")
+
+    async def _commit(
+        self,
+        entity_id: str,
+        name: str,
+        key: str,
+        old_state: str | None,
+        new_state: str | None,
+        messages: list[Message],
+        outcomes: list[_Outcome],
+        emitted: list[NewMessage],
+    ) -> None:
+        results = [
+            StoredResult(m.request_id, o.is_error, o.result)
+            for m, o in zip(messages, outcomes, strict=True)
+            if m.request_id is not None
+        ]
+        await self._store.run(
+            self._store.commit_turn,
+            entity_id,
+            name,
+            key,
+            new_state,
+            new_state != old_state,
+            [m.seq for m in messages],
+            results,
+            emitted,
+        )
+        for signal in emitted:
+            self._schedule(signal.entity_id, signal.due_at)
+        for m, o in zip(messages, outcomes, strict=True):
+            corr = _correlation_id(m.input)
+            self._log.info(
+                "entity %s key=%s op=%s%s%s %s %dms",
+                name,
+                key,
+                m.operation,
+                f" correlation={corr}" if corr else "",
+                f" parent={m.parent}" if m.parent else "",
+                "error" if o.is_error else "ok",
+                o.duration_ms,
+            )
+            if o.is_error:
+                self._log.warning("entity %s key=%s op=%s failed: %s", name, key, m.operation,
+                                  _decode_result(o.result))
+            if m.request_id is not None:
+                for fut in self._waiters.get(m.request_id, []):
+                    if not fut.done():
+                        fut.set_result((not o.is_error, _decode_result(o.result)))
+
+    async def list_entities(
+        self, name: str | None, *, fetch_state: bool, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Existing entities in the shape of the extension's entity query API."""
+        rows = await self._store.run(self._store.list_entities, name, fetch_state, limit)
+        out = []
+        for ent_name, key, last_op, state in rows:
+            item: dict[str, Any] = {
+                "entityId": {"name": ent_name, "key": key},
+                "lastOperationTime": datetime.fromtimestamp(last_op, UTC).isoformat(),
+            }
+            if fetch_state:
+                item["state"] = _decode_result(state)
+            out.append(item)
+        return out

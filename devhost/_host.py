@@ -1,0 +1,287 @@
+"""``LocalHost``: the aiohttp server tying HTTP triggers, entities and orchestrations together."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import importlib
+import json
+import logging
+import os
+import pathlib
+import threading
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from aiohttp import web
+
+from ._app import AppModel, index_app, load_app
+from ._durable_api import RPC_PREFIX, WEBHOOK_PREFIX, DurableApi, Engine, management_urls
+from ._entities import DEFAULT_MAX_BATCH, DEFAULT_MAX_STATE_BYTES, EntityGateway
+from ._errors import DevHostError
+from ._http import KEY_ENV, HttpDispatcher, key_matches
+from ._settings import HostSettings
+from ._store import EntityStore
+
+T = TypeVar("T")
+DB_NAME = "devhost.db"
+_CONNECTION_NAME = "Storage"
+
+
+def _load_engine_class() -> tuple[Any | None, str | None]:
+    try:
+        module = importlib.import_module("devhost._orchestrations")
+    except ModuleNotFoundError as exc:
+        if exc.name == "devhost._orchestrations":
+            return None, "devhost._orchestrations is not installed"
+        logging.getLogger("devhost").exception("cannot import the orchestration engine")
+        return None, f"importing devhost._orchestrations failed: {exc!r}"
+    except Exception as exc:
+        # HTTP and entities stay usable while the engine is broken; the endpoints say why.
+        logging.getLogger("devhost").exception("cannot import the orchestration engine")
+        return None, f"importing devhost._orchestrations failed: {exc!r}"
+    engine = getattr(module, "OrchestrationEngine", None)
+    if engine is None:
+        return None, "devhost._orchestrations defines no OrchestrationEngine"
+    return engine, None
+
+
+def _reset_sdk_http_session() -> None:
+    """Forget the Durable SDK's process-wide aiohttp session bound to a stopped loop.
+
+    The real worker has one loop for its lifetime; tests create a host (and loop) per test.
+    """
+    try:
+        from azure.durable_functions.models.utils import http_utils
+    except ImportError:
+        return
+    http_utils._client_session = None
+    http_utils._session_lock = asyncio.Lock()
+
+
+class LocalHost:
+    """A local Functions + Durable host for one function app (embeddable in tests)."""
+
+    def __init__(
+        self,
+        app: Any,
+        data_dir: str | os.PathLike[str],
+        port: int = 0,
+        function_key: str | None = None,
+        *,
+        host: str = "127.0.0.1",
+        project_dir: str | os.PathLike[str] | None = None,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
+        max_workers: int | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self._app_target = app
+        self.data_dir = pathlib.Path(data_dir)
+        self.port = port
+        self.host = host
+        self.function_key = function_key if function_key is not None else os.environ.get(KEY_ENV) or None
+        self.project_dir = pathlib.Path(project_dir) if project_dir else pathlib.Path.cwd()
+        self.settings = HostSettings.load(self.project_dir)
+        self.max_batch = max_batch
+        self.max_state_bytes = max_state_bytes
+        self.log = logger or logging.getLogger("devhost")
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers or min(32, (os.cpu_count() or 1) + 4), thread_name_prefix="devhost-fn"
+        )
+        self.model: AppModel | None = None
+        self.entities: EntityGateway | None = None
+        self.engine: Engine | None = None
+        self.engine_error: str | None = None
+        self._store: EntityStore | None = None
+        self._runner: web.AppRunner | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def db_path(self) -> pathlib.Path:
+        """The SQLite file holding entity and orchestration state."""
+        return self.data_dir / DB_NAME
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. ``http://127.0.0.1:7071`` (valid after ``start``)."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def rpc_base_url(self) -> str:
+        return f"{self.url}{RPC_PREFIX}"
+
+    @property
+    def webhook_base_url(self) -> str:
+        return f"{self.url}{WEBHOOK_PREFIX}"
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the app, open storage, redeliver pending work and start serving."""
+        self._loop = asyncio.get_running_loop()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        app = load_app(self._app_target)
+        self.model = index_app(app)
+        self._store = EntityStore(self.db_path)
+        await self._store.run(self._store.open)
+        self.entities = EntityGateway(
+            store=self._store,
+            model=self.model,
+            executor=self._executor,
+            logger=self.log,
+            max_batch=self.max_batch,
+            max_state_bytes=self.max_state_bytes,
+        )
+        engine_cls, self.engine_error = _load_engine_class()
+        if engine_cls is not None:
+            try:
+                self.engine = engine_cls(
+                    db_path=self.db_path, app=app, entities=self.entities, logger=self.log
+                )
+            except Exception as exc:
+                self.log.exception("the orchestration engine failed to initialise")
+                self.engine_error = f"the orchestration engine failed to initialise: {exc!r}"
+        api = DurableApi(
+            entities=self.entities,
+            engine=self.engine,
+            engine_error=self.engine_error,
+            management_urls=self.management_urls,
+            check_key=lambda request: key_matches(request, self.function_key),
+            logger=self.log,
+        )
+        dispatcher = HttpDispatcher(
+            functions=self.model.http,
+            route_prefix=self.settings.route_prefix,
+            function_key=lambda: self.function_key,
+            client_binding=lambda binding: self.client_binding(
+                task_hub=binding.get("taskHub"), connection_name=binding.get("connectionName")
+            ),
+            executor=self._executor,
+            project_dir=str(self.project_dir),
+            logger=self.log,
+        )
+        web_app = web.Application(client_max_size=100 * 1024 * 1024)
+        web_app.add_routes(api.routes())
+        web_app.router.add_route("*", "/{tail:.*}", dispatcher.handle)
+        self._runner = web.AppRunner(web_app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        server = site._server
+        if self.port == 0 and server is not None:
+            sockets = getattr(server, "sockets", None) or []
+            self.port = int(sockets[0].getsockname()[1])
+        redelivered = await self.entities.start()
+        if redelivered:
+            self.log.info("redelivering pending operations of %d entit%s", redelivered,
+                          "y" if redelivered == 1 else "ies")
+        if self.engine is not None:
+            await self.engine.start()  # type: ignore[attr-defined]
+        else:
+            self.log.warning("orchestrations disabled: %s", self.engine_error)
+
+    async def stop(self) -> None:
+        """Stop serving; running entity batches get a few seconds, the rest is redelivered."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self.engine is not None:
+            await self.engine.stop()  # type: ignore[attr-defined]
+        if self.entities is not None:
+            await self.entities.stop()
+        if self._store is not None:
+            await self._store.run(self._store.close)
+            self._store.shutdown()
+            self._store = None
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        try:
+            from azure.durable_functions.models.utils import http_utils
+
+            session = http_utils._client_session
+            if session is not None and not session.closed:
+                with contextlib.suppress(Exception):
+                    await session.close()
+        except ImportError:
+            pass
+        _reset_sdk_http_session()
+
+    # -- binding -----------------------------------------------------------------------
+
+    def management_urls(self, instance_id: str) -> dict[str, str]:
+        """Webhook URLs for one instance (``create_check_status_response``'s payload)."""
+        return management_urls(self.webhook_base_url, self.settings.task_hub, _CONNECTION_NAME,
+                               self.function_key, instance_id)
+
+    def client_binding(self, task_hub: str | None = None, connection_name: str | None = None) -> str:
+        """The durable client binding JSON the Functions host passes to a client function."""
+        hub = task_hub or self.settings.task_hub
+        connection = connection_name or _CONNECTION_NAME
+        code = f"code={quote(self.function_key)}" if self.function_key else ""
+        create = f"{self.webhook_base_url}orchestrators/{{functionName}}[/{{instanceId}}]"
+        return json.dumps(
+            {
+                "taskHubName": hub,
+                "creationUrls": {
+                    "createNewInstancePostUri": f"{create}?{code}" if code else create,
+                    "createAndWaitOnNewInstancePostUri": f"{create}?timeout={{timeoutInSeconds}}"
+                    f"&pollingInterval={{intervalInSeconds}}" + (f"&{code}" if code else ""),
+                },
+                "managementUrls": management_urls(
+                    self.webhook_base_url, hub, connection, self.function_key, "INSTANCEID"
+                ),
+                "baseUrl": self.webhook_base_url.rstrip("/"),
+                "requiredQueryStringParameters": code,
+                "rpcBaseUrl": self.rpc_base_url,
+                "httpBaseUrl": "",
+                "maxGrpcMessageSizeInBytes": 0,
+                "grpcHttpClientTimeout": "00:01:40",
+            }
+        )
+
+    # -- embedding helpers ---------------------------------------------------------------
+
+    def submit(self, coro: Coroutine[Any, Any, T], timeout: float | None = 60) -> T:
+        """Run ``coro`` on the host's loop from another thread (see ``run_in_thread``)."""
+        if self._loop is None:
+            raise DevHostError("host is not running")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    @classmethod
+    @contextlib.contextmanager
+    def run_in_thread(cls, *args: Any, **kwargs: Any) -> Iterator[LocalHost]:
+        """Run a host on its own loop in a background thread for the ``with`` block."""
+        host = cls(*args, **kwargs)
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        errors: list[BaseException] = []
+
+        def serve() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(host.start())
+            except BaseException as exc:
+                errors.append(exc)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            try:
+                loop.run_forever()
+            finally:
+                loop.run_until_complete(host.stop())
+                loop.close()
+
+        thread = threading.Thread(target=serve, name="devhost", daemon=True)
+        thread.start()
+        ready.wait(60)
+        if errors:
+            raise errors[0]
+        try:
+            yield host
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(60)

@@ -1,0 +1,112 @@
+"""The command line: ``python -m devhost [--app M] [--port N] [--data-dir DIR] [--reset]``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import pathlib
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Sequence
+
+from ._app import ensure_importable
+from ._errors import DevHostError
+from ._host import DB_NAME, LocalHost
+from ._http import KEY_ENV
+from ._model import start_offline_model, stop_model
+from ._settings import load_local_settings
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m devhost", description=__doc__)
+    parser.add_argument("--app", default="function_app",
+                        help="module (or module:attribute) holding the FunctionApp")
+    parser.add_argument("--port", type=int, default=7071)
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on")
+    parser.add_argument("--data-dir", default=".devhost", help="where state is kept (SQLite)")
+    parser.add_argument("--reset", action="store_true", help="delete all local state first")
+    parser.add_argument("--max-batch", type=int, default=None,
+                        help="most queued operations of one entity run as one batch")
+    parser.add_argument("--max-state-bytes", type=int, default=None,
+                        help="largest entity state accepted (bytes)")
+    return parser
+
+
+def reset_data_dir(data_dir: pathlib.Path) -> bool:
+    """Delete the host's files in ``data_dir``; refuses a directory that is not the host's."""
+    if not data_dir.exists():
+        return False
+    entries = list(data_dir.iterdir())
+    if entries and not (data_dir / DB_NAME).exists():
+        raise DevHostError(f"{data_dir} does not look like a devhost data directory; not deleting it")
+    shutil.rmtree(data_dir)
+    return True
+
+
+async def _serve(host: LocalHost, started: float) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await host.start()
+    log = host.log
+    assert host.model is not None
+    log.info("Functions:")
+    prefix = host.settings.route_prefix
+    for function in host.model.http:
+        methods = ",".join(sorted(function.methods)) if function.methods else "*"
+        route = "/".join(p for p in (prefix, function.route.template.strip("/")) if p)
+        log.info("  %s: [%s] %s/%s", function.name, methods, host.url, route)
+    for kind, names in (("entity", host.model.entities), ("orchestrator", host.model.orchestrators),
+                        ("activity", host.model.activities)):
+        for item in names.values():
+            log.info("  %s: %s", item.function_name, kind)
+    if not host.function_key:
+        log.warning("function keys are not enforced: set %s to require one", KEY_ENV)
+    log.info("devhost ready on %s in %.2fs (data: %s)", host.url, time.monotonic() - started,
+             host.data_dir)
+    await stop.wait()
+    log.info("stopping")
+    await host.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the local host until Ctrl-C / SIGTERM."""
+    started = time.monotonic()
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname).1s %(message)s",
+                        datefmt="%H:%M:%S", stream=sys.stderr)
+    log = logging.getLogger("devhost")
+    project = pathlib.Path.cwd()
+    data_dir = pathlib.Path(args.data_dir)
+    if not data_dir.is_absolute():
+        data_dir = project / data_dir
+    try:
+        if args.reset and reset_data_dir(data_dir):
+            log.info("--reset: deleted %s", data_dir)
+        ensure_importable(str(project))
+        load_local_settings(project, log)
+        os.environ.setdefault("FUNCTIONS_WORKER_RUNTIME", "python")
+        model_server = start_offline_model(log)
+        kwargs = {}
+        if args.max_batch is not None:
+            kwargs["max_batch"] = args.max_batch
+        if args.max_state_bytes is not None:
+            kwargs["max_state_bytes"] = args.max_state_bytes
+        host = LocalHost(args.app, data_dir, port=args.port, host=args.host, project_dir=project,
+                         **kwargs)
+        try:
+            asyncio.run(_serve(host, started))
+        finally:
+            stop_model(model_server)
+    except DevHostError as exc:
+        log.error("%s", exc)
+        return 2
+    except OSError as exc:
+        log.error("cannot start: %s", exc)
+        return 2
+    return 0

@@ -1,0 +1,76 @@
+"""Project files the Functions host reads at startup: host.json and local.settings.json."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pathlib
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import DevHostError
+
+DEFAULT_ROUTE_PREFIX = "api"
+# `func start` uses this hub name when host.json names none.
+DEFAULT_TASK_HUB = "TestHubName"
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """The parts of host.json the local host honours."""
+
+    route_prefix: str = DEFAULT_ROUTE_PREFIX
+    task_hub: str = DEFAULT_TASK_HUB
+
+    @classmethod
+    def load(cls, project_dir: pathlib.Path) -> HostSettings:
+        """Read ``host.json`` from ``project_dir``; defaults when absent."""
+        path = project_dir / "host.json"
+        if not path.is_file():
+            return cls()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DevHostError(f"{path}: not valid JSON ({exc})") from exc
+        if not isinstance(data, dict):
+            raise DevHostError(f"{path}: expected a JSON object")
+        extensions = _obj(data.get("extensions"))
+        http = _obj(extensions.get("http"))
+        durable = _obj(extensions.get("durableTask"))
+        prefix = http.get("routePrefix", DEFAULT_ROUTE_PREFIX)
+        hub = durable.get("hubName") or DEFAULT_TASK_HUB
+        if not isinstance(prefix, str) or not isinstance(hub, str):
+            raise DevHostError(f"{path}: routePrefix and hubName must be strings")
+        # hubName may be an app-setting expression like %MyTaskHub%.
+        if hub.startswith("%") and hub.endswith("%") and len(hub) > 2:
+            hub = os.environ.get(hub[1:-1], DEFAULT_TASK_HUB)
+        return cls(route_prefix=prefix.strip("/"), task_hub=hub)
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def load_local_settings(project_dir: pathlib.Path, logger: logging.Logger) -> list[str]:
+    """Copy ``local.settings.json`` ``Values`` into the environment without overriding it.
+
+    Returns the names that were set, like ``func start`` does for the worker.
+    """
+    path = project_dir / "local.settings.json"
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError) as exc:
+        raise DevHostError(f"{path}: not valid JSON ({exc})") from exc
+    values = _obj(data.get("Values") if isinstance(data, dict) else None)
+    applied = []
+    for name, value in values.items():
+        if name in os.environ or value is None:
+            continue
+        os.environ[name] = value if isinstance(value, str) else json.dumps(value)
+        applied.append(name)
+    if applied:
+        logger.info("loaded %d setting(s) from %s", len(applied), path.name)
+    return applied

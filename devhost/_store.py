@@ -1,0 +1,247 @@
+"""SQLite storage of entity messages and states (the durable queue).
+
+Every method runs on the store's single database thread (see ``EntityStore.run``), so the
+event loop never blocks on a lock held by another connection to the same file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import pathlib
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entity_messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    entity_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    input TEXT,
+    request_id TEXT,
+    is_signal INTEGER NOT NULL,
+    parent TEXT,
+    due_at REAL NOT NULL,
+    enqueued_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entity_messages_by_entity ON entity_messages (entity_id, seq);
+CREATE TABLE IF NOT EXISTS entity_states (
+    entity_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    key TEXT NOT NULL,
+    state TEXT,
+    last_operation_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS entity_results (
+    request_id TEXT PRIMARY KEY,
+    entity_id TEXT NOT NULL,
+    is_error INTEGER NOT NULL,
+    result TEXT,
+    completed_at REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One queued entity operation."""
+
+    seq: int
+    entity_id: str
+    operation: str
+    input: str | None  # the wire text handed to the entity as the batch item's "input"
+    request_id: str | None
+    is_signal: bool
+    parent: str | None
+    due_at: float
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """An operation to enqueue."""
+
+    entity_id: str
+    operation: str
+    input: str | None
+    request_id: str | None = None
+    is_signal: bool = True
+    parent: str | None = None
+    due_at: float | None = None
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """The committed result of a called operation."""
+
+    request_id: str
+    is_error: bool
+    result: str | None
+
+
+class EntityStore:
+    """The entity tables in the host's SQLite file."""
+
+    def __init__(self, db_path: pathlib.Path) -> None:
+        self._path = db_path
+        self._conn: sqlite3.Connection | None = None
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="devhost-db")
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the database thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+
+    def open(self) -> None:
+        """Open (and create) the database; call through ``run``."""
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode survives a killed process; only an OS crash may lose the last commits.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.executescript(_SCHEMA)
+        self._conn = conn
+
+    def close(self) -> None:
+        """Close the connection; call through ``run``."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def shutdown(self) -> None:
+        """Stop the database thread (after ``close``)."""
+        self._thread.shutdown(wait=True)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("entity store is not open")
+        return self._conn
+
+    def enqueue(self, messages: Sequence[NewMessage]) -> list[int]:
+        """Insert and commit messages; returns their sequence numbers."""
+        now = time.time()
+        conn = self.conn
+        seqs = []
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for m in messages:
+                cur = conn.execute(
+                    "INSERT INTO entity_messages (entity_id, operation, input, request_id, is_signal,"
+                    " parent, due_at, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (m.entity_id, m.operation, m.input, m.request_id, int(m.is_signal), m.parent,
+                     m.due_at if m.due_at is not None else now, now),
+                )
+                seqs.append(int(cur.lastrowid or 0))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return seqs
+
+    def fetch_due(self, entity_id: str, now: float, limit: int) -> list[Message]:
+        """The oldest due messages of one entity, in arrival order."""
+        rows = self.conn.execute(
+            "SELECT seq, entity_id, operation, input, request_id, is_signal, parent, due_at"
+            " FROM entity_messages WHERE entity_id = ? AND due_at <= ? ORDER BY seq LIMIT ?",
+            (entity_id, now, limit),
+        ).fetchall()
+        return [Message(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7]) for r in rows]
+
+    def pending_entities(self) -> list[tuple[str, float]]:
+        """Every entity with queued messages and its earliest due time, oldest first."""
+        rows = self.conn.execute(
+            "SELECT entity_id, MIN(due_at), MIN(seq) FROM entity_messages GROUP BY entity_id ORDER BY 3"
+        ).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+
+    def next_due(self, entity_id: str) -> float | None:
+        row = self.conn.execute(
+            "SELECT MIN(due_at) FROM entity_messages WHERE entity_id = ?", (entity_id,)
+        ).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def load_state(self, entity_id: str) -> str | None:
+        """The committed state text, or None when the entity does not exist."""
+        row = self.conn.execute(
+            "SELECT state FROM entity_states WHERE entity_id = ?", (entity_id,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def get_result(self, request_id: str) -> StoredResult | None:
+        row = self.conn.execute(
+            "SELECT is_error, result FROM entity_results WHERE request_id = ?", (request_id,)
+        ).fetchone()
+        return None if row is None else StoredResult(request_id, bool(row[0]), row[1])
+
+    def has_message(self, request_id: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM entity_messages WHERE request_id = ? LIMIT 1", (request_id,)
+        ).fetchone()
+        return row is not None
+
+    def commit_turn(
+        self,
+        entity_id: str,
+        name: str,
+        key: str,
+        state: str | None,
+        state_changed: bool,
+        consumed: Sequence[int],
+        results: Sequence[StoredResult],
+        emitted: Sequence[NewMessage],
+    ) -> list[int]:
+        """Atomically: new state, consumed messages removed, results and emitted signals stored."""
+        now = time.time()
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if state_changed:
+                if state is None:
+                    conn.execute("DELETE FROM entity_states WHERE entity_id = ?", (entity_id,))
+                else:
+                    conn.execute(
+                        "INSERT INTO entity_states (entity_id, name, key, state, last_operation_at)"
+                        " VALUES (?, ?, ?, ?, ?) ON CONFLICT(entity_id) DO UPDATE SET"
+                        " state = excluded.state, last_operation_at = excluded.last_operation_at",
+                        (entity_id, name, key, state, now),
+                    )
+            conn.executemany("DELETE FROM entity_messages WHERE seq = ?", [(s,) for s in consumed])
+            conn.executemany(
+                "INSERT OR REPLACE INTO entity_results (request_id, entity_id, is_error, result,"
+                " completed_at) VALUES (?, ?, ?, ?, ?)",
+                [(r.request_id, entity_id, int(r.is_error), r.result, now) for r in results],
+            )
+            seqs = []
+            for m in emitted:
+                cur = conn.execute(
+                    "INSERT INTO entity_messages (entity_id, operation, input, request_id, is_signal,"
+                    " parent, due_at, enqueued_at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)",
+                    (m.entity_id, m.operation, m.input, m.request_id, m.parent,
+                     m.due_at if m.due_at is not None else now, now),
+                )
+                seqs.append(int(cur.lastrowid or 0))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return seqs
+
+    def list_entities(
+        self, name: str | None, fetch_state: bool, limit: int
+    ) -> list[tuple[str, str, float, str | None]]:
+        """(name, key, last operation time, state or None) of existing entities."""
+        sql = "SELECT name, key, last_operation_at, {} FROM entity_states".format(
+            "state" if fetch_state else "NULL"
+        )
+        args: list[Any] = []
+        if name:
+            sql += " WHERE name = ?"
+            args.append(name.lower())
+        sql += " ORDER BY name, key LIMIT ?"
+        args.append(limit)
+        return [(r[0], r[1], float(r[2]), r[3]) for r in self.conn.execute(sql, args).fetchall()]

@@ -1,0 +1,110 @@
+"""A small real DFApp for the local host's tests: HTTP routes, a durable client, an entity."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import azure.durable_functions as df
+import azure.functions as func
+
+app = df.DFApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+
+def _json(value: Any, status: int = 200) -> func.HttpResponse:
+    return func.HttpResponse(json.dumps(value), status_code=status, mimetype="application/json")
+
+
+@app.route(route="hello/{name}", methods=["GET"])
+def hello(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse(f"hello {req.route_params['name']}")
+
+
+@app.route(route="items/{id:int}/{label?}", methods=["GET", "POST"])
+async def items(req: func.HttpRequest) -> func.HttpResponse:
+    return _json({"route": dict(req.route_params), "method": req.method})
+
+
+@app.route(route="items/special", methods=["GET"])
+def special_item(req: func.HttpRequest) -> func.HttpResponse:
+    return _json({"special": True})
+
+
+@app.route(route="echo", methods=["POST", "PUT"])
+def echo(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse(
+        req.get_body(),
+        status_code=201,
+        headers={"X-Echo-Query": json.dumps(dict(req.params)),
+                 "X-Echo-Header": req.headers.get("x-custom", ""),
+                 "X-Echo-Url": req.url},
+        mimetype="application/octet-stream",
+    )
+
+
+@app.route(route="secure", auth_level=func.AuthLevel.FUNCTION)
+def secure(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse("secret")
+
+
+@app.route(route="boom")
+def boom(req: func.HttpRequest) -> func.HttpResponse:
+    raise RuntimeError("kaboom")
+
+
+@app.route(route="counter/{key}/{op}", methods=["POST"])
+@app.durable_client_input(client_name="client")
+async def signal_counter(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    entity = df.EntityId("Counter", req.route_params["key"])
+    body = req.get_body()
+    await client.signal_entity(entity, req.route_params["op"], json.loads(body) if body else None)
+    return func.HttpResponse(status_code=202)
+
+
+@app.route(route="counter/{key}", methods=["GET"])
+@app.durable_client_input(client_name="client")
+async def read_counter(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    state = await client.read_entity_state(df.EntityId("Counter", req.route_params["key"]))
+    if not state.entity_exists:
+        return _json({"exists": False}, status=404)
+    return _json({"exists": True, "state": state.entity_state})
+
+
+@app.route(route="binding", methods=["GET"])
+@app.durable_client_input(client_name="client")
+async def binding(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    return _json(client.create_http_management_payload("abc"))
+
+
+def _counter(context: df.DurableEntityContext) -> None:
+    op = context.operation_name
+    state = context.get_state(lambda: {"total": 0, "log": []})
+    value = context.get_input()
+    if op == "add":
+        state["total"] += int(value)
+        state["log"].append(value)
+    elif op == "append":
+        state["log"].append(value)
+    elif op == "slow_append":
+        time.sleep(float(value["sleep"]))
+        state["log"].append(value["item"])
+    elif op == "grow":
+        state["blob"] = "x" * int(value)
+    elif op == "fail":
+        raise ValueError(f"refused: {value}")
+    elif op == "get":
+        context.set_result(state)
+        return
+    elif op == "delete":
+        context.destruct_on_exit()
+        return
+    else:
+        raise KeyError(f"unknown operation {op}")
+    context.set_state(state)
+    context.set_result(state["total"])
+
+
+@app.entity_trigger(context_name="context")
+def Counter(context: df.DurableEntityContext) -> None:
+    _counter(context)

@@ -1,0 +1,243 @@
+"""Entities through the real entity function, the JSON batch protocol and the SDK's client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import aiohttp
+import azure.durable_functions as df
+import pytest
+
+from devhost import EntityIdError, LocalHost, make_entity_id, parse_entity_id
+
+
+async def _wait_state(host: LocalHost, entity_id: str, predicate: Any, timeout: float = 10) -> Any:
+    assert host.entities is not None
+    deadline = time.monotonic() + timeout
+    while True:
+        exists, text = await host.entities.read_state(entity_id)
+        state = json.loads(text) if exists and text is not None else None
+        if predicate(state):
+            return state
+        if time.monotonic() > deadline:
+            raise AssertionError(f"state of {entity_id} never matched; last: {state!r}")
+        await asyncio.sleep(0.02)
+
+
+def test_entity_ids() -> None:
+    assert parse_entity_id("@counter@a@b") == ("counter", "a@b")
+    assert make_entity_id("Counter", "k") == "@counter@k"
+    assert str(df.EntityId("Counter", "k")) == make_entity_id("Counter", "k")
+    for bad in ("counter@k", "@counter", "@@k", "@counter@"):
+        with pytest.raises(EntityIdError):
+            parse_entity_id(bad)
+
+
+async def test_signal_and_read_through_sdk_client(host: LocalHost, http: aiohttp.ClientSession) -> None:
+    async with http.get(f"{host.url}/api/counter/k1") as r:
+        assert r.status == 404
+        assert await r.json() == {"exists": False}
+    for value in (5, 7):
+        async with http.post(f"{host.url}/api/counter/k1/add", data=json.dumps(value)) as r:
+            assert r.status == 202
+    await _wait_state(host, "@counter@k1", lambda s: s is not None and s["total"] == 12)
+    async with http.get(f"{host.url}/api/counter/k1") as r:
+        assert r.status == 200
+        assert await r.json() == {"exists": True, "state": {"total": 12, "log": [5, 7]}}
+
+
+async def test_sdk_client_directly(host: LocalHost) -> None:
+    client = df.DurableOrchestrationClient(host.client_binding())
+    entity = df.EntityId("Counter", "direct")
+    await client.signal_entity(entity, "append", {"nested": ["x", 1]})
+    await client.signal_entity(entity, "append", "plain string")
+    await _wait_state(host, "@counter@direct", lambda s: s is not None and len(s["log"]) == 2)
+    state = await client.read_entity_state(entity)
+    assert state.entity_exists
+    assert state.entity_state["log"] == [{"nested": ["x", 1]}, "plain string"]
+    missing = await client.read_entity_state(df.EntityId("Counter", "nobody"))
+    assert not missing.entity_exists
+
+
+async def test_client_binding_shape(host: LocalHost) -> None:
+    binding = json.loads(host.client_binding())
+    for field in ("taskHubName", "creationUrls", "managementUrls", "baseUrl",
+                  "requiredQueryStringParameters", "rpcBaseUrl", "httpBaseUrl"):
+        assert field in binding
+    assert binding["rpcBaseUrl"] == f"{host.url}/durabletask/"
+    client = df.DurableOrchestrationClient(host.client_binding())
+    payload = client.create_http_management_payload("inst-1")
+    assert payload["id"] == "inst-1"
+    status_url = payload["statusQueryGetUri"]
+    assert status_url.startswith(f"{host.url}/runtime/webhooks/durabletask/instances/inst-1?")
+
+
+async def test_gateway_call_returns_results_and_errors(host: LocalHost) -> None:
+    gateway = host.entities
+    assert gateway is not None
+    assert await gateway.call("@counter@c", "add", 3) == (True, 3)
+    assert await gateway.call("@counter@c", "add", 4) == (True, 7)
+    ok, error = await gateway.call("@counter@c", "fail", "nope")
+    assert (ok, error) == (False, "refused: nope")
+    # A failed operation leaves the state as it was.
+    ok, state = await gateway.call("@counter@c", "get", None)
+    assert ok and state == {"total": 7, "log": [3, 4]}
+    ok, error = await gateway.call("@nosuchentity@c", "add", 1)
+    assert not ok and "no entity function" in error
+
+
+async def test_request_id_makes_call_idempotent(host: LocalHost) -> None:
+    gateway = host.entities
+    assert gateway is not None
+    first = await gateway.call("@counter@idem", "add", 2, request_id="r-1")
+    again = await gateway.call("@counter@idem", "add", 2, request_id="r-1")
+    assert first == again == (True, 2)
+    assert await gateway.call("@counter@idem", "get", None) == (True, {"total": 2, "log": [2]})
+
+
+async def test_signals_to_one_entity_apply_in_order(host: LocalHost, http: aiohttp.ClientSession) -> None:
+    senders, per_sender = 10, 20
+    client = df.DurableOrchestrationClient(host.client_binding())
+    entity = df.EntityId("Counter", "ordered")
+
+    async def send(sender: int) -> None:
+        for i in range(per_sender):  # each sender's signals are sequential: their order is defined
+            await client.signal_entity(entity, "append", [sender, i])
+
+    await asyncio.gather(*(send(s) for s in range(senders)))
+    state = await _wait_state(host, "@counter@ordered",
+                              lambda s: s is not None and len(s["log"]) >= senders * per_sender)
+    log = [tuple(item) for item in state["log"]]
+    assert len(log) == senders * per_sender
+    assert len(set(log)) == len(log)  # nothing duplicated
+    for sender in range(senders):
+        assert [i for s, i in log if s == sender] == list(range(per_sender))
+
+
+async def test_queued_operations_run_in_batches(tmp_path: pathlib.Path) -> None:
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="", max_batch=8)
+    await server.start()
+    try:
+        gateway = server.entities
+        assert gateway is not None
+        await gateway.signal("@counter@b", "slow_append", {"sleep": 0.3, "item": "first"})
+        await asyncio.sleep(0.1)  # the first batch is running; the next ones queue up
+        for i in range(20):
+            await gateway.signal("@counter@b", "append", i)
+        state = await _wait_state(server, "@counter@b", lambda s: s is not None and len(s["log"]) == 21)
+        assert state["log"] == ["first", *range(20)]
+    finally:
+        await server.stop()
+
+
+async def test_many_entities_in_parallel(host: LocalHost) -> None:
+    gateway = host.entities
+    assert gateway is not None
+    results = await asyncio.gather(*(gateway.call(f"@counter@p{i}", "add", i) for i in range(100)))
+    assert results == [(True, i) for i in range(100)]
+    listed = await gateway.list_entities("counter", fetch_state=True)
+    assert {item["entityId"]["key"] for item in listed} >= {f"p{i}" for i in range(100)}
+
+
+async def test_entity_list_endpoint(host: LocalHost, http: aiohttp.ClientSession) -> None:
+    assert host.entities is not None
+    await host.entities.call("@counter@l1", "add", 1)
+    async with http.get(f"{host.rpc_base_url}entities/counter?fetchState=true") as r:
+        assert r.status == 200
+        items = await r.json()
+    assert items[0]["entityId"] == {"name": "counter", "key": "l1"}
+    assert items[0]["state"] == {"total": 1, "log": [1]}
+
+
+async def test_delete_removes_entity(host: LocalHost) -> None:
+    gateway = host.entities
+    assert gateway is not None
+    await gateway.call("@counter@del", "add", 1)
+    assert (await gateway.read_state("@counter@del"))[0]
+    assert await gateway.call("@counter@del", "delete", None) == (True, None)
+    assert await gateway.read_state("@counter@del") == (False, None)
+
+
+async def test_state_size_limit(tmp_path: pathlib.Path) -> None:
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="",
+                       max_state_bytes=10_000)
+    await server.start()
+    try:
+        gateway = server.entities
+        assert gateway is not None
+        assert await gateway.call("@counter@big", "grow", 100) == (True, 0)
+        before = await gateway.read_state("@counter@big")
+        ok, error = await gateway.call("@counter@big", "grow", 20_000)
+        assert not ok
+        assert "entity state too large" in error and "10000" in error
+        assert await gateway.read_state("@counter@big") == before
+        # Queued together with a good operation: only the oversized one fails.
+        await gateway.signal("@counter@big", "slow_append", {"sleep": 0.2, "item": "a"})
+        await asyncio.sleep(0.05)
+        calls = [gateway.call("@counter@big", "grow", 20_000), gateway.call("@counter@big", "append", "b")]
+        big, small = await asyncio.gather(*calls)
+        assert not big[0] and small == (True, 0)
+        state = await _wait_state(server, "@counter@big", lambda s: s is not None and "b" in s["log"])
+        assert state["log"] == ["a", "b"] and len(state["blob"]) == 100
+    finally:
+        await server.stop()
+
+
+async def test_scheduled_signal(host: LocalHost) -> None:
+    gateway = host.entities
+    assert gateway is not None
+    when = datetime.now(UTC) + timedelta(seconds=0.4)
+    await gateway.signal("@counter@later", "add", 1, scheduled_time=when)
+    await asyncio.sleep(0.1)
+    assert await gateway.read_state("@counter@later") == (False, None)
+    await _wait_state(host, "@counter@later", lambda s: s is not None and s["total"] == 1)
+    assert datetime.now(UTC) >= when
+
+
+async def test_signal_endpoint_errors(host: LocalHost, http: aiohttp.ClientSession) -> None:
+    async with http.post(f"{host.rpc_base_url}entities/counter/k") as r:
+        assert r.status == 400
+        assert (await r.json())["code"] == "missing_operation"
+    async with http.post(f"{host.rpc_base_url}entities/nosuch/k?op=add", json="1") as r:
+        assert r.status == 404
+    async with http.post(f"{host.rpc_base_url}entities/counter/k?op=add", data="{not json") as r:
+        assert r.status == 400
+    assert await host.entities.read_state("@counter@k") == (False, None)  # type: ignore[union-attr]
+
+
+async def test_pending_signals_survive_restart(tmp_path: pathlib.Path) -> None:
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="")
+    await server.start()
+    gateway = server.entities
+    assert gateway is not None
+    await gateway.signal("@counter@r", "add", 1)
+    await _wait_state(server, "@counter@r", lambda s: s is not None)
+    when = datetime.now(UTC) + timedelta(seconds=0.5)
+    await gateway.signal("@counter@r", "add", 10, scheduled_time=when)
+    await server.stop()  # the scheduled signal is committed but not yet run
+
+    again = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="")
+    await again.start()
+    try:
+        state = await _wait_state(again, "@counter@r", lambda s: s is not None and s["total"] == 11)
+        assert state["log"] == [1, 10]
+    finally:
+        await again.stop()
+
+
+def test_run_in_thread(tmp_path: pathlib.Path) -> None:
+    with LocalHost.run_in_thread("basic_app", tmp_path / "d", project_dir=tmp_path,
+                                 function_key="") as server:
+        assert server.entities is not None
+        assert server.submit(server.entities.call("@counter@t", "add", 5)) == (True, 5)
+
+        async def fetch() -> tuple[int, str]:
+            async with aiohttp.ClientSession() as s, s.get(f"{server.url}/api/hello/thread") as r:
+                return r.status, await r.text()
+
+        assert asyncio.run(fetch()) == (200, "hello thread")

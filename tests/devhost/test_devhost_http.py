@@ -1,0 +1,164 @@
+"""HTTP triggers over real sockets: routing, methods, params, prefix, keys, errors."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import aiohttp
+import pytest
+
+from devhost import LocalHost, RouteTemplateError
+from devhost._routing import compile_route
+
+GUID = "9b2f2a52-6c55-4d3c-8a53-3c8b0a1f0a77"
+
+
+async def test_route_params_and_optional_segment(host: LocalHost, http: aiohttp.ClientSession) -> None:
+    async with http.get(f"{host.url}/api/items/42") as r:
+        assert r.status == 200
+        assert await r.json() == {"route": {"id": "42"}, "method": "GET"}
+    async with http.post(f"{host.url}/api/items/42/blue") as r:
+        assert await r.json() == {"route": {"id": "42", "label": "blue"}, "method": "POST"}
+
+
+async def test_int_constraint_and_literal_precedence(host: LocalHost, http: aiohttp.ClientSession) -> None:
+    async with http.get(f"{host.url}/api/items/special") as r:
+        assert await r.json() == {"special": True}
+    async with http.get(f"{host.url}/api/items/notanint/x") as r:
+        assert r.status == 404
+        assert r.content_type == "application/problem+json"
+
+
+async def test_sync_function_gets_real_request(host: LocalHost, http: aiohttp.ClientSession) -> None:
+    async with http.get(f"{host.url}/API/Hello/World%20Wide") as r:
+        assert r.status == 200
+        assert await r.text() == "hello World Wide"
+        assert r.headers["Content-Type"] == "text/plain; charset=utf-8"
+
+
+async def test_response_is_returned_as_is(host: LocalHost, http: aiohttp.ClientSession) -> None:
+    async with http.post(f"{host.url}/api/echo?a=1&b=two", data=b"\x00raw bytes",
+                         headers={"X-Custom": "yes"}) as r:
+        assert r.status == 201
+        assert await r.read() == b"\x00raw bytes"
+        assert r.headers["Content-Type"] == "application/octet-stream"
+        assert json.loads(r.headers["X-Echo-Query"]) == {"a": "1", "b": "two"}
+        assert r.headers["X-Echo-Header"] == "yes"
+        assert r.headers["X-Echo-Url"] == f"{host.url}/api/echo?a=1&b=two"
+
+
+async def test_method_not_declared(host: LocalHost, http: aiohttp.ClientSession) -> None:
+    async with http.delete(f"{host.url}/api/echo") as r:
+        assert r.status == 405
+        assert (await r.json())["allowed"] == ["POST", "PUT"]
+
+
+async def test_unknown_route_and_missing_prefix(host: LocalHost, http: aiohttp.ClientSession) -> None:
+    for path in ("/api/nothing/here", "/hello/bob", "/"):
+        async with http.get(host.url + path) as r:
+            assert r.status == 404, path
+
+
+async def test_unhandled_exception_is_500(host: LocalHost, http: aiohttp.ClientSession,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    async with http.get(f"{host.url}/api/boom") as r:
+        assert r.status == 500
+        assert (await r.json())["code"] == "function_failed"
+    assert any("function boom failed" in rec.getMessage() for rec in caplog.records)
+
+
+async def test_route_prefix_from_host_json(tmp_path: pathlib.Path, http: aiohttp.ClientSession) -> None:
+    (tmp_path / "host.json").write_text(json.dumps(
+        {"version": "2.0", "extensions": {"http": {"routePrefix": "v1/x"}}}))
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="")
+    await server.start()
+    try:
+        async with http.get(f"{server.url}/v1/x/hello/a") as r:
+            assert await r.text() == "hello a"
+        async with http.get(f"{server.url}/api/hello/a") as r:
+            assert r.status == 404
+    finally:
+        await server.stop()
+
+
+async def test_empty_route_prefix(tmp_path: pathlib.Path, http: aiohttp.ClientSession) -> None:
+    (tmp_path / "host.json").write_text(json.dumps({"extensions": {"http": {"routePrefix": ""}}}))
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="")
+    await server.start()
+    try:
+        async with http.get(f"{server.url}/hello/a") as r:
+            assert await r.text() == "hello a"
+    finally:
+        await server.stop()
+
+
+async def test_function_keys(tmp_path: pathlib.Path, http: aiohttp.ClientSession) -> None:
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="s3cret")
+    await server.start()
+    try:
+        async with http.get(f"{server.url}/api/secure") as r:
+            assert r.status == 401
+            assert r.content_type == "application/problem+json"
+        async with http.get(f"{server.url}/api/secure?code=wrong") as r:
+            assert r.status == 401
+        async with http.get(f"{server.url}/api/secure?code=s3cret") as r:
+            assert r.status == 200
+            assert await r.text() == "secret"
+        async with http.get(f"{server.url}/api/secure", headers={"x-functions-key": "s3cret"}) as r:
+            assert r.status == 200
+        async with http.get(f"{server.url}/api/hello/anon") as r:  # anonymous route
+            assert r.status == 200
+        # The webhook URLs need the key too and the binding hands it out.
+        binding = json.loads(server.client_binding())
+        assert binding["requiredQueryStringParameters"] == "code=s3cret"
+        status_url = binding["managementUrls"]["statusQueryGetUri"]
+        assert "code=s3cret" in status_url
+        async with http.get(f"{server.webhook_base_url}entities/counter/k") as r:
+            assert r.status == 401
+        async with http.get(f"{server.webhook_base_url}entities/counter/k?code=s3cret") as r:
+            assert r.status == 404
+    finally:
+        await server.stop()
+
+
+async def test_env_key(tmp_path: pathlib.Path, http: aiohttp.ClientSession,
+                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEVHOST_FUNCTION_KEY", "from-env")
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path)
+    await server.start()
+    try:
+        async with http.get(f"{server.url}/api/secure?code=from-env") as r:
+            assert r.status == 200
+        async with http.get(f"{server.url}/api/secure") as r:
+            assert r.status == 401
+    finally:
+        await server.stop()
+
+
+@pytest.mark.parametrize(
+    ("template", "path", "expected"),
+    [
+        ("a/{b}", "a/x", {"b": "x"}),
+        ("a/{b}", "a/x/y", None),
+        ("a/{b:alpha}", "a/x1", None),
+        ("a/{b:guid}", f"a/{GUID}", {"b": GUID}),
+        ("a/{b:minlength(3)}", "a/xy", None),
+        ("a/{b:range(1,5)}", "a/5", {"b": "5"}),
+        ("a/{b:range(1,5)}", "a/6", None),
+        ("a/{b:bool}", "a/TRUE", {"b": "TRUE"}),
+        ("a/{b=dflt}", "a", {"b": "dflt"}),
+        ("files/{*path}", "files/x/y/z", {"path": "x/y/z"}),
+        ("a/{b:regex(^v[0-9]+$)}", "a/v12", {"b": "v12"}),
+        ("a/{b:regex(^v[0-9]+$)}", "a/w12", None),
+        ("{x}.{y}", "f.txt", {"x": "f", "y": "txt"}),
+    ],
+)
+def test_route_templates(template: str, path: str, expected: dict[str, str] | None) -> None:
+    assert compile_route(template).match(path) == expected
+
+
+@pytest.mark.parametrize("template", ["a/{b:nosuch}", "a/{b", "a/{1x}"])
+def test_bad_route_templates(template: str) -> None:
+    with pytest.raises(RouteTemplateError):
+        compile_route(template)
