@@ -1,0 +1,38 @@
+"""Hosting: the agents onto Azure Durable Functions (one entity per session, the HTTP API,
+orchestration helpers and the example review workflow)."""
+
+from ._app import build_app
+from ._entity import ENTITY_PREFIX, OPERATIONS, AgentEntity, entity_name
+from ._errors import AgentRunFailed, HostingError, InvalidOperation, ProblemError, RunConflict
+from ._http import ApiSettings
+from ._models import Problem, RunOperation, RunRequestBody, RunResultBody
+from ._openapi import openapi_document
+from ._orchestration import AgentHandle, get_agent
+from ._requests import MAX_BODY_BYTES
+from ._workflow import APPROVAL_EVENT, REVIEW_SCHEMA, WORKFLOW_NAME, ReviewWorkflow
+
+__all__ = [
+    "APPROVAL_EVENT",
+    "ENTITY_PREFIX",
+    "MAX_BODY_BYTES",
+    "OPERATIONS",
+    "REVIEW_SCHEMA",
+    "WORKFLOW_NAME",
+    "AgentEntity",
+    "AgentHandle",
+    "AgentRunFailed",
+    "ApiSettings",
+    "HostingError",
+    "InvalidOperation",
+    "Problem",
+    "ProblemError",
+    "ReviewWorkflow",
+    "RunConflict",
+    "RunOperation",
+    "RunRequestBody",
+    "RunResultBody",
+    "build_app",
+    "entity_name",
+    "get_agent",
+    "openapi_document",
+]

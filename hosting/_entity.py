@@ -1,0 +1,175 @@
+"""The durable entity of one hosted agent: one instance per session, operations run/reset/delete/get.
+
+The stored entity state is exactly the text `state.dump_state` wrote. It is handed to the SDK as
+raw JSON text, so what the Durable extension stores (and what dashboards read) is the state
+document itself, and an operation that fails before saving leaves the stored bytes untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from agents import Agent, InputMessage, TurnRequest, TurnResult
+from state import AgentState, dump_state, load_state
+
+from ._errors import InvalidOperation, RunConflict
+from ._loop import run_sync
+from ._models import RunOperation
+
+log = logging.getLogger("hosting.entity")
+
+OPERATIONS = ("run", "reset", "delete", "get")
+"""The operations every agent entity understands."""
+
+ENTITY_PREFIX = "dafx-"
+"""Entity names are this prefix plus the agent name (the naming the Durable Task Scheduler
+dashboard recognises as agent sessions)."""
+
+
+def entity_name(agent_name: str) -> str:
+    """The entity name of a hosted agent."""
+    return ENTITY_PREFIX + agent_name
+
+
+@dataclass
+class _Loaded:
+    text: str
+    state: AgentState
+
+
+# The SDK keeps the incoming state as raw JSON text until user code asks for it, and writes raw
+# text back verbatim; these helpers work on that representation directly so a failed operation
+# can never make the SDK re-encode (and so rewrite) a state it did not understand.
+def _stored_text(context: Any) -> str | None:
+    state = context._state
+    if state is None:
+        return None
+    if context._state_is_raw and isinstance(state, str):
+        return state
+    return json.dumps(state)
+
+
+def _store_text(context: Any, text: str) -> None:
+    context._state = text
+    context._state_is_raw = True
+    context._exists = True
+
+
+def decode_operation_input(context: Any) -> Any:
+    """The operation input, decoded the way the Durable extension encodes it.
+
+    The extension sends the JSON text of the input's JSON text; a host that sends it only once
+    encoded is accepted too.
+    """
+    raw = context._input
+    if raw is None:
+        return None
+    value = json.loads(raw) if isinstance(raw, str) else raw
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+class AgentEntity:
+    """The entity function of one agent; the SDK calls it once per operation of a batch."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.name = entity_name(agent.name)
+
+    def __call__(self, context: Any) -> None:
+        operation = context.operation_name
+        if operation == "run":
+            context.set_result(self._run(context))
+        elif operation == "reset":
+            self._reset(context)
+            context.set_result(None)
+        elif operation == "delete":
+            # destruct_on_exit after set_result: set_result would mark the entity as existing.
+            context.set_result(None)
+            context.destruct_on_exit()
+            context._dafx_loaded = None
+        elif operation == "get":
+            text = _stored_text(context)
+            context.set_result(None if text is None else json.loads(text))
+        else:
+            raise InvalidOperation(
+                f"entity {self.name} has no operation {operation!r}; known: {', '.join(OPERATIONS)}"
+            )
+
+    # -- state ------------------------------------------------------------------------------
+
+    def _load(self, context: Any) -> _Loaded:
+        """The session's state; a fresh one for a new session. Raises `state.StateError` for a
+        stored state that cannot be read (which is then left exactly as it is)."""
+        text = _stored_text(context)
+        cached: _Loaded | None = getattr(context, "_dafx_loaded", None)
+        if cached is not None and cached.text is text:
+            return cached
+        if text is None:
+            return _Loaded("", AgentState.new())
+        return _Loaded(text, load_state(text))
+
+    def _save(self, context: Any, state: AgentState) -> None:
+        text = dump_state(state)
+        _store_text(context, text)
+        # The next operation of the batch reuses the live object instead of parsing again.
+        context._dafx_loaded = _Loaded(text, state)
+
+    def _reset(self, context: Any) -> None:
+        # Load first: a history we cannot read is never replaced, not even by an empty one.
+        if _stored_text(context) is not None:
+            self._load(context)
+        self._save(context, AgentState.new())
+
+    # -- run --------------------------------------------------------------------------------
+
+    def _run(self, context: Any) -> dict[str, Any]:
+        try:
+            operation = RunOperation.model_validate(decode_operation_input(context))
+        except (ValidationError, ValueError) as error:
+            raise InvalidOperation(f"invalid input for {self.name} run: {error}") from error
+        loaded = self._load(context)
+        answer = self._answered(loaded, operation)
+        if answer is not None:
+            return answer
+        request = TurnRequest(
+            correlation_id=operation.correlation_id,
+            messages=[InputMessage(role=m.role, text=m.text) for m in operation.messages],  # type: ignore[arg-type]
+            response_format=operation.response_format,
+            orchestration_id=operation.orchestration_id,
+            options=dict(operation.options),
+        )
+        state = loaded.state
+        context._dafx_loaded = None  # the turn mutates the object; only a saved one is reused
+        result = run_sync(lambda: self.agent.run(state, request))
+        self._save(context, state)
+        log.info(
+            "entity %s@%s run %s: %s",
+            self.name,
+            context.entity_key,
+            operation.correlation_id,
+            result.status,
+        )
+        return result.to_json()
+
+    def _answered(self, loaded: _Loaded, operation: RunOperation) -> dict[str, Any] | None:
+        """The stored answer when this correlation id was already run (a redelivered signal or a
+        retry); raises `RunConflict` when the id was used for a different request."""
+        record = loaded.state.find_run(operation.correlation_id)
+        if record is None:
+            return None
+        if record.request is not None:
+            asked = [(m.role, m.text) for m in record.request.messages]
+            if asked != operation.asked():
+                raise RunConflict(operation.correlation_id)
+        result = TurnResult.from_state(loaded.state, operation.correlation_id)
+        return None if result is None else result.to_json()

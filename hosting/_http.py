@@ -1,0 +1,391 @@
+"""The HTTP API's handlers: run an agent, read runs and sessions, list agents, health.
+
+Each handler validates everything before it touches an entity, answers errors as problem
+documents, and never answers 500 because a model is slow: a wait that runs out is a 202 with the
+run's location.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import azure.durable_functions as df
+import azure.functions as func
+
+from agents import Agent
+
+from ._entity import entity_name
+from ._errors import ProblemError
+from ._models import (
+    AgentInfo,
+    AgentsBody,
+    ErrorBody,
+    HealthBody,
+    HealthCheck,
+    RunResultBody,
+    SessionActionBody,
+    SessionBody,
+    TurnResponseBody,
+    TurnSummary,
+)
+from ._problems import json_response, problem_response
+from ._requests import CORRELATION_HEADER, MAX_BODY_BYTES, SESSION_HEADER, RunCall, check_id, parse_run
+from ._results import StoredRun, failure_of, find_stored_run, response_failed, result_from_stored
+from ._waiting import check_same_request, read_session, state_problem, unreadable, wait_for_run
+
+log = logging.getLogger("hosting.http")
+
+Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse]]
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """Limits of the HTTP API (all documented in docs/hosting.md)."""
+
+    route_prefix: str = "api"
+    max_body_bytes: int = MAX_BODY_BYTES
+    response_wait_seconds: float = 30.0
+    """How long `POST .../run` waits for the turn before answering 202."""
+    max_poll_wait_seconds: float = 60.0
+    """Upper bound of `?wait=` on the run resource."""
+    health_timeout_seconds: float = 5.0
+
+
+def guarded(handler: Handler) -> Handler:
+    """Turn typed problems into problem responses, and storage outages into 503."""
+
+    async def run(req: func.HttpRequest, client: Any) -> func.HttpResponse:
+        try:
+            return await handler(req, client)
+        except ProblemError as problem:
+            return problem_response(problem)
+        except (TimeoutError, aiohttp.ClientError, ConnectionError) as error:
+            log.warning("durable backend unreachable: %s", error)
+            return problem_response(
+                ProblemError(
+                    503,
+                    "storage_unavailable",
+                    f"the durable backend could not be reached: {type(error).__name__}",
+                    headers={"Retry-After": "1"},
+                )
+            )
+        except Exception:
+            log.exception("unexpected error in %s", req.url)
+            return problem_response(ProblemError(500, "internal_error", "an unexpected error occurred"))
+
+    return run
+
+
+class Api:
+    """The handlers of the agent routes, bound to the hosted agents."""
+
+    def __init__(self, agents: Sequence[Agent], settings: ApiSettings) -> None:
+        self.agents: dict[str, Agent] = {a.name: a for a in agents}
+        self.settings = settings
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _agent(self, req: func.HttpRequest) -> Agent:
+        name = req.route_params.get("agent", "")
+        agent = self.agents.get(name)
+        if agent is None:
+            raise ProblemError(
+                404,
+                "unknown_agent",
+                f"there is no agent {name!r}; hosted agents: {', '.join(sorted(self.agents))}",
+                field="agent",
+            )
+        return agent
+
+    def _url(self, req: func.HttpRequest, path: str) -> str:
+        parts = urlsplit(req.url)
+        origin = f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""
+        prefix = f"/{self.settings.route_prefix}" if self.settings.route_prefix else ""
+        return f"{origin}{prefix}/{path}"
+
+    def _run_url(self, req: func.HttpRequest, agent: str, session_id: str, correlation_id: str) -> str:
+        return self._url(req, f"agents/{agent}/sessions/{session_id}/runs/{correlation_id}")
+
+    def _wait_param(self, req: func.HttpRequest) -> float:
+        raw = req.params.get("wait")
+        if raw is None:
+            return 0.0
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if not 0 <= value <= self.settings.max_poll_wait_seconds or value != value:
+            raise ProblemError(
+                400,
+                "invalid_field",
+                f"'wait' must be a number of seconds from 0 to {self.settings.max_poll_wait_seconds:g}",
+                field="wait",
+            )
+        return value
+
+    def _finished(
+        self, req: func.HttpRequest, call_agent: str, session_id: str, run: StoredRun
+    ) -> func.HttpResponse:
+        location = self._run_url(req, call_agent, session_id, run.correlation_id)
+        headers = {SESSION_HEADER: session_id, CORRELATION_HEADER: run.correlation_id, "Location": location}
+        result = result_from_stored(run)
+        error = result["error"]
+        if error is not None:
+            # The turn's failure is stored in the history too; the client gets the model's code.
+            raise ProblemError(
+                502,
+                error["code"],
+                error["message"] or "the model call failed",
+                title="The model call failed",
+                headers=headers,
+                agent=call_agent,
+                session_id=session_id,
+                correlation_id=run.correlation_id,
+                retryable=error["retryable"],
+                model_status=error["status"],
+                location=location,
+            )
+        body = RunResultBody(
+            agent=call_agent,
+            session_id=session_id,
+            correlation_id=run.correlation_id,
+            status="succeeded",
+            response=_response_body(result),
+            location=location,
+        )
+        return json_response(body, 200, headers)
+
+    # -- routes -----------------------------------------------------------------------------
+
+    async def run(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+        """POST agents/{agent}/run"""
+        agent = self._agent(req)
+        call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
+        entity_id = df.EntityId(entity_name(agent.name), call.session_id)
+        asked = call.operation.asked()
+        if call.retry_safe:
+            # A named run may be a retry of one that already finished: answer from the history
+            # without sending the turn again.
+            snapshot = await read_session(client, entity_id)
+            if snapshot.exists:
+                reason = state_problem(snapshot.document)
+                if reason is not None:
+                    raise unreadable(agent.name, call.session_id, reason)
+                done = find_stored_run(snapshot.document, call.correlation_id)
+                if done is not None:
+                    check_same_request(done, asked, agent.name, call.session_id)
+                    return self._finished(req, agent.name, call.session_id, done)
+        await client.signal_entity(entity_id, "run", call.operation.model_dump(mode="json", by_alias=True))
+        log.info(
+            "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
+        )
+        if call.wait:
+            run = await wait_for_run(
+                client,
+                entity_id,
+                agent=agent.name,
+                session_id=call.session_id,
+                correlation_id=call.correlation_id,
+                timeout=self.settings.response_wait_seconds,
+                asked=asked,
+            )
+            if run is not None:
+                return self._finished(req, agent.name, call.session_id, run)
+        return self._accepted(req, call)
+
+    def _accepted(self, req: func.HttpRequest, call: RunCall) -> func.HttpResponse:
+        location = self._run_url(req, call.agent, call.session_id, call.correlation_id)
+        body = RunResultBody(
+            agent=call.agent,
+            session_id=call.session_id,
+            correlation_id=call.correlation_id,
+            status="pending",
+            location=location,
+        )
+        headers = {
+            "Location": location,
+            "Retry-After": "1",
+            SESSION_HEADER: call.session_id,
+            CORRELATION_HEADER: call.correlation_id,
+        }
+        return json_response(body, 202, headers)
+
+    async def run_status(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+        """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}"""
+        agent = self._agent(req)
+        session_id = check_id(req.route_params.get("session_id", ""), "session_id")
+        correlation_id = check_id(
+            req.route_params.get("correlation_id", ""), "correlation_id", "invalid_correlation_id"
+        )
+        wait = self._wait_param(req)
+        run = await wait_for_run(
+            client,
+            df.EntityId(entity_name(agent.name), session_id),
+            agent=agent.name,
+            session_id=session_id,
+            correlation_id=correlation_id,
+            timeout=wait,
+        )
+        location = self._run_url(req, agent.name, session_id, correlation_id)
+        headers = {SESSION_HEADER: session_id, CORRELATION_HEADER: correlation_id}
+        if run is None:
+            body = RunResultBody(
+                agent=agent.name,
+                session_id=session_id,
+                correlation_id=correlation_id,
+                status="pending",
+                location=location,
+            )
+            return json_response(body, 200, {**headers, "Retry-After": "1"})
+        result = result_from_stored(run)
+        error = result["error"]
+        body = RunResultBody(
+            agent=agent.name,
+            session_id=session_id,
+            correlation_id=correlation_id,
+            status="failed" if error else "succeeded",
+            response=_response_body(result),
+            error=None if error is None else ErrorBody(**error),
+            location=location,
+        )
+        return json_response(body, 200, headers)
+
+    async def session(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+        """GET / DELETE agents/{agent}/sessions/{session_id}"""
+        agent = self._agent(req)
+        session_id = check_id(req.route_params.get("session_id", ""), "session_id")
+        entity_id = df.EntityId(entity_name(agent.name), session_id)
+        snapshot = await read_session(client, entity_id)
+        if not snapshot.exists:
+            raise ProblemError(
+                404,
+                "session_not_found",
+                f"agent {agent.name!r} has no session {session_id!r}",
+                field="session_id",
+            )
+        if req.method.upper() == "DELETE":
+            await client.signal_entity(entity_id, "delete")
+            return json_response(
+                SessionActionBody(agent=agent.name, session_id=session_id, status="delete_requested"), 202
+            )
+        reason = state_problem(snapshot.document)
+        if reason is not None:
+            raise unreadable(agent.name, session_id, reason)
+        return json_response(_session_body(agent.name, session_id, snapshot.document))
+
+    async def session_reset(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+        """POST agents/{agent}/sessions/{session_id}/reset"""
+        agent = self._agent(req)
+        session_id = check_id(req.route_params.get("session_id", ""), "session_id")
+        entity_id = df.EntityId(entity_name(agent.name), session_id)
+        snapshot = await read_session(client, entity_id)
+        if not snapshot.exists:
+            raise ProblemError(
+                404,
+                "session_not_found",
+                f"agent {agent.name!r} has no session {session_id!r}",
+                field="session_id",
+            )
+        reason = state_problem(snapshot.document)
+        if reason is not None:
+            raise unreadable(agent.name, session_id, reason)
+        await client.signal_entity(entity_id, "reset")
+        return json_response(
+            SessionActionBody(agent=agent.name, session_id=session_id, status="reset_requested"), 202
+        )
+
+    async def list_agents(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+        """GET agents"""
+        infos = [describe_agent(a, self._url(req, f"agents/{a.name}/run")) for a in self.agents.values()]
+        return json_response(AgentsBody(agents=infos))
+
+    async def health(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+        """GET health: configuration valid and the durable backend reachable, checked for real."""
+        checks: dict[str, HealthCheck] = {}
+        try:
+            for agent in self.agents.values():
+                agent.validate()
+            checks["configuration"] = HealthCheck(ok=True, detail=f"{len(self.agents)} agents valid")
+        except Exception as error:
+            checks["configuration"] = HealthCheck(ok=False, detail=f"{type(error).__name__}: {error}")
+        probe = df.EntityId(entity_name(next(iter(self.agents))), "health-probe")
+        started = time.perf_counter()
+        try:
+            await asyncio.wait_for(client.read_entity_state(probe), self.settings.health_timeout_seconds)
+            elapsed = (time.perf_counter() - started) * 1000
+            checks["storage"] = HealthCheck(ok=True, detail=f"durable backend answered in {elapsed:.0f} ms")
+        except Exception as error:
+            checks["storage"] = HealthCheck(
+                ok=False, detail=f"durable backend unreachable: {type(error).__name__}: {error}"
+            )
+        healthy = all(c.ok for c in checks.values())
+        body = HealthBody(status="healthy" if healthy else "unhealthy", checks=checks)
+        return json_response(body, 200 if healthy else 503)
+
+
+def _response_body(result: Mapping[str, Any]) -> TurnResponseBody:
+    return TurnResponseBody(
+        text=result["text"],
+        messages=result["messages"],
+        usage=result["usage"],
+        structured=result["structured"],
+    )
+
+
+def describe_agent(agent: Agent, run_url: str) -> AgentInfo:
+    """What `GET /api/agents` says about one agent."""
+    described = agent.describe()
+    return AgentInfo(
+        name=agent.name,
+        entity=entity_name(agent.name),
+        description=described.get("description") or None,
+        tools=[t["name"] for t in described.get("tools", [])],
+        context_providers=list(described.get("contextProviders", [])),
+        structured_output=described.get("responseSchema") is not None,
+        history_mode=str(described.get("historyMode", "local")),
+        run_url=run_url,
+    )
+
+
+def _session_body(agent: str, session_id: str, document: dict[str, Any]) -> SessionBody:
+    data = document.get("data") or {}
+    history = data.get("conversationHistory") or []
+    turns: list[TurnSummary] = []
+    by_id: dict[str | None, int] = {}
+    for entry in history:
+        if not isinstance(entry, dict):
+            continue
+        cid = entry.get("correlationId")
+        if entry.get("$type") == "request":
+            by_id[cid] = len(turns)
+            turns.append(TurnSummary(correlation_id=cid, status="pending", created_at=entry.get("createdAt")))
+        elif entry.get("$type") == "response":
+            failure = failure_of(entry)
+            summary = TurnSummary(
+                correlation_id=cid,
+                status="failed" if response_failed(entry) else "succeeded",
+                created_at=entry.get("createdAt"),
+                usage=entry.get("usage"),
+                error=None if failure is None else ErrorBody(**failure),
+            )
+            index = by_id.pop(cid, None)
+            if index is None:
+                turns.append(summary)
+            else:
+                turns[index] = summary.model_copy(update={"created_at": turns[index].created_at})
+    bag = data.get("stateBag")
+    return SessionBody(
+        agent=agent,
+        session_id=session_id,
+        schema_version=document.get("schemaVersion"),
+        turns=turns,
+        state_bag=bag if isinstance(bag, dict) else {},
+        state=document,
+    )

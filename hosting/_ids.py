@@ -1,0 +1,58 @@
+"""Session ids, correlation ids and request hashes: validation and deterministic derivation."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+
+MAX_ID_LENGTH = 128
+"""Longest accepted session id, correlation id or Idempotency-Key."""
+
+# URL-unreserved characters only: ids end up in entity keys ("name@key") and URL paths, so `@`,
+# `/`, whitespace and control characters must never get in.
+_ID_PATTERN = re.compile(rf"[A-Za-z0-9._~-]{{1,{MAX_ID_LENGTH}}}")
+_KEY_PATTERN = re.compile(rf"[\x21-\x7e]{{1,{MAX_ID_LENGTH}}}")
+
+ID_PATTERN_TEXT = _ID_PATTERN.pattern
+"""The accepted shape of ids, as a regular expression (published in the OpenAPI document)."""
+
+
+def id_problem(value: str) -> str | None:
+    """Why `value` is not an acceptable session or correlation id, or None when it is."""
+    if not value:
+        return "must not be empty"
+    if len(value) > MAX_ID_LENGTH:
+        return f"must be at most {MAX_ID_LENGTH} characters long (got {len(value)})"
+    if _ID_PATTERN.fullmatch(value) is None:
+        bad = next(c for c in value if _ID_PATTERN.fullmatch(c) is None)
+        return f"contains {bad!r}; only letters, digits, '.', '_', '~' and '-' are allowed"
+    return None
+
+
+def idempotency_key_problem(value: str) -> str | None:
+    """Why `value` is not an acceptable Idempotency-Key header, or None when it is."""
+    if not value or len(value) > MAX_ID_LENGTH or _KEY_PATTERN.fullmatch(value) is None:
+        return f"must be 1 to {MAX_ID_LENGTH} printable ASCII characters without spaces"
+    return None
+
+
+def new_session_id() -> str:
+    """A fresh, unguessable session id (128 random bits)."""
+    return secrets.token_hex(16)
+
+
+def _digest(*parts: str) -> str:
+    # NUL separators keep ("ab", "c") and ("a", "bc") apart.
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+def session_id_for_key(agent: str, idempotency_key: str) -> str:
+    """The session id a new-session request with this Idempotency-Key lands in, so a retry of it
+    reaches the same session instead of starting another one."""
+    return _digest("session", agent, idempotency_key)[:32]
+
+
+def correlation_id_for_key(agent: str, session_id: str, idempotency_key: str) -> str:
+    """The correlation id of the run an Idempotency-Key names within one session."""
+    return _digest("run", agent, session_id, idempotency_key)[:32]

@@ -1,0 +1,213 @@
+"""Pydantic models of every JSON body the hosting layer reads or writes (HTTP and entity input)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ._ids import ID_PATTERN_TEXT, MAX_ID_LENGTH
+
+JSON = Any
+RunStatus = Literal["pending", "succeeded", "failed"]
+
+_ID_FIELD: dict[str, Any] = {"min_length": 1, "max_length": MAX_ID_LENGTH, "pattern": ID_PATTERN_TEXT}
+
+
+class _Body(BaseModel):
+    # Strict: a number where a string is expected is the caller's mistake, not something to coerce.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class InputMessageBody(_Body):
+    """One message of a run request (the `messages` form of the run body)."""
+
+    role: Literal["user", "system"] = "user"
+    text: str = Field(min_length=1)
+
+
+class RunRequestBody(_Body):
+    """Body of `POST /api/agents/{agent}/run` (also accepted as `text/plain`: the whole body is
+    the message)."""
+
+    message: str = Field(min_length=1, description="What to say to the agent.")
+    session_id: str | None = Field(default=None, **_ID_FIELD, description="Omit to start a new session.")
+    thread_id: str | None = Field(default=None, **_ID_FIELD, description="Alias of session_id.")
+    role: Literal["user", "system"] = "user"
+    wait_for_response: bool | None = Field(
+        default=None, description="Default true; the x-ms-wait-for-response header does the same."
+    )
+    response_format: dict[str, JSON] | None = Field(
+        default=None, description="A JSON schema the reply must follow (structured output)."
+    )
+    correlation_id: str | None = Field(
+        default=None, **_ID_FIELD, description="Client-chosen run id; a retry with it never runs twice."
+    )
+    options: dict[str, JSON] = Field(default_factory=dict, description="Per-run options for the agent.")
+
+    @field_validator("message")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty or only whitespace")
+        return value
+
+
+class ErrorBody(BaseModel):
+    """Why a turn failed (the model service's error)."""
+
+    code: str
+    message: str
+    retryable: bool = False
+    status: int | None = None
+
+
+class TurnResponseBody(BaseModel):
+    """What the agent answered in one turn."""
+
+    text: str
+    messages: list[dict[str, JSON]]
+    usage: dict[str, JSON] | None = None
+    structured: JSON = None
+
+
+class RunResultBody(BaseModel):
+    """A run as seen by clients: the run answer of `POST .../run` and the run resource."""
+
+    agent: str
+    session_id: str
+    correlation_id: str
+    status: RunStatus
+    response: TurnResponseBody | None = None
+    error: ErrorBody | None = None
+    location: str | None = Field(default=None, description="URL of the run resource.")
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document; `code` is stable and meant for programs."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    code: str
+    field: str | None = None
+
+
+class TurnSummary(BaseModel):
+    """One turn of a session's history: its id, outcome and token usage."""
+
+    correlation_id: str | None
+    status: Literal["succeeded", "failed", "pending"]
+    created_at: str | None = None
+    usage: dict[str, JSON] | None = None
+    error: ErrorBody | None = None
+
+
+class SessionBody(BaseModel):
+    """A session: the stored state exactly as saved, with a per-turn summary."""
+
+    agent: str
+    session_id: str
+    schema_version: str | None
+    turns: list[TurnSummary]
+    state_bag: dict[str, JSON]
+    state: dict[str, JSON]
+
+
+class SessionActionBody(BaseModel):
+    """Answer of a session reset or delete: the operation is queued behind earlier turns."""
+
+    agent: str
+    session_id: str
+    status: Literal["reset_requested", "delete_requested"]
+
+
+class AgentInfo(BaseModel):
+    """One hosted agent and what it offers."""
+
+    name: str
+    entity: str
+    description: str | None = None
+    tools: list[str]
+    context_providers: list[str]
+    structured_output: bool
+    history_mode: str
+    run_url: str
+
+
+class AgentsBody(BaseModel):
+    """Answer of `GET /api/agents`."""
+
+    agents: list[AgentInfo]
+
+
+class HealthCheck(BaseModel):
+    """The outcome of one health check."""
+
+    ok: bool
+    detail: str
+
+
+class HealthBody(BaseModel):
+    """Answer of `GET /api/health`."""
+
+    status: Literal["healthy", "unhealthy"]
+    checks: dict[str, HealthCheck]
+
+
+class WorkflowStartBody(_Body):
+    """Body of `POST /api/workflows/review`: what to write and how patient to be."""
+
+    topic: str = Field(min_length=1, max_length=2000)
+    max_rounds: int = Field(default=3, ge=1, le=10)
+    approval_timeout_seconds: int = Field(default=86_400, ge=1, le=7 * 86_400)
+
+
+class WorkflowApprovalBody(_Body):
+    """Body of `POST /api/workflows/review/{instance_id}/approval`: a human's decision."""
+
+    approved: bool
+    comment: str | None = Field(default=None, max_length=4000)
+
+
+class WorkflowStatusBody(BaseModel):
+    """A review workflow instance as seen by clients."""
+
+    instance_id: str
+    runtime_status: str | None
+    custom_status: JSON = None
+    output: JSON = None
+    created_time: str | None = None
+    last_updated_time: str | None = None
+    location: str | None = None
+
+
+# --- entity operation input (what HTTP and orchestrations send to the entity) -------------------
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, serialize_by_alias=True)
+
+
+class OperationMessage(_Wire):
+    """One message of a `run` operation."""
+
+    role: str = "user"
+    text: str
+
+
+class RunOperation(_Wire):
+    """Input of the entity's `run` operation (camelCase on the wire, like the stored state)."""
+
+    correlation_id: str = Field(alias="correlationId", min_length=1)
+    messages: list[OperationMessage] = Field(min_length=1)
+    response_format: dict[str, JSON] | None = Field(default=None, alias="responseFormat")
+    orchestration_id: str | None = Field(default=None, alias="orchestrationId")
+    options: dict[str, JSON] = Field(default_factory=dict)
+
+    def asked(self) -> list[tuple[str, str]]:
+        """What this run asks, as (role, text) pairs, to tell a retry from a different request."""
+        return [(m.role, m.text) for m in self.messages]

@@ -1,0 +1,101 @@
+"""The OpenAPI 3.1 document of the routes an app registers, generated from the route table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
+
+from ._models import Problem
+from ._routes import Operation, RouteSpec
+
+_REF = "#/components/schemas/{model}"
+
+
+def _models(specs: Sequence[RouteSpec]) -> list[tuple[type[BaseModel], JsonSchemaMode]]:
+    seen: dict[tuple[type[BaseModel], str], None] = {(Problem, "serialization"): None}
+    for spec in specs:
+        for op in spec.operations:
+            if op.request is not None:
+                seen[(op.request, "validation")] = None
+            for response in op.responses:
+                if response.model is not None:
+                    seen[(response.model, "serialization")] = None
+    return [(model, "validation" if mode == "validation" else "serialization") for model, mode in seen]
+
+
+def _operation(spec: RouteSpec, op: Operation, prefix: str) -> dict[str, Any]:
+    params: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in spec.path_params
+    ]
+    params += [
+        {"name": p.name, "in": "query", "required": False, "description": p.description, "schema": p.schema}
+        for p in op.query
+    ]
+    params += [
+        {"name": p.name, "in": "header", "required": False, "description": p.description, "schema": p.schema}
+        for p in op.headers
+    ]
+    responses: dict[str, Any] = {}
+    for response in op.responses:
+        if response.model is not None:
+            content = {"application/json": {"schema": {"$ref": _REF.format(model=response.model.__name__)}}}
+        elif response.status >= 400:
+            content = {"application/problem+json": {"schema": {"$ref": _REF.format(model="Problem")}}}
+        else:
+            content = {"application/json": {"schema": {"type": "object"}}}
+        responses[str(response.status)] = {"description": response.description, "content": content}
+    document: dict[str, Any] = {
+        "operationId": f"{spec.function}_{op.method.lower()}",
+        "summary": op.summary,
+        "tags": [spec.group],
+        "responses": responses,
+    }
+    if params:
+        document["parameters"] = params
+    if op.request is not None:
+        body: dict[str, Any] = {
+            "application/json": {"schema": {"$ref": _REF.format(model=op.request.__name__)}}
+        }
+        if op.text_body:
+            body["text/plain"] = {"schema": {"type": "string", "minLength": 1}}
+        document["requestBody"] = {"required": True, "content": body}
+    document["security"] = [] if spec.anonymous else [{"functionKey": []}, {"functionKeyQuery": []}]
+    return document
+
+
+def openapi_document(
+    specs: Sequence[RouteSpec],
+    *,
+    route_prefix: str = "api",
+    title: str = "Durable agents",
+    version: str = "1.0.0",
+) -> dict[str, Any]:
+    """The OpenAPI 3.1 document describing exactly `specs` under `/{route_prefix}`."""
+    prefix = f"/{route_prefix}" if route_prefix else ""
+    paths: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        item = paths.setdefault(f"{prefix}/{spec.route}", {})
+        for op in spec.operations:
+            item[op.method.lower()] = _operation(spec, op, prefix)
+    _, schemas = models_json_schema(_models(specs), ref_template=_REF)
+    location: Literal["header"] = "header"
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": title,
+            "version": version,
+            "description": "AI agents hosted as durable entities, one entity instance per session.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas.get("$defs", {}),
+            "securitySchemes": {
+                "functionKey": {"type": "apiKey", "in": location, "name": "x-functions-key"},
+                "functionKeyQuery": {"type": "apiKey", "in": "query", "name": "code"},
+            },
+        },
+    }

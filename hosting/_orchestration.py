@@ -1,0 +1,102 @@
+"""Hosted agents inside orchestrator functions: deterministic entity calls with typed results.
+
+An orchestrator is replayed from its history, so everything here is derived from the
+orchestration context: correlation ids come from `context.new_uuid()` (the same on every replay)
+and the turn itself runs in the agent's entity, never in the orchestrator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import azure.durable_functions as df
+
+from agents import TurnResult
+
+from ._entity import entity_name
+from ._errors import AgentRunFailed, InvalidOperation
+from ._ids import id_problem
+from ._models import OperationMessage, RunOperation
+
+
+class AgentHandle:
+    """One hosted agent as seen from an orchestrator; get one with `get_agent(context, name)`."""
+
+    def __init__(self, context: Any, agent_name: str) -> None:
+        self._context = context
+        self.name = agent_name
+
+    def _operation(
+        self,
+        message: str,
+        session_id: str,
+        response_format: dict[str, Any] | None,
+        role: str,
+        options: dict[str, Any] | None,
+    ) -> tuple[df.EntityId, RunOperation]:
+        problem = id_problem(session_id)
+        if problem is not None:
+            raise InvalidOperation(f"session_id {session_id!r} {problem}")
+        if not message.strip():
+            raise InvalidOperation("message must not be empty")
+        operation = RunOperation(
+            correlation_id=str(self._context.new_uuid()),
+            messages=[OperationMessage(role=role, text=message)],
+            response_format=response_format,
+            orchestration_id=self._context.instance_id,
+            options=options or {},
+        )
+        return df.EntityId(entity_name(self.name), session_id), operation
+
+    def run(
+        self,
+        message: str,
+        *,
+        session_id: str,
+        response_format: dict[str, Any] | None = None,
+        role: str = "user",
+        options: dict[str, Any] | None = None,
+    ) -> Generator[Any, Any, TurnResult]:
+        """One turn on the agent's session entity; use as ``result = yield from agent.run(...)``.
+
+        Returns the `TurnResult`; raises `AgentRunFailed` when the turn failed (the failure is in
+        the session's history as well).
+        """
+        entity_id, operation = self._operation(message, session_id, response_format, role, options)
+        raw = yield self._context.call_entity(
+            entity_id, "run", operation.model_dump(mode="json", by_alias=True)
+        )
+        result = TurnResult.from_json(raw)
+        if result.status == "failed":
+            error = result.error
+            raise AgentRunFailed(
+                self.name,
+                session_id,
+                operation.correlation_id,
+                code=error.code if error else "model_error",
+                message=error.message if error else "the turn failed",
+                retryable=error.retryable if error else False,
+                status=error.status if error else None,
+            )
+        return result
+
+    def signal(
+        self,
+        message: str,
+        *,
+        session_id: str,
+        response_format: dict[str, Any] | None = None,
+        role: str = "user",
+        options: dict[str, Any] | None = None,
+    ) -> str:
+        """Queue a turn without waiting for it (fire and forget); returns its correlation id, which
+        names the run resource `GET /api/agents/{agent}/sessions/{session}/runs/{id}`."""
+        entity_id, operation = self._operation(message, session_id, response_format, role, options)
+        self._context.signal_entity(entity_id, "run", operation.model_dump(mode="json", by_alias=True))
+        return operation.correlation_id
+
+
+def get_agent(context: Any, name: str) -> AgentHandle:
+    """The hosted agent `name` for use inside an orchestrator function."""
+    return AgentHandle(context, name)

@@ -1,0 +1,242 @@
+"""Turning an incoming HTTP request into a validated run (or a 4xx problem naming the field).
+
+Nothing here touches storage: every check a request can fail happens before anything is sent
+to an entity.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import azure.functions as func
+from pydantic import ValidationError
+
+from agents import InputMessage, InvalidTurnRequest, TurnRequest
+
+from ._errors import ProblemError
+from ._ids import (
+    correlation_id_for_key,
+    id_problem,
+    idempotency_key_problem,
+    new_session_id,
+    session_id_for_key,
+)
+from ._models import OperationMessage, RunOperation, RunRequestBody
+from ._problems import validation_problem
+
+MAX_BODY_BYTES = 256 * 1024
+"""Largest accepted request body (256 KiB); larger bodies get 413 `body_too_large`."""
+
+WAIT_HEADER = "x-ms-wait-for-response"
+SESSION_HEADER = "x-ms-session-id"
+CORRELATION_HEADER = "x-ms-correlation-id"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+_TRUE = {"true", "1", "yes"}
+_FALSE = {"false", "0", "no"}
+
+
+@dataclass(frozen=True)
+class RunCall:
+    """A validated run request: where it goes, what it says, and how the caller wants to wait."""
+
+    agent: str
+    session_id: str
+    new_session: bool
+    correlation_id: str
+    retry_safe: bool  # the caller named the run (Idempotency-Key / correlation_id): may be a retry
+    wait: bool
+    operation: RunOperation
+
+
+def check_id(value: str, field: str, code: str = "invalid_session_id") -> str:
+    """`value` if it is an acceptable id, else a 400 problem naming `field`."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise ProblemError(400, code, f"'{field}' {problem}", field=field)
+    return value
+
+
+def read_body(req: func.HttpRequest, max_bytes: int = MAX_BODY_BYTES) -> bytes:
+    """The raw body, or 413 when it is over the documented limit."""
+    body = req.get_body() or b""
+    if len(body) > max_bytes:
+        raise ProblemError(
+            413,
+            "body_too_large",
+            f"the request body is {len(body)} bytes; the limit is {max_bytes} bytes",
+            field="body",
+            limit=max_bytes,
+        )
+    return body
+
+
+def _media_type(req: func.HttpRequest) -> str:
+    return (req.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+
+
+def parse_json_object(req: func.HttpRequest, max_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
+    """The body as a JSON object (415 for another media type, 400 for bad JSON or a non-object)."""
+    body = read_body(req, max_bytes)
+    media = _media_type(req)
+    if media and media != "application/json" and not media.endswith("+json"):
+        raise ProblemError(
+            415,
+            "unsupported_media_type",
+            f"Content-Type {media!r} is not accepted here; send application/json",
+            field="Content-Type",
+        )
+    return _decode_object(body)
+
+
+def _decode_object(body: bytes) -> dict[str, Any]:
+    if not body.strip():
+        raise ProblemError(400, "invalid_json", "the request body is empty; send a JSON object", field="body")
+    try:
+        value = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ProblemError(
+            400, "invalid_encoding", f"the body is not UTF-8 (byte {error.start})", field="body"
+        ) from error
+    except json.JSONDecodeError as error:
+        raise ProblemError(
+            400,
+            "invalid_json",
+            f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
+            field="body",
+        ) from error
+    if not isinstance(value, dict):
+        raise ProblemError(400, "invalid_type", "the body must be a JSON object", field="body")
+    return value
+
+
+def _run_body(req: func.HttpRequest, max_bytes: int) -> RunRequestBody:
+    body = read_body(req, max_bytes)
+    media = _media_type(req)
+    if media == "text/plain":
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ProblemError(
+                400, "invalid_encoding", f"the body is not UTF-8 (byte {error.start})", field="body"
+            ) from error
+        raw: dict[str, Any] = {"message": text}
+    elif not media or media == "application/json" or media.endswith("+json"):
+        raw = _decode_object(body)
+    else:
+        raise ProblemError(
+            415,
+            "unsupported_media_type",
+            f"Content-Type {media!r} is not accepted; send application/json or text/plain",
+            field="Content-Type",
+        )
+    try:
+        return RunRequestBody.model_validate(raw)
+    except ValidationError as error:
+        raise validation_problem(error) from error
+
+
+def _flag(value: str, field: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ProblemError(400, "invalid_field", f"'{field}' must be true or false (got {value!r})", field=field)
+
+
+def _session_of(body: RunRequestBody, req: func.HttpRequest) -> str | None:
+    """The session id from the body (`session_id` or its alias `thread_id`) or the query string."""
+    candidates = [
+        ("session_id", body.session_id),
+        ("thread_id", body.thread_id),
+        ("session_id", req.params.get("session_id")),
+        ("thread_id", req.params.get("thread_id")),
+    ]
+    found: tuple[str, str] | None = None
+    for field, value in candidates:
+        if value is None:
+            continue
+        check_id(value, field)
+        if found is not None and found[1] != value:
+            raise ProblemError(
+                400,
+                "conflicting_fields",
+                f"'{found[0]}' and '{field}' name different sessions; send one of them",
+                field=field,
+            )
+        found = found or (field, value)
+    return None if found is None else found[1]
+
+
+def _check_turn(operation: RunOperation) -> None:
+    """Build the agent's TurnRequest once here, so what the agent would reject (a response format
+    it cannot use, bad options) is a 400 now rather than a failed operation later."""
+    try:
+        TurnRequest(
+            correlation_id=operation.correlation_id,
+            messages=[InputMessage(role=m.role, text=m.text) for m in operation.messages],  # type: ignore[arg-type]
+            response_format=operation.response_format,
+            options=dict(operation.options),
+        )
+    except InvalidTurnRequest as error:
+        field = {"message": "message", "messages": "message"}.get(error.field, error.field)
+        code = "empty_message" if field == "message" else "invalid_field"
+        raise ProblemError(400, code, f"'{field}': {error.message}", field=field) from error
+
+
+def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BYTES) -> RunCall:
+    """Validate a `POST .../run` request completely, before anything is sent anywhere."""
+    body = _run_body(req, max_bytes)
+    session_id = _session_of(body, req)
+    header_wait = req.headers.get(WAIT_HEADER)
+    if body.wait_for_response is not None:
+        wait = body.wait_for_response
+    elif header_wait is not None:
+        wait = _flag(header_wait, WAIT_HEADER)
+    elif req.params.get("wait_for_response") is not None:
+        wait = _flag(req.params["wait_for_response"], "wait_for_response")
+    else:
+        wait = True
+    key = req.headers.get(IDEMPOTENCY_HEADER)
+    if key is not None:
+        problem = idempotency_key_problem(key)
+        if problem is not None:
+            raise ProblemError(
+                400, "invalid_idempotency_key", f"'{IDEMPOTENCY_HEADER}' {problem}", field=IDEMPOTENCY_HEADER
+            )
+        if body.correlation_id is not None:
+            raise ProblemError(
+                400,
+                "conflicting_fields",
+                f"send either '{IDEMPOTENCY_HEADER}' or 'correlation_id', not both",
+                field="correlation_id",
+            )
+    new_session = session_id is None
+    if session_id is None:
+        session_id = session_id_for_key(agent, key) if key is not None else new_session_id()
+    if key is not None:
+        correlation_id = correlation_id_for_key(agent, session_id, key)
+    elif body.correlation_id is not None:
+        correlation_id = body.correlation_id
+    else:
+        correlation_id = uuid.uuid4().hex
+    operation = RunOperation(
+        correlation_id=correlation_id,
+        messages=[OperationMessage(role=body.role, text=body.message)],
+        response_format=body.response_format,
+        options=body.options,
+    )
+    _check_turn(operation)
+    return RunCall(
+        agent=agent,
+        session_id=session_id,
+        new_session=new_session,
+        correlation_id=correlation_id,
+        retry_safe=key is not None or body.correlation_id is not None,
+        wait=wait,
+        operation=operation,
+    )

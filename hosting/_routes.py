@@ -1,0 +1,245 @@
+"""The route table: every HTTP function the app registers, with what the OpenAPI document says.
+
+The functions and the OpenAPI document are both generated from this one table, so they cannot
+drift apart (a test compares the document with `app.get_functions()` anyway).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from ._models import (
+    AgentsBody,
+    HealthBody,
+    RunRequestBody,
+    RunResultBody,
+    SessionActionBody,
+    SessionBody,
+    WorkflowApprovalBody,
+    WorkflowStartBody,
+    WorkflowStatusBody,
+)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A query parameter or header of an operation."""
+
+    name: str
+    description: str
+    schema: dict[str, object] = field(default_factory=lambda: {"type": "string"})
+
+
+@dataclass(frozen=True)
+class Response:
+    """One documented response; `model` None with a 4xx/5xx status means a problem document."""
+
+    status: int
+    description: str
+    model: type[BaseModel] | None = None
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One method of a route."""
+
+    method: str
+    summary: str
+    responses: tuple[Response, ...]
+    request: type[BaseModel] | None = None
+    text_body: bool = False
+    query: tuple[Param, ...] = ()
+    headers: tuple[Param, ...] = ()
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """One HTTP function: its name, route (without the `/api` prefix) and operations."""
+
+    function: str
+    route: str
+    operations: tuple[Operation, ...]
+    anonymous: bool = False
+    needs_client: bool = True
+    group: str = "agents"
+
+    @property
+    def methods(self) -> list[str]:
+        """The HTTP methods of the function."""
+        return [op.method for op in self.operations]
+
+    @property
+    def path_params(self) -> list[str]:
+        """Names of the route's `{parameters}`."""
+        return re.findall(r"{(\w+)}", self.route)
+
+
+_BAD = Response(400, "Invalid request; the problem's `field` names what to fix.")
+_UNKNOWN = Response(404, "Unknown agent or session.")
+_UNREADABLE = Response(409, "The session's stored state cannot be read by this build (left unchanged).")
+_DOWN = Response(503, "The durable backend is unreachable.")
+
+_ID_SCHEMA: dict[str, object] = {"type": "string", "pattern": r"^[A-Za-z0-9._~-]{1,128}$"}
+
+AGENT_ROUTES: tuple[RouteSpec, ...] = (
+    RouteSpec(
+        "agent_run",
+        "agents/{agent}/run",
+        (
+            Operation(
+                "POST",
+                "Send a message to an agent (one turn); waits for the answer by default.",
+                (
+                    Response(200, "The turn finished; the agent's answer.", RunResultBody),
+                    Response(
+                        202,
+                        "Accepted; poll the `Location` (not waiting, or the wait ran out).",
+                        RunResultBody,
+                    ),
+                    _BAD,
+                    _UNKNOWN,
+                    Response(409, "Idempotency conflict, or the session's stored state is unreadable."),
+                    Response(413, "Body over the documented limit (256 KiB)."),
+                    Response(415, "Content-Type other than application/json or text/plain."),
+                    Response(502, "The model call failed; `code` is the model's error code (also stored)."),
+                    _DOWN,
+                ),
+                request=RunRequestBody,
+                text_body=True,
+                query=(
+                    Param("session_id", "Session to continue (alternative to the body field).", _ID_SCHEMA),
+                    Param("thread_id", "Alias of session_id.", _ID_SCHEMA),
+                    Param("wait_for_response", "true (default) or false.", {"type": "boolean"}),
+                ),
+                headers=(
+                    Param("x-ms-wait-for-response", "true (default) or false.", {"type": "boolean"}),
+                    Param("Idempotency-Key", "Retry-safe key: the same key and body run once."),
+                ),
+            ),
+        ),
+    ),
+    RouteSpec(
+        "agent_run_status",
+        "agents/{agent}/sessions/{session_id}/runs/{correlation_id}",
+        (
+            Operation(
+                "GET",
+                "A run: pending, succeeded or failed, with its result.",
+                (Response(200, "The run.", RunResultBody), _BAD, _UNKNOWN, _UNREADABLE, _DOWN),
+                query=(
+                    Param(
+                        "wait",
+                        "Long-poll: wait up to this many seconds (max 60) for the run to finish.",
+                        {"type": "number", "minimum": 0, "maximum": 60},
+                    ),
+                ),
+            ),
+        ),
+    ),
+    RouteSpec(
+        "agent_session",
+        "agents/{agent}/sessions/{session_id}",
+        (
+            Operation(
+                "GET",
+                "A session's stored state (history with usage per turn, state bag).",
+                (Response(200, "The session.", SessionBody), _BAD, _UNKNOWN, _UNREADABLE, _DOWN),
+            ),
+            Operation(
+                "DELETE",
+                "Delete a session (queued behind its earlier operations).",
+                (Response(202, "Delete queued.", SessionActionBody), _BAD, _UNKNOWN, _DOWN),
+            ),
+        ),
+    ),
+    RouteSpec(
+        "agent_session_reset",
+        "agents/{agent}/sessions/{session_id}/reset",
+        (
+            Operation(
+                "POST",
+                "Empty a session's history and state bag (queued behind earlier operations).",
+                (Response(202, "Reset queued.", SessionActionBody), _BAD, _UNKNOWN, _UNREADABLE, _DOWN),
+            ),
+        ),
+    ),
+    RouteSpec(
+        "agents_list",
+        "agents",
+        (
+            Operation(
+                "GET", "The hosted agents and what each offers.", (Response(200, "Agents.", AgentsBody),)
+            ),
+        ),
+        needs_client=False,
+    ),
+    RouteSpec(
+        "health",
+        "health",
+        (
+            Operation(
+                "GET",
+                "Configuration valid and durable backend reachable (checked for real).",
+                (Response(200, "Healthy.", HealthBody), Response(503, "Unhealthy.", HealthBody)),
+            ),
+        ),
+        anonymous=True,
+    ),
+    RouteSpec(
+        "openapi",
+        "openapi.json",
+        (Operation("GET", "This OpenAPI 3.1 document.", (Response(200, "The document."),)),),
+        anonymous=True,
+        needs_client=False,
+    ),
+)
+
+WORKFLOW_ROUTES: tuple[RouteSpec, ...] = (
+    RouteSpec(
+        "workflow_review_start",
+        "workflows/review",
+        (
+            Operation(
+                "POST",
+                "Start a review workflow: writer drafts, reviewer critiques, a human approves.",
+                (Response(202, "Started; poll the `Location`.", WorkflowStatusBody), _BAD, _DOWN),
+                request=WorkflowStartBody,
+            ),
+        ),
+        group="workflows",
+    ),
+    RouteSpec(
+        "workflow_review_status",
+        "workflows/review/{instance_id}",
+        (
+            Operation(
+                "GET",
+                "A review workflow's status, stage (custom status) and output.",
+                (Response(200, "The workflow.", WorkflowStatusBody), _BAD, Response(404, "Unknown."), _DOWN),
+            ),
+        ),
+        group="workflows",
+    ),
+    RouteSpec(
+        "workflow_review_approval",
+        "workflows/review/{instance_id}/approval",
+        (
+            Operation(
+                "POST",
+                "Send a human's approval (or rejection) to a waiting review workflow.",
+                (
+                    Response(202, "Delivered.", WorkflowStatusBody),
+                    _BAD,
+                    Response(404, "Unknown workflow."),
+                    Response(409, "The workflow has already finished."),
+                    _DOWN,
+                ),
+                request=WorkflowApprovalBody,
+            ),
+        ),
+        group="workflows",
+    ),
+)

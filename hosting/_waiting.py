@@ -1,0 +1,138 @@
+"""Waiting for a run: read the session's entity state with a short exponential backoff.
+
+A signal returns before the entity runs, so the only way to learn the outcome through the durable
+client is to read the entity state. The first reads come a few milliseconds apart (a fast turn is
+seen within tens of milliseconds of finishing) and the gap grows to a cap, so a slow model costs
+about ten reads a second, each of which looks only at the run's two entries via `data.runs`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import azure.durable_functions as df
+
+from state import CURRENT_SCHEMA_VERSION
+
+from ._errors import ProblemError
+from ._results import StoredRun, find_stored_run, same_request
+
+FIRST_DELAY = 0.004
+"""Seconds before the first re-read after a signal."""
+MAX_DELAY = 0.1
+"""Cap of the gap between reads while waiting."""
+
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:[-+].*)?")
+_MAJOR = CURRENT_SCHEMA_VERSION.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One read of a session: whether it exists and its state document (parsed JSON)."""
+
+    exists: bool
+    document: Any
+
+
+def state_problem(document: Any) -> str | None:
+    """Why a stored state cannot be used by this build, or None if it looks readable.
+
+    A cheap check of the root (the entity itself does the full load); enough to answer a waiting
+    client at once instead of letting it wait for a turn that will never run.
+    """
+    if not isinstance(document, dict):
+        return f"the stored state is a JSON {type(document).__name__}, not an object"
+    version = document.get("schemaVersion")
+    match = _VERSION.fullmatch(version) if isinstance(version, str) else None
+    if match is None:
+        return f"the stored state has no readable schemaVersion (found {version!r})"
+    if match.group(1) != _MAJOR:
+        return (
+            f"the stored state has schemaVersion {version}; this build reads "
+            f"{_MAJOR}.x (current {CURRENT_SCHEMA_VERSION})"
+        )
+    data = document.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("conversationHistory"), list):
+        return "the stored state has no data.conversationHistory list"
+    return None
+
+
+async def read_session(client: Any, entity_id: df.EntityId) -> Snapshot:
+    """Read a session's entity state once."""
+    response = await client.read_entity_state(entity_id)
+    if not response.entity_exists:
+        return Snapshot(False, None)
+    document = response.entity_state
+    if isinstance(document, str | bytes):
+        # Some hosts hand back the raw text instead of the parsed document.
+        with contextlib.suppress(ValueError):
+            document = json.loads(document)
+    return Snapshot(True, document)
+
+
+def unreadable(agent: str, session_id: str, reason: str) -> ProblemError:
+    """The problem returned when a session's stored state cannot be read (it is left as it is)."""
+    return ProblemError(
+        409,
+        "state_unreadable",
+        f"session {session_id!r} of agent {agent!r} has a stored state this build cannot read: "
+        f"{reason}. It is kept unchanged; nothing was run.",
+        agent=agent,
+        session_id=session_id,
+    )
+
+
+def check_same_request(
+    run: StoredRun, asked: list[tuple[str, str]] | None, agent: str, session_id: str
+) -> None:
+    """Raise 409 when the stored run with this correlation id answered a different request."""
+    if asked is not None and not same_request(run, asked):
+        raise ProblemError(
+            409,
+            "idempotency_conflict",
+            f"run {run.correlation_id!r} already exists with a different request body; "
+            "use a new Idempotency-Key or correlation_id for a new request",
+            agent=agent,
+            session_id=session_id,
+            correlation_id=run.correlation_id,
+        )
+
+
+async def wait_for_run(
+    client: Any,
+    entity_id: df.EntityId,
+    *,
+    agent: str,
+    session_id: str,
+    correlation_id: str,
+    timeout: float,
+    asked: list[tuple[str, str]] | None = None,
+) -> StoredRun | None:
+    """The finished run, or None when `timeout` seconds pass first.
+
+    Raises a 409 problem when the session's state is unreadable or the id answered another
+    request.
+    """
+    deadline = time.monotonic() + max(0.0, timeout)
+    delay = FIRST_DELAY
+    while True:
+        snapshot = await read_session(client, entity_id)
+        if snapshot.exists:
+            reason = state_problem(snapshot.document)
+            if reason is not None:
+                raise unreadable(agent, session_id, reason)
+            run = find_stored_run(snapshot.document, correlation_id)
+            if run is not None:
+                check_same_request(run, asked, agent, session_id)
+                return run
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        await asyncio.sleep(min(delay, remaining))
+        delay = min(delay * 2, MAX_DELAY)

@@ -1,0 +1,124 @@
+"""The worked example: a writer drafts, a reviewer critiques until it approves, a human signs off.
+
+Orchestration `review_workflow`: the writer agent drafts a piece on the topic; the reviewer
+agent answers with structured output `{approved, feedback}`; while it does not approve (and at
+most `max_rounds` times) the writer revises; then the orchestration waits for a human's
+`approval` event, or gives up after `approval_timeout_seconds`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from ._errors import AgentRunFailed
+from ._orchestration import get_agent
+
+WORKFLOW_NAME = "review_workflow"
+"""Name of the orchestrator function."""
+APPROVAL_EVENT = "approval"
+"""Name of the external event a human's decision is sent as."""
+
+REVIEW_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean", "description": "true when the draft is ready to publish"},
+        "feedback": {"type": "string", "description": "what to change (or why it is good)"},
+    },
+    "required": ["approved", "feedback"],
+    "additionalProperties": False,
+}
+"""The reviewer's structured output."""
+
+
+@dataclass(frozen=True)
+class ReviewWorkflow:
+    """Which agents play writer and reviewer."""
+
+    writer: str = "writer"
+    reviewer: str = "reviewer"
+
+
+def _verdict(structured: Any, text: str) -> dict[str, Any]:
+    value = structured
+    if value is None:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+    if not isinstance(value, dict):
+        return {"approved": False, "feedback": text}
+    return {"approved": value.get("approved") is True, "feedback": str(value.get("feedback", ""))}
+
+
+def make_orchestrator(workflow: ReviewWorkflow) -> Any:
+    """The orchestrator function of the review workflow."""
+
+    def review_workflow(context: Any) -> Generator[Any, Any, dict[str, Any]]:
+        params = context.get_input() or {}
+        topic = str(params.get("topic", ""))
+        max_rounds = int(params.get("max_rounds", 3))
+        timeout = int(params.get("approval_timeout_seconds", 86_400))
+        writer = get_agent(context, workflow.writer)
+        reviewer = get_agent(context, workflow.reviewer)
+        writer_session = f"{context.instance_id}-writer"
+        reviewer_session = f"{context.instance_id}-reviewer"
+        reviews: list[dict[str, Any]] = []
+        draft = ""
+        try:
+            context.set_custom_status({"stage": "drafting", "round": 1})
+            result = yield from writer.run(f"Write a short piece about: {topic}", session_id=writer_session)
+            draft = result.text
+            for round_ in range(1, max_rounds + 1):
+                context.set_custom_status({"stage": "reviewing", "round": round_, "draft": draft})
+                review = yield from reviewer.run(
+                    f"Review this draft about {topic!r}. Approve it only if it is ready.\n\n{draft}",
+                    session_id=reviewer_session,
+                    response_format=REVIEW_SCHEMA,
+                )
+                verdict = _verdict(review.structured, review.text)
+                reviews.append({"round": round_, **verdict})
+                if verdict["approved"] or round_ == max_rounds:
+                    break
+                context.set_custom_status({"stage": "revising", "round": round_ + 1, "draft": draft})
+                result = yield from writer.run(
+                    f"Revise your draft using this feedback:\n\n{verdict['feedback']}",
+                    session_id=writer_session,
+                )
+                draft = result.text
+        except AgentRunFailed as failure:
+            return {
+                "status": "failed",
+                "draft": draft,
+                "reviews": reviews,
+                "error": {"agent": failure.agent, "code": failure.code, "message": failure.message},
+            }
+        reviewer_approved = bool(reviews and reviews[-1]["approved"])
+        context.set_custom_status(
+            {"stage": "awaiting_approval", "draft": draft, "reviewer_approved": reviewer_approved}
+        )
+        deadline = context.current_utc_datetime + timedelta(seconds=timeout)
+        timer = context.create_timer(deadline)
+        approval = context.wait_for_external_event(APPROVAL_EVENT)
+        winner = yield context.task_any([approval, timer])
+        outcome: dict[str, Any] = {"draft": draft, "reviews": reviews, "reviewer_approved": reviewer_approved}
+        if winner == approval:
+            timer.cancel()
+            decision = approval.result
+            if isinstance(decision, str):
+                try:
+                    decision = json.loads(decision)
+                except ValueError:
+                    decision = {}
+            decision = decision if isinstance(decision, dict) else {}
+            approved = decision.get("approved") is True
+            outcome.update(status="approved" if approved else "rejected", comment=decision.get("comment"))
+        else:
+            outcome.update(status="timed_out")
+        context.set_custom_status({"stage": "done", "status": outcome["status"]})
+        return outcome
+
+    return review_workflow
