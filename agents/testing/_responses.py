@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._conversations import ConversationStore, conversation_id_of
 from ._replies import Message, ModelRequest, Reply, ToolCall, ToolSpec
 from ._wire import (
     RequestRejected,
@@ -135,9 +136,12 @@ def items_to_messages(items: list[dict[str, Any]]) -> list[Message]:
 
 
 def parse_responses(
-    body: dict[str, Any], store: ResponseStore
+    body: dict[str, Any], store: ResponseStore, conversations: ConversationStore
 ) -> tuple[list[Message], list[ToolSpec], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Messages (history included), tools, earlier context items and this request's input items."""
+    """Messages (history included), tools, earlier context items and this request's input items.
+
+    The context comes from `previous_response_id` (the stored chain) or `conversation` (its items).
+    """
     if not isinstance(body.get("model"), str) or not body["model"]:
         raise RequestRejected(
             "Missing required parameter: 'model'.", param="model", code="missing_required_parameter"
@@ -150,6 +154,16 @@ def parse_responses(
         if stored is None:
             raise not_found(str(previous), param="previous_response_id")
         context = stored.items
+    conversation_id = conversation_id_of(body.get("conversation"))
+    if conversation_id is not None:
+        if previous is not None:
+            raise RequestRejected(
+                "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' "
+                "or 'conversation'.",
+                param="conversation",
+                code="mutually_exclusive_parameters",
+            )
+        context = conversations.items(conversation_id)
     conversation = items_to_messages(context + new_items)
     check_tool_sequence(conversation, "input", api="responses")
     if not any(m.role in ("user", "tool", "system", "developer") for m in conversation) and not body.get(
@@ -260,11 +274,13 @@ def response_object(
     body = request.body
     raw_text = body.get("text")
     text: dict[str, Any] = raw_text if isinstance(raw_text, dict) else {}
+    conversation = conversation_id_of(body.get("conversation"))
     return {
         "id": response_id,
         "object": "response",
         "created_at": int(created_at),
         "completed_at": int(time.time()) if status in ("completed", "incomplete") else None,
+        "conversation": {"id": conversation} if conversation else None,
         "status": status,
         "background": False,
         "error": None,

@@ -25,11 +25,14 @@ from typing import Any, Literal
 from aiohttp import web
 
 from ._chat import chat_chunks, chat_completion, parse_chat
+from ._conversations import ConversationStore, conversation_id_of, conversation_not_found
 from ._offline import offline_reply
 from ._replies import ErrorSpec, ModelRequest, Reply, ToolCall
 from ._responses import (
     ResponseStore,
     StoredResponse,
+    input_items,
+    items_to_messages,
     not_found,
     output_items,
     parse_responses,
@@ -60,6 +63,16 @@ def _error_response(spec: ErrorSpec) -> web.Response:
     return web.json_response(spec.body(), status=spec.status, headers=headers)
 
 
+def _item_list(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": items,
+        "first_id": items[0]["id"] if items else None,
+        "last_id": items[-1]["id"] if items else None,
+        "has_more": False,
+    }
+
+
 class ModelServer:
     """A real local OpenAI-compatible HTTP server with scripted and offline (deterministic) replies."""
 
@@ -82,6 +95,7 @@ class ModelServer:
         self.handler: Handler | None = None
         self.requests: list[ModelRequest] = []
         self.responses = ResponseStore()
+        self.conversations = ConversationStore()
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -202,12 +216,13 @@ class ModelServer:
             return len(self._script)
 
     def reset(self) -> None:
-        """Forget the script, the handler, received requests and stored responses."""
+        """Forget the script, the handler, received requests, stored responses and conversations."""
         with self._lock:
             self._script.clear()
             self.handler = None
             self.requests.clear()
         self.responses.clear()
+        self.conversations.clear()
 
     async def _choose(self, request: ModelRequest) -> Reply:
         with self._lock:
@@ -253,6 +268,11 @@ class ModelServer:
             app.router.add_post(f"{prefix}/responses", self._responses)
             app.router.add_get(prefix + "/responses/{response_id}", self._get_response)
             app.router.add_delete(prefix + "/responses/{response_id}", self._delete_response)
+            app.router.add_post(f"{prefix}/conversations", self._create_conversation)
+            app.router.add_get(prefix + "/conversations/{conversation_id}", self._get_conversation)
+            app.router.add_delete(prefix + "/conversations/{conversation_id}", self._delete_conversation)
+            app.router.add_get(prefix + "/conversations/{conversation_id}/items", self._list_items)
+            app.router.add_post(prefix + "/conversations/{conversation_id}/items", self._add_items)
             app.router.add_get(f"{prefix}/models", self._list_models)
             app.router.add_get(prefix + "/models/{model}", self._get_model)
         # Azure OpenAI's deployment-scoped routes (`AzureOpenAI(azure_endpoint=server.url, ...)`).
@@ -295,7 +315,9 @@ class ModelServer:
             if api == "chat":
                 messages, tools = parse_chat(body)
             else:
-                messages, tools, context, new_items = parse_responses(body, self.responses)
+                messages, tools, context, new_items = parse_responses(
+                    body, self.responses, self.conversations
+                )
         except RequestRejected as rejected:
             log.warning("model server rejected %s %s: %s", http.method, http.path, rejected)
             return _error_response(rejected.spec)
@@ -305,13 +327,18 @@ class ModelServer:
         self.requests.append(request)
         try:
             reply = await self._choose(request)
-            return await self._answer(http, request, reply, context + new_items)
+            return await self._answer(http, request, reply, context, new_items)
         except asyncio.CancelledError:
             request.disconnected = True
             raise
 
     async def _answer(
-        self, http: web.Request, request: ModelRequest, reply: Reply, items: list[dict[str, Any]]
+        self,
+        http: web.Request,
+        request: ModelRequest,
+        reply: Reply,
+        context: list[dict[str, Any]],
+        new_items: list[dict[str, Any]],
     ) -> web.StreamResponse:
         assert self._closing is not None
         while reply.kind == "delay":
@@ -333,7 +360,7 @@ class ModelServer:
         reply = self._finish(request, reply)
         if request.api == "chat":
             return await self._send_chat(http, request, reply)
-        return await self._send_response(http, request, reply, items)
+        return await self._send_response(http, request, reply, context, new_items)
 
     @staticmethod
     def _finish(request: ModelRequest, reply: Reply) -> Reply:
@@ -362,7 +389,12 @@ class ModelServer:
         return stream
 
     async def _send_response(
-        self, http: web.Request, request: ModelRequest, reply: Reply, items: list[dict[str, Any]]
+        self,
+        http: web.Request,
+        request: ModelRequest,
+        reply: Reply,
+        context: list[dict[str, Any]],
+        new_items: list[dict[str, Any]],
     ) -> web.StreamResponse:
         usage = compute_usage(reply, request)
         response_id = new_id("resp_")
@@ -370,7 +402,12 @@ class ModelServer:
         output = output_items(reply)
         final = response_object(request, response_id, output, usage, status=status, created_at=time.time())
         if request.body.get("store", True) is not False:
-            self.responses.put(response_id, StoredResponse(items=items + output, response=final))
+            self.responses.put(
+                response_id, StoredResponse(items=context + new_items + output, response=final)
+            )
+        conversation_id = conversation_id_of(request.body.get("conversation"))
+        if conversation_id is not None:
+            self.conversations.append(conversation_id, new_items + output)
         if not request.stream:
             return web.json_response(final, headers={"x-request-id": new_id("req_")})
         stream = await self._open_stream(http)
@@ -402,6 +439,47 @@ class ModelServer:
         if not self.responses.delete(response_id):
             return _error_response(not_found(response_id).spec)
         return web.json_response({"id": response_id, "object": "response.deleted", "deleted": True})
+
+    async def _create_conversation(self, http: web.Request) -> web.Response:
+        try:
+            body = await self._read_body(http) if http.can_read_body else {}
+            items = input_items({"input": body.get("items") or []})
+            items_to_messages(items)  # rejects malformed items now rather than on first use
+        except RequestRejected as rejected:
+            return _error_response(rejected.spec)
+        conversation = self.conversations.create(items, body.get("metadata"))
+        return web.json_response(conversation.to_json())
+
+    async def _get_conversation(self, http: web.Request) -> web.Response:
+        found = self.conversations.get(http.match_info["conversation_id"])
+        if found is None:
+            return _error_response(conversation_not_found(http.match_info["conversation_id"]).spec)
+        return web.json_response(found.to_json())
+
+    async def _delete_conversation(self, http: web.Request) -> web.Response:
+        conversation_id = http.match_info["conversation_id"]
+        if not self.conversations.delete(conversation_id):
+            return _error_response(conversation_not_found(conversation_id).spec)
+        return web.json_response({"id": conversation_id, "object": "conversation.deleted", "deleted": True})
+
+    async def _list_items(self, http: web.Request) -> web.Response:
+        try:
+            items = self.conversations.items(http.match_info["conversation_id"])
+        except RequestRejected as rejected:
+            return _error_response(replace(rejected.spec, param=None))
+        if http.query.get("order", "desc") == "desc":
+            items.reverse()
+        return web.json_response(_item_list(items))
+
+    async def _add_items(self, http: web.Request) -> web.Response:
+        try:
+            body = await self._read_body(http)
+            items = input_items({"input": body.get("items")})
+            items_to_messages(items)
+            added = self.conversations.append(http.match_info["conversation_id"], items)
+        except RequestRejected as rejected:
+            return _error_response(rejected.spec)
+        return web.json_response(_item_list(added))
 
     def _model_json(self, name: str) -> dict[str, Any]:
         return {"id": name, "object": "model", "created": 0, "owned_by": "agents.testing"}

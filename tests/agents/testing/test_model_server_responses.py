@@ -233,3 +233,24 @@ def test_models_listing(client: OpenAI, model: ModelServer) -> None:
     assert client.models.retrieve(model.models[0]).id == model.models[0]
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("no-such-model")
+
+
+def test_conversation_keeps_service_side_history(client: OpenAI, model: ModelServer) -> None:
+    model.script(Reply.text("noted"), Reply.text("you said hi"))
+    conversation = client.conversations.create(items=[{"type": "message", "role": "user", "content": "seed"}])
+    assert conversation.id.startswith("conv_")
+    first = client.responses.create(model="m", input="hi", conversation=conversation.id)
+    assert first.conversation is not None and first.conversation.id == conversation.id
+    second = client.responses.create(model="m", input="what did I say?", conversation={"id": conversation.id})
+    assert second.output_text == "you said hi"
+    assert [m.text for m in model.requests[1].messages] == ["seed", "hi", "noted", "what did I say?"]
+    items = client.conversations.items.list(conversation.id, order="asc")
+    assert [item.type for item in items.data] == ["message"] * 5
+    assert len({item.id for item in items.data}) == 5
+    with pytest.raises(openai.BadRequestError, match="Mutually exclusive"):
+        client.responses.create(
+            model="m", input="x", conversation=conversation.id, previous_response_id=first.id
+        )
+    assert client.conversations.delete(conversation.id).deleted
+    with pytest.raises(openai.NotFoundError, match="Conversation with id"):
+        client.responses.create(model="m", input="x", conversation=conversation.id)
