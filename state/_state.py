@@ -298,5 +298,3 @@ def dump_state(state: AgentState) -> str:
     if not isinstance(state, AgentState):
         raise TypeError(f"dump_state takes an AgentState, not {type(state).__name__}")
     return dumps(state.to_document())
-
-

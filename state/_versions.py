@@ -117,6 +117,7 @@ def _upgrade_1_1_to_1_2(doc: Doc) -> None:
     # and rebuilt from the history when next needed (it is derived data, never history).
     doc["data"].pop("runs", None)
 
+
 UPGRADE_STEPS: dict[int, UpgradeStep] = {
     0: _upgrade_1_0_to_1_1,
     1: _upgrade_1_1_to_1_2,

@@ -21,11 +21,14 @@ from ._versions import json_kind
 
 _OPEN = ConfigDict(extra="allow")
 
+
 # The functional TypedDict syntax is needed because of the "$type" key.
 class _Usage(TypedDict):
     inputTokenCount: NotRequired[int | None]
     outputTokenCount: NotRequired[int | None]
     totalTokenCount: NotRequired[int | None]
+
+
 _Text = TypedDict("_Text", {"$type": Literal["text"], "text": str})
 _Reasoning = TypedDict("_Reasoning", {"$type": Literal["reasoning"], "text": NotRequired[str | None]})
 _Data = TypedDict("_Data", {"$type": Literal["data"], "uri": str, "mediaType": NotRequired[str | None]})
@@ -90,16 +93,22 @@ _Content = Annotated[
         custom_error_message="content needs a string '$type'",
     ),
 ]
+
+
 class _Message(TypedDict):
     role: str
     contents: NotRequired[list[_Content]]
     authorName: NotRequired[str | None]
     createdAt: NotRequired[str | None]
+
+
 class _Failure(TypedDict):
     code: str
     message: str
     retryable: NotRequired[bool]
     status: NotRequired[int | None]
+
+
 _Request = TypedDict(
     "_Request",
     {
@@ -124,19 +133,26 @@ _Response = TypedDict(
     },
 )
 _Entry = Annotated[_Request | _Response, Discriminator("$type")]
+
+
 class _Run(TypedDict):
     status: Literal["succeeded", "failed"]
     requestIndex: NotRequired[int | None]
     responseIndex: int
     requestHash: NotRequired[str | None]
+
+
 class _StateData(TypedDict):
     conversationHistory: NotRequired[list[_Entry]]
     stateBag: NotRequired[dict[str, Any]]
     runs: NotRequired[dict[str, _Run]]
     serviceThreadId: NotRequired[str | None]
+
+
 class _Root(TypedDict):
     schemaVersion: str
     data: _StateData
+
 
 for _td in (
     _Usage, _Text, _Reasoning, _Data, _Uri, _Error, _FunctionCall, _FunctionResult, _HostedFile,
@@ -210,8 +226,10 @@ def _walk(doc: Any, err: ErrorDetails, prefix: str) -> tuple[str, Any, str | Non
             path += f"[{item}]"
             value = value[item]
             skipped_tag = False
-        elif isinstance(value, dict) and not skipped_tag and (
-            item == OPAQUE_TAG or (item == value.get("$type") and item in _TAGS)
+        elif (
+            isinstance(value, dict)
+            and not skipped_tag
+            and (item == OPAQUE_TAG or (item == value.get("$type") and item in _TAGS))
         ):
             # A discriminated union's tag appears in the location but not in the document.
             skipped_tag = True

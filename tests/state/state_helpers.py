@@ -136,9 +136,7 @@ def full_state() -> AgentState:
             ],
         )
     )
-    s.append_request(
-        request("c2", "give json", 3, response_type="json", response_schema={"type": "object"})
-    )
+    s.append_request(request("c2", "give json", 3, response_type="json", response_schema={"type": "object"}))
     s.append_response(failed_response("c2", 4))
     s.append_request(request("c3", "again", 5))
     s.append_response(response("c3", "fine", 6))
@@ -157,4 +155,3 @@ def same_except_version(a: Any, b: Any) -> bool:
     a.pop("schemaVersion", None)
     b.pop("schemaVersion", None)
     return bool(a == b)
-
