@@ -11,6 +11,7 @@ from ._wire import (
     RequestRejected,
     Usage,
     arg_pieces,
+    check_strict_schema,
     check_tool_sequence,
     content_text,
     new_id,
@@ -55,6 +56,12 @@ def parse_chat(body: dict[str, Any]) -> tuple[list[Message], list[ToolSpec]]:
     for index, raw in enumerate(raw_tools):
         spec = tool_spec(raw, where=f"tools[{index}]", nested=True)
         if spec is not None:
+            if spec.strict:
+                check_strict_schema(
+                    spec.parameters,
+                    label=f"function '{spec.name}'",
+                    param=f"tools[{index}].function.parameters",
+                )
             tools.append(spec)
     _check_tool_choice(body.get("tool_choice"), tools)
     _check_response_format(body.get("response_format"))
@@ -144,6 +151,12 @@ def _check_response_format(fmt: Any) -> None:
             raise RequestRejected(
                 "Invalid type for 'response_format.json_schema.schema': expected an object.",
                 param="response_format.json_schema.schema",
+            )
+        if inner.get("strict") is True:
+            check_strict_schema(
+                inner.get("schema") or {},
+                label=f"response_format '{inner['name']}'",
+                param="response_format",
             )
 
 

@@ -14,6 +14,7 @@ from ._wire import (
     RequestRejected,
     Usage,
     arg_pieces,
+    check_strict_schema,
     check_tool_sequence,
     content_text,
     iter_json_objects,
@@ -184,6 +185,9 @@ def parse_responses(
     for index, raw in enumerate(raw_tools):
         spec = tool_spec(raw, where=f"tools[{index}]", nested=False)
         if spec is not None:
+            if spec.strict:
+                label = f"function '{spec.name}'"
+                check_strict_schema(spec.parameters, label=label, param=f"tools[{index}].parameters")
             tools.append(spec)
     choice = body.get("tool_choice")
     if (
@@ -207,6 +211,13 @@ def parse_responses(
             "Missing required parameter: 'text.format.name'.",
             param="text.format.name",
             code="missing_required_parameter",
+        )
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and fmt.get("strict") is True:
+        schema = fmt.get("schema")
+        check_strict_schema(
+            schema if isinstance(schema, dict) else {},
+            label=f"response_format '{fmt['name']}'",
+            param="text.format.schema",
         )
     return messages, tools, context, new_items
 

@@ -194,3 +194,45 @@ def iter_json_objects(items: list[Any]) -> Iterator[tuple[int, dict[str, Any]]]:
                 f"Invalid type for 'input[{index}]': expected an object.", param=f"input[{index}]"
             )
         yield index, item
+
+
+def check_strict_schema(schema: dict[str, Any], *, label: str, param: str) -> None:
+    """Reject a `strict: true` schema the way OpenAI does: every object closed and fully required."""
+    if schema.get("type") != "object":
+        raise RequestRejected(
+            f"Invalid schema for {label}: schema must be a JSON Schema of 'type: \"object\"', "
+            f"got 'type: \"{schema.get('type')}\"'.",
+            param=param,
+            code="invalid_json_schema",
+        )
+
+    def walk(node: Any, context: tuple[str, ...]) -> None:
+        if not isinstance(node, dict):
+            return
+        if node.get("type") == "object" or "properties" in node:
+            if node.get("additionalProperties") is not False:
+                raise RequestRejected(
+                    f"Invalid schema for {label}: In context={context!r}, 'additionalProperties' is required "
+                    "to be supplied and to be false.",
+                    param=param,
+                    code="invalid_json_schema",
+                )
+            required = node.get("required") or []
+            missing = [name for name in node.get("properties", {}) if name not in required]
+            if missing:
+                raise RequestRejected(
+                    f"Invalid schema for {label}: In context={context!r}, 'required' is required to be "
+                    f"supplied and to be an array including every key in properties. Missing '{missing[0]}'.",
+                    param=param,
+                    code="invalid_json_schema",
+                )
+        for key in ("properties", "$defs", "definitions"):
+            for name, sub in (node.get(key) or {}).items():
+                walk(sub, (*context, key, name))
+        if "items" in node:
+            walk(node["items"], (*context, "items"))
+        for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            for index, sub in enumerate(node.get(key) or []):
+                walk(sub, (*context, key, str(index)))
+
+    walk(schema, ())

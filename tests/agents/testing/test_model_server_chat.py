@@ -278,3 +278,62 @@ def test_tool_choice_without_tools_is_rejected(client: OpenAI, model: ModelServe
         client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "x"}], tool_choice="required"
         )
+
+
+OPEN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "note": {"type": "string"}},
+    "required": ["name", "note"],
+}
+
+
+@pytest.mark.parametrize(
+    ("schema", "fragment"),
+    [
+        (OPEN_SCHEMA, "In context=(), 'additionalProperties' is required to be supplied and to be false."),
+        ({**OPEN_SCHEMA, "additionalProperties": False, "required": ["name"]}, "Missing 'note'."),
+        (
+            {
+                "type": "object",
+                "properties": {"inner": {"$ref": "#/$defs/Inner"}},
+                "required": ["inner"],
+                "additionalProperties": False,
+                "$defs": {"Inner": {"type": "object", "properties": {}}},
+            },
+            "In context=('$defs', 'Inner'), 'additionalProperties'",
+        ),
+        ({"type": "array", "items": {"type": "string"}}, "must be a JSON Schema of 'type: \"object\"'"),
+    ],
+)
+def test_strict_schemas_must_be_closed_and_fully_required(
+    client: OpenAI, model: ModelServer, schema: dict[str, Any], fragment: str
+) -> None:
+    model.script(Reply.text("{}"))
+    with pytest.raises(BadRequestError, match="Invalid schema for response_format 'thing'") as caught:
+        client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "x"}],
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "thing", "schema": schema, "strict": True},
+            },
+        )
+    assert fragment in caught.value.message
+    # The same schema without strict is accepted.
+    client.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": "x"}],
+        response_format={"type": "json_schema", "json_schema": {"name": "thing", "schema": schema}},
+    )
+
+
+def test_strict_tool_parameters_are_checked(client: OpenAI, model: ModelServer) -> None:
+    tool = {"type": "function", "function": {"name": "f", "parameters": OPEN_SCHEMA, "strict": True}}
+    with pytest.raises(BadRequestError, match="Invalid schema for function 'f'"):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], tools=[tool])
+    with pytest.raises(BadRequestError, match="Invalid schema for function 'f'"):
+        client.responses.create(
+            model="m",
+            input="x",
+            tools=[{"type": "function", "name": "f", "parameters": OPEN_SCHEMA, "strict": True}],
+        )
