@@ -28,6 +28,7 @@ from ._orch_functions import ActivityFailed, DurableFunctions, run_activity
 from ._orch_status import render_status
 from ._orch_store import InboxItem, Instance, OrchestrationStore, WorkItem
 from ._replay import (
+    UPPER_SCHEMA_VERSION,
     Action,
     ActionType,
     EventType,
@@ -94,6 +95,8 @@ class OrchestrationEngine:
         self._wakes: set[str] = set()
         self._drainer: asyncio.Task[None] | None = None
         self._stopping = False
+        # The replay schema offered to the SDK (tests also run the oldest, list-of-lists one).
+        self.replay_schema = UPPER_SCHEMA_VERSION
         self._call_takes_request_id = "request_id" in inspect.signature(entities.call).parameters
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -200,7 +203,7 @@ class OrchestrationEngine:
         name: str,
         iid: str,
         input_text: str | None,
-        parent: tuple[str, str, int] | None = None,
+        parent: tuple[str, str, int | None] | None = None,
     ) -> None:
         existing = self._store.get(iid)
         if existing is not None:
@@ -393,6 +396,7 @@ class OrchestrationEngine:
             input_text=inst.input,
             history=full,
             played=len(history),
+            schema=self.replay_schema,
         )
         result = run_episode(orchestrator.func, context)
         if result.has_custom_status:
@@ -462,19 +466,21 @@ class OrchestrationEngine:
         events: list[dict[str, Any]] = []
         current = int(payload["task_id"])
         limit = int(payload["max"])
+        child = payload.get("instance_id")
+        if child is None:
+            done, failed, again = EventType.TASK_COMPLETED, EventType.TASK_FAILED, EventType.TASK_SCHEDULED
+            scheduled_fields = {"Name": payload["name"], "Input": payload["input"]}
+        else:
+            done, failed = EventType.SUB_ORCHESTRATION_COMPLETED, EventType.SUB_ORCHESTRATION_FAILED
+            again = EventType.SUB_ORCHESTRATION_CREATED
+            scheduled_fields = {"Name": payload["name"], "Input": payload["input"], "InstanceId": child}
         for attempt, outcome in enumerate(payload["attempts"], start=1):
             if outcome["ok"]:
-                events.append(
-                    event(EventType.TASK_COMPLETED, now, TaskScheduledId=current, Result=outcome["result"])
-                )
+                events.append(event(done, now, TaskScheduledId=current, Result=outcome["result"]))
                 break
             events.append(
                 event(
-                    EventType.TASK_FAILED,
-                    now,
-                    TaskScheduledId=current,
-                    Reason=outcome["reason"],
-                    Details=outcome["details"],
+                    failed, now, TaskScheduledId=current, Reason=outcome["reason"], Details=outcome["details"]
                 )
             )
             timer_id = inst.next_id
@@ -486,15 +492,7 @@ class OrchestrationEngine:
                 break
             current = inst.next_id
             inst.next_id += 1
-            events.append(
-                event(
-                    EventType.TASK_SCHEDULED,
-                    now,
-                    event_id=current,
-                    Name=payload["name"],
-                    Input=payload["input"],
-                )
-            )
+            events.append(event(again, now, event_id=current, **scheduled_fields))
         return events
 
     def _check_determinism(self, inst: Instance, numbered: list[Action]) -> str | None:
@@ -613,10 +611,14 @@ class OrchestrationEngine:
         if name not in self._functions.orchestrators:
             problem = f"The function '{name}' doesn't exist, is disabled, or is not an orchestrator function."
         elif retry:
-            problem = (
-                "call_sub_orchestrator_with_retry is not supported by the devhost local host; "
-                "use call_sub_orchestrator"
-            )
+            payload = {
+                "name": name,
+                "instance_id": child_id,
+                "input": body.get("input"),
+                "retry": body.get("retryOptions") or {},
+            }
+            self._add_work(inst, task_id, "suborch_retry", payload, fx)
+            return [created]
         else:
             existing = self._store.get(child_id)
             if existing is not None and existing.status not in TERMINAL_STATUSES:
@@ -779,6 +781,8 @@ class OrchestrationEngine:
         if item.kind == "entity_signal":
             await self._entities.signal(p["entity_id"], p["operation"], _loads(p["input"]))
             return None, None
+        if item.kind == "suborch_retry":
+            return await self._sub_orchestration_attempts(item)
         raise ValueError(f"unknown work kind {item.kind!r}")
 
     async def _call_entity(self, p: dict[str, Any]) -> tuple[bool, Any]:
@@ -795,6 +799,61 @@ class OrchestrationEngine:
             raise
         except Exception as exc:
             return False, f"{type(exc).__name__}: {exc}"
+
+    async def _sub_orchestration_attempts(self, item: WorkItem) -> tuple[str, Any]:
+        """Run a retried sub-orchestration's attempts (each a fresh run of the same instance id).
+
+        The child is linked to its parent but reports to this coroutine, which hands the
+        parent all attempts at once, like a retried activity.
+        """
+        p = item.payload
+        limit = int(p["retry"].get("maxNumberOfAttempts", 1))
+        interval = float(p["retry"].get("firstRetryIntervalInMilliseconds", 0)) / 1000
+        attempts: list[dict[str, Any]] = []
+        parent = (item.instance_id, item.execution_id)
+        while True:
+            await self._run(
+                self._create_attempt_tx, p["name"], p["instance_id"], p["input"], parent, bool(attempts)
+            )
+            self._wake(p["instance_id"])
+            outcome = await self._finished(p["instance_id"])
+            attempts.append(outcome)
+            if outcome["ok"] or len(attempts) >= limit:
+                break
+            await asyncio.sleep(interval)
+        return "retry", {
+            "task_id": item.task_id,
+            "max": limit,
+            "attempts": attempts,
+            "name": p["name"],
+            "input": p["input"],
+            "instance_id": p["instance_id"],
+        }
+
+    def _create_attempt_tx(
+        self, name: str, iid: str, input_text: str | None, parent: tuple[str, str], again: bool
+    ) -> None:
+        with self._store.transaction():
+            existing = self._store.get(iid)
+            # After a host restart the first attempt may already be running: wait for it instead.
+            if existing is not None and existing.status not in TERMINAL_STATUSES:
+                return
+            if existing is not None and not again and existing.parent_instance_id == parent[0]:
+                return
+            self._create(name, iid, input_text, (parent[0], parent[1], None))
+
+    async def _finished(self, iid: str) -> dict[str, Any]:
+        """Poll until ``iid`` is finished; its outcome as a retry attempt."""
+        while True:
+            inst = await self._run(self._store.get, iid)
+            if inst is None:
+                return {"ok": False, "reason": f"Sub-orchestration {iid!r} was purged", "details": None}
+            if inst.status == "Completed":
+                return {"ok": True, "result": inst.output}
+            if inst.status in TERMINAL_STATUSES:
+                message = _loads(inst.output)
+                return {"ok": False, "reason": str(message), "details": None}
+            await asyncio.sleep(0.02)
 
     async def _activity(self, item: WorkItem) -> tuple[str, Any]:
         p = item.payload

@@ -210,6 +210,7 @@ def build_context(
     input_text: str | None,
     history: list[dict[str, Any]],
     played: int,
+    schema: int = UPPER_SCHEMA_VERSION,
 ) -> str:
     """The orchestration trigger's context JSON; events before index ``played`` are old."""
     marked = [{**e, "IsPlayed": i < played} for i, e in enumerate(history)]
@@ -220,7 +221,7 @@ def build_context(
             "instanceId": instance_id,
             "isReplaying": played > 0,
             "parentInstanceId": parent_instance_id,
-            "upperSchemaVersion": UPPER_SCHEMA_VERSION,
+            "upperSchemaVersion": schema,
         }
     )
 

@@ -332,3 +332,27 @@ async def test_restart_resumes_work(tmp_path: pathlib.Path, gateway: BatchGatewa
         assert slept["runtimeStatus"] == "Completed"
     finally:
         await second.stop()
+
+
+async def test_sub_orchestration_retries(engine: OrchestrationEngine) -> None:
+    status = await run(engine, "retrying_parent", "sr1", iid="retry-parent")
+    assert status["runtimeStatus"] == "Completed", status
+    out = status["output"]
+    assert out["child"] == {"child_result": "ok after 3", "parent": "retry-parent"}
+    assert orch_app.CALLS["flaky:sr1"] == 3
+    assert "bad input: twice" in out["error"]
+
+
+async def test_oldest_replay_schema(engine: OrchestrationEngine) -> None:
+    """Schema 0 answers with nested action lists instead of WhenAll/WhenAny compounds."""
+    engine.replay_schema = 0
+    fan = await run(engine, "fan_out", 12)
+    assert fan["output"] == sum(2 * i for i in range(12))
+    raced = await run(engine, "approval", {"timeout": 0.05})
+    assert raced["output"] == {"approved": None}
+    entity = await run(engine, "entity_user", "schema0")
+    assert entity["output"]["total"] == 6 and entity["output"]["both"] == [16, 8]
+    retried = await run(engine, "retrying", "schema0")
+    assert retried["output"]["ok"] == "ok after 3", retried
+    child = await run(engine, "parent")
+    assert child["output"]["child"]["greetings"] == ["Hello Ada!"]

@@ -237,3 +237,22 @@ def drifting(context: df.DurableOrchestrationContext) -> Gen:
     yield context.call_activity(name, 1)
     yield context.call_activity("double", 2)
     return "done"
+
+
+@app.orchestration_trigger(context_name="context")
+def flaky_child(context: df.DurableOrchestrationContext) -> Gen:
+    result = yield context.call_activity("flaky", context.get_input())
+    return {"child_result": result, "parent": context.parent_instance_id}
+
+
+@app.orchestration_trigger(context_name="context")
+def retrying_parent(context: df.DurableOrchestrationContext) -> Gen:
+    options = df.RetryOptions(first_retry_interval_in_milliseconds=20, max_number_of_attempts=4)
+    child = yield context.call_sub_orchestrator_with_retry("flaky_child", options, context.get_input())
+    try:
+        once = df.RetryOptions(first_retry_interval_in_milliseconds=10, max_number_of_attempts=2)
+        yield context.call_sub_orchestrator_with_retry("failing", once, "twice")
+        error = None
+    except Exception as exc:
+        error = str(exc)
+    return {"child": child, "error": error}
