@@ -1,0 +1,61 @@
+"""Fixtures of the hosting tests: the app hosting test agents, a local host, HTTP drivers."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import azure.durable_functions as df
+import pytest
+from hosting_support import ROOT, Api, make_agents
+
+from agents.testing import ModelServer
+from hosting import build_app
+
+
+@pytest.fixture(scope="session")
+def hosted_app(model_server: ModelServer) -> df.DFApp:
+    """The function app hosting the test agents (built once; the model server is reset per test)."""
+    return build_app(make_agents(model_server))
+
+
+@pytest.fixture
+def app(hosted_app: df.DFApp, model: ModelServer) -> df.DFApp:
+    """The app, with the model server's script emptied for this test."""
+    return hosted_app
+
+
+@pytest.fixture
+async def host(app: df.DFApp, tmp_path: pathlib.Path) -> AsyncIterator[Any]:
+    """A local Functions + Durable host serving the app (entities run through it)."""
+    from devhost import LocalHost
+
+    local = LocalHost(app, tmp_path / "devhost", project_dir=ROOT)
+    await local.start()
+    try:
+        yield local
+    finally:
+        await local.stop()
+
+
+@pytest.fixture
+def api(app: df.DFApp, host: Any) -> Api:
+    """HTTP calls into the app's functions with a durable client binding backed by the host."""
+    return Api(app, host.client_binding())
+
+
+@pytest.fixture
+def offline_api(app: df.DFApp) -> Api:
+    """HTTP calls with a client binding that points at a closed port: a 4xx from it proves the
+    request was rejected before any storage call (a call would have answered 503)."""
+    binding = json.dumps(
+        {
+            "taskHubName": "none",
+            "creationUrls": {},
+            "managementUrls": {},
+            "rpcBaseUrl": "http://127.0.0.1:9/runtime/webhooks/durabletask/",
+        }
+    )
+    return Api(app, binding)

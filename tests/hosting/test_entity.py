@@ -1,0 +1,261 @@
+"""The agent entity driven through the Durable JSON batch protocol against the local model server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import uuid
+
+import pytest
+from hosting_support import functions, run_batch, run_op
+
+from agents.testing import ModelServer, Reply
+from hosting import OPERATIONS, entity_name
+from hosting._loop import run_sync
+from state import AgentState, dump_state, load_state
+
+ENTITY = "dafx-assistant"
+
+
+def test_every_agent_has_an_entity_named_after_it(app):
+    names = functions(app)
+    for agent in ("assistant", "writer", "reviewer"):
+        assert entity_name(agent) == f"dafx-{agent}"
+        binding = json.loads(str(names[f"dafx-{agent}"]))["bindings"][0]
+        assert binding == {
+            "direction": "IN",
+            "type": "entityTrigger",
+            "name": "context",
+            "entityName": f"dafx-{agent}",
+        }
+    assert OPERATIONS == ("run", "reset", "delete", "get")
+
+
+def test_first_turn_creates_the_session_state(app, model: ModelServer):
+    model.script(Reply.text("hello there"))
+    out = run_batch(app, ENTITY, "s1", None, [("run", run_op("hi", "c1"))])
+    assert out.exists is True
+    [result] = out.results
+    assert result.is_error is False
+    assert result.value["status"] == "succeeded"
+    assert result.value["correlationId"] == "c1"
+    assert result.value["text"] == "hello there"
+    state = load_state(out.state)
+    assert [e.type for e in state.entries] == ["request", "response"]
+    assert state.find_run("c1").status == "succeeded"
+    # Stored as the state document itself, not a JSON string wrapping it.
+    assert json.loads(out.state)["schemaVersion"] == "1.2.0"
+
+
+def test_several_operations_in_one_batch_see_each_others_state(app, model: ModelServer):
+    model.script(Reply.text("one"), Reply.text("two"))
+    out = run_batch(
+        app,
+        ENTITY,
+        "s2",
+        None,
+        [("run", run_op("first", "a")), ("run", run_op("second", "b")), ("get", None)],
+    )
+    assert [r.is_error for r in out.results] == [False, False, False]
+    assert [r.value["text"] for r in out.results[:2]] == ["one", "two"]
+    got = out.results[2].value
+    assert got == json.loads(out.state)
+    assert len(got["data"]["conversationHistory"]) == 4
+    # The second turn was sent the first turn's history.
+    assert [m.text for m in model.requests[1].messages if m.role not in ("system", "developer")][:3] == [
+        "first",
+        "one",
+        "second",
+    ]
+
+
+def test_redelivered_run_returns_the_stored_answer_without_a_second_turn(app, model: ModelServer):
+    model.script(Reply.text("only once"))
+    first = run_batch(app, ENTITY, "s3", None, [("run", run_op("hi", "dup")), ("run", run_op("hi", "dup"))])
+    assert next(r.value for r in first.results) == first.results[1].value
+    again = run_batch(app, ENTITY, "s3", first.state, [("run", run_op("hi", "dup"))])
+    assert again.results[0].value == first.results[0].value
+    assert len(model.requests) == 1
+    assert len(load_state(again.state).entries) == 2
+
+
+def test_same_correlation_id_with_another_message_is_a_conflict_and_changes_nothing(app, model: ModelServer):
+    model.script(Reply.text("answer"))
+    first = run_batch(app, ENTITY, "s4", None, [("run", run_op("question", "same"))])
+    out = run_batch(app, ENTITY, "s4", first.state, [("run", run_op("another question", "same"))])
+    [result] = out.results
+    assert result.is_error is True
+    assert "already used for a different request" in result.value
+    assert out.state == first.state
+    assert len(model.requests) == 1
+
+
+def test_failed_model_call_is_recorded_in_history_and_reported_as_failed(app, model: ModelServer):
+    model.script(Reply.error(500, "the model broke", code="server_error"))
+    out = run_batch(app, ENTITY, "s5", None, [("run", run_op("hi", "bad"))])
+    [result] = out.results
+    assert result.is_error is False  # a model failure is a result, not an entity crash
+    assert result.value["status"] == "failed"
+    assert result.value["error"]["status"] == 500
+    assert result.value["error"]["code"]
+    state = load_state(out.state)
+    run = state.find_run("bad")
+    assert run.status == "failed"
+    assert run.response.failure is not None
+    assert list(state.replay_messages()) == []
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        '{"schemaVersion": "2.0.0", "data": {"conversationHistory": []}}',
+        '{"schemaVersion": "1.0.0", "data": {"conversationHistory": [{"$type": "nope"}]}}',
+        '{"schemaVersion": "1.0.0", "data": {"conversationHistory": {}}}',
+        '{"schemaVersion": "1.0.0", "data": {"conversationHist',
+        '["not", "a", "state"]',
+        '"just a string"',
+    ],
+)
+@pytest.mark.parametrize("operation", ["run", "reset"])
+def test_unreadable_state_fails_the_operation_and_stays_byte_identical(
+    app, model: ModelServer, stored, operation
+):
+    value = run_op("hi") if operation == "run" else None
+    out = run_batch(app, ENTITY, "broken", stored, [(operation, value), ("run", run_op("again"))])
+    assert [r.is_error for r in out.results] == [True, True]
+    assert any(
+        word in out.results[0].value.lower() for word in ("version", "state", "json", "expected", "root")
+    )
+    assert out.state == stored
+    assert out.exists is True
+    assert model.requests == []
+
+
+def test_an_error_after_a_good_turn_keeps_the_good_turn(app, model: ModelServer):
+    model.script(Reply.text("fine"))
+    out = run_batch(app, ENTITY, "s6", None, [("run", run_op("hi", "ok")), ("explode", None)])
+    assert [r.is_error for r in out.results] == [False, True]
+    assert "no operation 'explode'" in out.results[1].value
+    assert load_state(out.state).find_run("ok") is not None
+
+
+@pytest.mark.parametrize(
+    "bad_input",
+    [
+        {"messages": [{"role": "user", "text": "hi"}]},  # no correlation id
+        {"correlationId": "x", "messages": []},
+        {"correlationId": "x", "messages": [{"role": "robot", "text": "hi"}]},
+        "not an object",
+    ],
+)
+def test_invalid_run_input_fails_without_touching_state(app, model: ModelServer, bad_input):
+    state = dump_state(AgentState.new())
+    out = run_batch(app, ENTITY, "s7", state, [("run", bad_input)])
+    assert out.results[0].is_error is True
+    assert out.state == state
+    assert model.requests == []
+
+
+def test_reset_empties_history_and_state_bag(app, model: ModelServer):
+    model.script(Reply.text("x"))
+    first = run_batch(app, ENTITY, "s8", None, [("run", run_op("hi"))])
+    doc = json.loads(first.state)
+    doc["data"]["stateBag"] = {"memory": {"facts": ["likes tea"]}}
+    out = run_batch(app, ENTITY, "s8", json.dumps(doc), [("reset", None), ("get", None)])
+    assert [r.is_error for r in out.results] == [False, False]
+    state = load_state(out.state)
+    assert state.entries == () and state.state_bag == {}
+
+
+def test_delete_removes_the_entity(app, model: ModelServer):
+    model.script(Reply.text("x"))
+    first = run_batch(app, ENTITY, "s9", None, [("run", run_op("hi"))])
+    out = run_batch(app, ENTITY, "s9", first.state, [("delete", None)])
+    assert out.results[0].is_error is False
+    assert out.exists is False
+    assert out.state in (None, "null")
+
+
+def test_delete_then_run_in_one_batch_starts_afresh(app, model: ModelServer):
+    model.script(Reply.text("x"), Reply.text("y"))
+    first = run_batch(app, ENTITY, "s10", None, [("run", run_op("hi", "old"))])
+    out = run_batch(app, ENTITY, "s10", first.state, [("delete", None), ("run", run_op("new", "new"))])
+    state = load_state(out.state)
+    assert out.exists is True
+    assert state.find_run("old") is None and state.find_run("new") is not None
+
+
+def test_orchestration_id_and_response_format_reach_the_request_entry(app, model: ModelServer):
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": False,
+    }
+    model.script(Reply.json({"n": 3}))
+    out = run_batch(
+        app,
+        ENTITY,
+        "s11",
+        None,
+        [("run", run_op("count", "o1", orchestrationId="orch-1", responseFormat=schema))],
+    )
+    result = out.results[0].value
+    assert result["status"] == "succeeded" and result["structured"] == {"n": 3}
+    request = load_state(out.state).find_run("o1").request
+    assert request.orchestration_id == "orch-1"
+    assert model.requests[0].response_format is not None
+
+
+def test_entities_run_concurrently_on_worker_threads_each_with_its_own_loop(app, model: ModelServer):
+    model.handler = lambda request: Reply.delay(0.05, then=Reply.text("done"))
+    outputs: dict[str, object] = {}
+    errors: list[BaseException] = []
+
+    def worker(key: str) -> None:
+        try:
+            state = None
+            for _ in range(2):
+                out = run_batch(app, ENTITY, key, state, [("run", run_op(f"hi {key}"))])
+                state = out.state
+            outputs[key] = load_state(state)
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker, args=(f"t{i}",)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    assert all(len(state.entries) == 4 for state in outputs.values())  # type: ignore[attr-defined]
+
+
+async def test_entity_called_from_a_thread_running_a_loop_still_works(app, model: ModelServer):
+    # A host that calls the synchronous entity function straight from async code.
+    model.script(Reply.text("from a loop"))
+    out = run_batch(app, ENTITY, "s12", None, [("run", run_op("hi"))])
+    assert out.results[0].value["text"] == "from a loop"
+
+
+def test_run_sync_keeps_one_loop_per_thread():
+    async def current() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    first = run_sync(current)
+    assert run_sync(current) is first
+
+    seen: list[asyncio.AbstractEventLoop] = []
+    thread = threading.Thread(target=lambda: seen.append(run_sync(current)))
+    thread.start()
+    thread.join()
+    assert seen[0] is not first
+
+
+def test_unique_keys(app, model: ModelServer):
+    # Sessions are independent entity instances.
+    model.script(Reply.text("a"), Reply.text("b"))
+    one = run_batch(app, ENTITY, uuid.uuid4().hex, None, [("run", run_op("x", "c"))])
+    two = run_batch(app, ENTITY, uuid.uuid4().hex, None, [("run", run_op("x", "c"))])
+    assert one.results[0].value["text"] == "a" and two.results[0].value["text"] == "b"
