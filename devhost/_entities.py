@@ -178,14 +178,12 @@ class EntityGateway:
         rid = request_id or uuid.uuid4().hex
         self._waiters.setdefault(rid, []).append(fut)
         try:
+            queued = False
             if request_id is not None:
-                done = await self._store.run(self._store.get_result, request_id)
+                done, queued = await self._store.run(self._store.lookup_request, request_id)
                 if done is not None:
                     return (not done.is_error, _decode_result(done.result))
-                queued = await self._store.run(self._store.has_message, request_id)
-            else:
-                queued = False
-            if not queued:
+            if not queued and not fut.done():
                 await self.enqueue(
                     NewMessage(entity_id, operation, encode_input(input), rid, False, parent)
                 )

@@ -178,11 +178,16 @@ class EntityStore:
         ).fetchone()
         return None if row is None else StoredResult(request_id, bool(row[0]), row[1])
 
-    def has_message(self, request_id: str) -> bool:
+    def lookup_request(self, request_id: str) -> tuple[StoredResult | None, bool]:
+        """(committed result, still queued) of a called operation, read in one go.
+
+        Commits run on this same thread, so the answer cannot straddle a commit.
+        """
+        result = self.get_result(request_id)
         row = self.conn.execute(
             "SELECT 1 FROM entity_messages WHERE request_id = ? LIMIT 1", (request_id,)
         ).fetchone()
-        return row is not None
+        return result, row is not None
 
     def commit_turn(
         self,

@@ -87,6 +87,9 @@ def _counter(context: df.DurableEntityContext) -> None:
     elif op == "append":
         state["log"].append(value)
     elif op == "slow_append":
+        if value.get("marker"):  # lets a test see that the operation started (and how often)
+            with open(value["marker"], "a", encoding="utf-8") as marker:
+                marker.write("started\n")
         time.sleep(float(value["sleep"]))
         state["log"].append(value["item"])
     elif op == "grow":
@@ -108,3 +111,29 @@ def _counter(context: df.DurableEntityContext) -> None:
 @app.entity_trigger(context_name="context")
 def Counter(context: df.DurableEntityContext) -> None:
     _counter(context)
+
+
+@app.route(route="flows/{name}", methods=["POST"])
+@app.durable_client_input(client_name="client")
+async def start_flow(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    body = req.get_body()
+    instance_id = await client.start_new(req.route_params["name"], None, json.loads(body) if body else None)
+    return client.create_check_status_response(req, instance_id)
+
+
+@app.orchestration_trigger(context_name="context")
+def approval_flow(context: df.DurableOrchestrationContext) -> Any:
+    request = context.get_input()
+    context.set_custom_status("waiting")
+    decision = yield context.wait_for_external_event("approve")
+    total = yield context.call_entity(df.EntityId("Counter", request["key"]), "add", decision["amount"])
+    return {"approved_by": decision["by"], "total": total}
+
+
+@app.orchestration_trigger(context_name="context")
+def entity_error_flow(context: df.DurableOrchestrationContext) -> Any:
+    try:
+        yield context.call_entity(df.EntityId("Counter", "flow-errors"), "fail", "from orchestration")
+    except Exception as exc:
+        return {"caught": str(exc)}
+    return {"caught": None}

@@ -1,0 +1,192 @@
+"""``python -m devhost`` as a process: startup, reset, SIGTERM, kill -9 and redelivery."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from devhost import DevHostError
+from devhost._main import reset_data_dir
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+APPS = pathlib.Path(__file__).parent / "apps"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Proc:
+    def __init__(self, popen: subprocess.Popen[bytes], port: int, log: pathlib.Path) -> None:
+        self.popen = popen
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = log
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+
+def _env(model: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "DEVHOST_FUNCTION_KEY")}
+    if not model:
+        # A loopback placeholder: configured, so no model server starts, and nothing is called.
+        env["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(APPS)])
+    return env
+
+
+@contextmanager
+def devhost(tmp: pathlib.Path, *extra: str, model: bool = False, name: str = "run") -> Iterator[Proc]:
+    port = _free_port()
+    log = tmp / f"{name}.log"
+    with open(log, "wb") as out:
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "devhost", "--app", "basic_app", "--port", str(port),
+             "--data-dir", str(tmp / "data"), *extra],
+            cwd=tmp, env=_env(model), stdout=out, stderr=subprocess.STDOUT,
+        )
+    proc = Proc(popen, port, log)
+    try:
+        yield proc
+    finally:
+        if popen.poll() is None:
+            popen.kill()
+        popen.wait(10)
+
+
+def _request(method: str, url: str, body: Any = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            raw = resp.read()
+            return resp.status, json.loads(raw) if raw.strip().startswith((b"{", b"[")) else raw
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def _wait_ready(proc: Proc, timeout: float = 20) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if proc.popen.poll() is not None:
+            raise AssertionError(f"devhost exited early:\n{proc.output()}")
+        try:
+            if _request("GET", f"{proc.url}/api/hello/ready")[0] == 200:
+                return time.monotonic() - started
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"devhost did not become ready:\n{proc.output()}")
+
+
+def _wait_state(proc: Proc, key: str, predicate: Any, timeout: float = 20) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        status, body = _request("GET", f"{proc.url}/api/counter/{key}")
+        state = body.get("state") if status == 200 else None
+        if predicate(state):
+            return state
+        if time.monotonic() > deadline:
+            raise AssertionError(f"state never matched, last {state!r}\n{proc.output()}")
+        time.sleep(0.05)
+
+
+def test_startup_and_sigterm(tmp_path: pathlib.Path) -> None:
+    with devhost(tmp_path) as proc:
+        elapsed = _wait_ready(proc)
+        print(f"devhost process ready (first HTTP 200) after {elapsed:.2f}s")
+        proc.popen.send_signal(signal.SIGTERM)
+        assert proc.popen.wait(15) == 0
+        out = proc.output()
+    assert "devhost ready on" in out
+    assert "function keys are not enforced" in out
+    assert "hello: [GET]" in out and "/api/hello/{name}" in out
+    assert "GET /api/hello/ready -> 200" in out
+    assert "stopping" in out
+
+
+def test_kill_9_mid_operation_redelivers_once(tmp_path: pathlib.Path) -> None:
+    marker = tmp_path / "marker.txt"
+    with devhost(tmp_path, name="first") as proc:
+        _wait_ready(proc)
+        assert _request("POST", f"{proc.url}/api/counter/k/add", 1)[0] == 202
+        _wait_state(proc, "k", lambda s: s is not None and s["total"] == 1)
+        slow = {"sleep": 2, "item": "slow", "marker": str(marker)}
+        assert _request("POST", f"{proc.url}/api/counter/k/slow_append", slow)[0] == 202
+        assert _request("POST", f"{proc.url}/api/counter/k/append", "after")[0] == 202
+        deadline = time.monotonic() + 10
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert marker.read_text() == "started\n"
+        proc.popen.send_signal(signal.SIGKILL)
+        proc.popen.wait(10)
+
+    with devhost(tmp_path, name="second") as proc:
+        _wait_ready(proc)
+        state = _wait_state(proc, "k", lambda s: s is not None and "after" in s["log"])
+        assert state == {"total": 1, "log": [1, "slow", "after"]}
+        # The interrupted operation ran again (at-least-once execution) but committed once.
+        assert marker.read_text() == "started\nstarted\n"
+        time.sleep(0.3)
+        assert _wait_state(proc, "k", lambda s: s is not None) == state
+        assert "redelivering pending operations of 1 entity" in proc.output()
+
+
+def test_reset_wipes_data_only_when_asked(tmp_path: pathlib.Path) -> None:
+    with devhost(tmp_path, name="first") as proc:
+        _wait_ready(proc)
+        _request("POST", f"{proc.url}/api/counter/keep/add", 3)
+        _wait_state(proc, "keep", lambda s: s is not None)
+        proc.popen.send_signal(signal.SIGINT)
+        assert proc.popen.wait(15) == 0
+    with devhost(tmp_path, name="second") as proc:
+        _wait_ready(proc)
+        assert _wait_state(proc, "keep", lambda s: s is not None)["total"] == 3
+        proc.popen.send_signal(signal.SIGTERM)
+        proc.popen.wait(15)
+    with devhost(tmp_path, "--reset", name="third") as proc:
+        _wait_ready(proc)
+        assert _request("GET", f"{proc.url}/api/counter/keep")[0] == 404
+        assert "--reset: deleted" in proc.output()
+
+
+def test_reset_refuses_foreign_directory(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "precious.txt").write_text("do not delete")
+    with pytest.raises(DevHostError):
+        reset_data_dir(tmp_path)
+    assert (tmp_path / "precious.txt").exists()
+    assert reset_data_dir(tmp_path / "missing") is False
+
+
+def test_offline_model_server_line(tmp_path: pathlib.Path) -> None:
+    pytest.importorskip("agents.testing")
+    with devhost(tmp_path, model=True) as proc:
+        _wait_ready(proc)
+        out = proc.output()
+    assert "no model configured: using the offline model server at http://127.0.0.1:" in out
+
+
+def test_bad_app_exits_with_message(tmp_path: pathlib.Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "devhost", "--app", "no_such_app_module", "--port", "0",
+         "--data-dir", str(tmp_path / "d")],
+        cwd=tmp_path, env=_env(False), capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 2
+    assert "cannot import app module 'no_such_app_module'" in result.stderr
