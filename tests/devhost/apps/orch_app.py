@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Generator
 from datetime import timedelta
 from typing import Any
 
 import azure.durable_functions as df
+import azure.functions as func
 
-app = df.DFApp()
+app = df.DFApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
 # Activities block on these so a test can hold one in flight (restart tests).
 GATES: dict[str, threading.Event] = {}
@@ -22,6 +24,54 @@ def _count(key: str) -> int:
     with _CALLS_LOCK:
         CALLS[key] = CALLS.get(key, 0) + 1
         return CALLS[key]
+
+
+# -- HTTP routes (the durable client talks to the host over its RPC endpoints) ---------------
+
+
+def _json(value: Any, status: int = 200) -> func.HttpResponse:
+    return func.HttpResponse(json.dumps(value), status_code=status, mimetype="application/json")
+
+
+@app.route(route="orchestrators/{name}", methods=["POST"])
+@app.durable_client_input(client_name="client")
+async def start_orchestration(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient
+) -> func.HttpResponse:
+    body = req.get_json() if req.get_body() else None
+    instance_id = await client.start_new(req.route_params["name"], None, body)
+    response: func.HttpResponse = client.create_check_status_response(req, instance_id)
+    return response
+
+
+@app.route(route="instances/{iid}/events/{name}", methods=["POST"])
+@app.durable_client_input(client_name="client")
+async def send_event(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    await client.raise_event(req.route_params["iid"], req.route_params["name"], req.get_json())
+    return func.HttpResponse(status_code=202)
+
+
+@app.route(route="instances/{iid}", methods=["GET"])
+@app.durable_client_input(client_name="client")
+async def instance_status(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    status = await client.get_status(req.route_params["iid"], show_history=True, show_history_output=True)
+    if status.runtime_status is None:
+        return _json({"missing": req.route_params["iid"]}, 404)
+    return _json(
+        {
+            "runtimeStatus": status.runtime_status.value,
+            "output": status.output,
+            "customStatus": status.custom_status,
+            "history": status.historyEvents,
+        }
+    )
+
+
+@app.route(route="entities/{name}/{key}", methods=["GET"])
+@app.durable_client_input(client_name="client")
+async def entity_state(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    state = await client.read_entity_state(df.EntityId(req.route_params["name"], req.route_params["key"]))
+    return _json({"exists": state.entity_exists, "state": state.entity_state})
 
 
 # -- activities --------------------------------------------------------------------------------
