@@ -14,7 +14,7 @@ MAX_ID_LENGTH = 128
 _ID_PATTERN = re.compile(rf"[A-Za-z0-9._~-]{{1,{MAX_ID_LENGTH}}}")
 _KEY_PATTERN = re.compile(rf"[\x21-\x7e]{{1,{MAX_ID_LENGTH}}}")
 
-ID_PATTERN_TEXT = _ID_PATTERN.pattern
+ID_PATTERN_TEXT = f"^{_ID_PATTERN.pattern}$"
 """The accepted shape of ids, as a regular expression (published in the OpenAPI document)."""
 
 

@@ -77,7 +77,9 @@ def validation_problem(error: ValidationError) -> ProblemError:
     first = details[0]
     field = _field_of(first["loc"])
     kind = first["type"]
-    if kind == "missing":
+    if first["loc"][-1:] in (("session_id",), ("thread_id",)):
+        code, message = "invalid_session_id", f"'{field}': {first['msg']}"
+    elif kind == "missing":
         code, message = "missing_field", f"'{field}' is required"
     elif kind == "extra_forbidden":
         code, message = "unknown_field", f"'{field}' is not a known field"
