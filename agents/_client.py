@@ -140,6 +140,10 @@ def classify_error(exc: BaseException) -> ModelCallError:
         retryable = status in (408, 409, 429) or status >= 500
         if status == 429 and exc.code in _NON_RETRYABLE_429_CODES:
             retryable = False
+        # OpenAI's own hint, which its SDK follows too.
+        hint = exc.response.headers.get("x-should-retry", "").lower()
+        if hint in ("true", "false"):
+            retryable = hint == "true"
         return ModelCallError(code, _body_message(exc), retryable=retryable, status=status)
     if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
         return ModelCallError("timeout", "the model did not answer in time", retryable=True)

@@ -112,7 +112,7 @@ class ResponseFormat:
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise StructuredOutputError(f"the answer is not JSON ({exc.msg} at position {exc.pos})") from None
+            raise StructuredOutputError(f"the answer is not JSON ({exc.msg}: character {exc.pos})") from None
         if self.model is not None:
             try:
                 self.model.model_validate(value)

@@ -73,8 +73,10 @@ def _args_model(
             context_param = param.name
             continue
         default: Any = ... if param.default is param.empty else param.default
-        description = param_docs.get(param.name) or None
-        fields[param.name] = (annotation, Field(default, description=description))
+        description = param_docs.get(param.name)
+        # Only set a description the docstring gives, so one from Annotated[..., Field()] survives.
+        info = Field(default, description=description) if description else Field(default)
+        fields[param.name] = (annotation, info)
     try:
         model = pydantic.create_model(
             f"{tool_name}_arguments",
@@ -149,6 +151,10 @@ class FunctionTool:
     ) -> FunctionTool:
         """Describe ``func``: its name, docstring summary and a schema from its type hints."""
         tool_name: str = name or str(getattr(func, "__name__", ""))
+        if not TOOL_NAME_PATTERN.match(tool_name):
+            raise AgentConfigurationError(
+                f"tool name {tool_name!r} must be 1-64 characters of letters, digits, '_' or '-'"
+            )
         doc = parse_docstring(inspect.getdoc(func))
         model, context_param = _args_model(func, tool_name, doc.params)
         schema = _strip_titles(model.model_json_schema())
@@ -257,7 +263,7 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any] | None, str | None]
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return None, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+        return None, f"arguments are not valid JSON ({exc.msg}: character {exc.pos})"
     if not isinstance(value, dict):
         return None, f"arguments must be a JSON object, got {type(value).__name__}"
     return value, None

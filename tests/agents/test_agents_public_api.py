@@ -1,0 +1,57 @@
+"""The agents package's public names: the contract of docs/architecture.md, pinned."""
+
+from __future__ import annotations
+
+import agents
+
+EXPECTED = {
+    "Agent",
+    "AgentConfigurationError",
+    "AgentsError",
+    "ContextAdditions",
+    "ContextProvider",
+    "FunctionTool",
+    "HistoryMode",
+    "HistoryReducer",
+    "InputMessage",
+    "InvalidTurnRequest",
+    "MemoryProvider",
+    "ModelCallError",
+    "ModelSettings",
+    "ProviderContext",
+    "RetryPolicy",
+    "TurnError",
+    "TurnRequest",
+    "TurnResult",
+    "close_model_clients",
+    "tool",
+}
+
+
+def test_all_is_pinned() -> None:
+    assert set(agents.__all__) == EXPECTED
+    assert len(agents.__all__) == len(EXPECTED)
+
+
+def test_every_public_name_resolves_and_is_documented() -> None:
+    for name in agents.__all__:
+        value = getattr(agents, name)
+        if name != "HistoryMode":  # a typing alias
+            assert value.__doc__, name
+
+
+def test_error_hierarchy() -> None:
+    for error in (agents.AgentConfigurationError, agents.ModelCallError, agents.InvalidTurnRequest):
+        assert issubclass(error, agents.AgentsError)
+    err = agents.ModelCallError("rate_limited", "slow down", retryable=True, status=429)
+    assert (err.code, err.message, err.retryable, err.status) == ("rate_limited", "slow down", True, 429)
+
+
+def test_catalog_is_importable_and_names_are_unique() -> None:
+    from agents.catalog import AGENTS
+
+    names = [a.name for a in AGENTS]
+    assert len(names) == len(set(names)) >= 4
+    assert {"assistant", "writer", "reviewer"} <= set(names)
+    for name in names:
+        assert name == name.lower() and all(ch.isalnum() or ch == "-" for ch in name)
