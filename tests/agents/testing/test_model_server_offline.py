@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai import OpenAI
 from pydantic import BaseModel, Field
 
@@ -213,3 +215,51 @@ def test_count_tokens_is_word_count() -> None:
     assert count_tokens(None) == 0
     assert count_tokens("  one\ttwo\nthree  ") == 3
     assert count_tokens('{"a": 1}') == 2
+
+
+def _bounded_number() -> st.SearchStrategy[dict[str, Any]]:
+    def build(kind: str, low: int, width: int, exclusive: bool) -> dict[str, Any]:
+        if exclusive:
+            return {"type": kind, "exclusiveMinimum": low, "exclusiveMaximum": low + width + 1}
+        return {"type": kind, "minimum": low, "maximum": low + width}
+
+    return st.builds(
+        build, st.sampled_from(["integer", "number"]), st.integers(-50, 50), st.integers(1, 5), st.booleans()
+    )
+
+
+_LEAVES = st.one_of(
+    _bounded_number(),
+    st.builds(lambda n: {"type": "string", "minLength": n}, st.integers(0, 5)),
+    st.builds(
+        lambda f: {"type": "string", "format": f}, st.sampled_from(["date-time", "email", "uuid", "ipv4"])
+    ),
+    st.just({"type": "boolean"}),
+    st.just({"type": "null"}),
+    st.builds(
+        lambda values: {"enum": values}, st.lists(st.integers() | st.text(max_size=3), min_size=1, max_size=3)
+    ),
+)
+
+
+def _compound(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    def obj(props: dict[str, dict[str, Any]], data: st.DataObject) -> dict[str, Any]:
+        required = data.draw(st.lists(st.sampled_from(sorted(props)), unique=True)) if props else []
+        return {"type": "object", "properties": props, "required": required}
+
+    objects = st.builds(
+        obj, st.dictionaries(st.text("abcdef", min_size=1, max_size=4), children, max_size=4), st.data()
+    )
+    arrays = st.builds(
+        lambda items, n: {"type": "array", "items": items, "minItems": n}, children, st.integers(0, 3)
+    )
+    unions = st.builds(lambda options: {"anyOf": options}, st.lists(children, min_size=1, max_size=3))
+    return st.one_of(objects, arrays, unions)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.recursive(_LEAVES, _compound, max_leaves=12))
+def test_generated_schemas_get_valid_instances(schema: dict[str, Any]) -> None:
+    instance = schema_instance(schema)
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    assert validator.is_valid(instance), (schema, instance)
