@@ -1,0 +1,78 @@
+"""`get_agent` inside an orchestrator: typed results, typed failures, fire-and-forget signals."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+from typing import Any
+
+import azure.durable_functions as df
+from hosting_support import ROOT, make_agents
+
+from agents.testing import ModelRequest, ModelServer, Reply
+from hosting import AgentRunFailed, InvalidOperation, build_app, get_agent
+from state import load_state
+
+
+def orchestrator(context: Any) -> Any:
+    assistant = get_agent(context, "assistant")
+    signalled = assistant.signal("fire and forget", session_id="helpers")
+    result = yield from assistant.run("call and wait", session_id="helpers")
+    try:
+        yield from assistant.run("please fail", session_id="helpers")
+        failure = None
+    except AgentRunFailed as error:
+        failure = {"code": error.code, "status": error.status, "agent": error.agent}
+    try:
+        yield from assistant.run("x", session_id="bad/session")
+        invalid = None
+    except InvalidOperation as error:
+        invalid = str(error)
+    return {
+        "signalled": signalled,
+        "text": result.text,
+        "cid": result.correlation_id,
+        "failure": failure,
+        "invalid": invalid,
+    }
+
+
+async def test_agent_handle_runs_signals_and_raises_typed_failures(
+    model: ModelServer, tmp_path: pathlib.Path
+):
+    from devhost import LocalHost
+
+    def handler(request: ModelRequest) -> Reply:
+        text = request.last_user_text or ""
+        if "fail" in text:
+            return Reply.error(500, "broken", code="server_error")
+        return Reply.text(f"ok: {text}")
+
+    model.handler = handler
+    app = build_app(make_agents(model))
+    app.function_name("helpers_orchestrator")(
+        app.orchestration_trigger(context_name="context", orchestration="helpers_orchestrator")(orchestrator)
+    )
+    host = LocalHost(app, tmp_path / "h", project_dir=ROOT)
+    await host.start()
+    try:
+        client = df.DurableOrchestrationClient(host.client_binding())
+        instance = await client.start_new("helpers_orchestrator")
+        for _ in range(400):
+            status = await client.get_status(instance)
+            if status.runtime_status and status.runtime_status.value in ("Completed", "Failed"):
+                break
+            await asyncio.sleep(0.05)
+        assert status.runtime_status.value == "Completed", status.output
+        output = status.output
+        assert output["text"] == "ok: call and wait"
+        assert output["failure"]["status"] == 500 and output["failure"]["agent"] == "assistant"
+        assert isinstance(output["failure"]["code"], str) and output["failure"]["code"]
+        assert "bad/session" in output["invalid"]
+        state = load_state(await host._store.run(host._store.load_state, "@dafx-assistant@helpers"))
+        signalled = state.find_run(output["signalled"])
+        assert signalled is not None and signalled.request.orchestration_id == instance
+        assert state.find_run(output["cid"]).request.orchestration_id == instance
+        assert len(state.entries) == 6
+    finally:
+        await host.stop()
