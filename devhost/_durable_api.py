@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Protocol
@@ -113,6 +114,15 @@ class DurableApi:
         self, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def wrapped(request: web.Request) -> web.StreamResponse:
+            started = time.monotonic()
+            response = await guarded(request)
+            # Webhook calls are user requests; RPC calls are the worker's own traffic.
+            level = logging.INFO if request.path.startswith(WEBHOOK_PREFIX) else logging.DEBUG
+            self._log.log(level, "%s %s -> %d (%.0fms)", request.method, request.path_qs,
+                          response.status, (time.monotonic() - started) * 1000)
+            return response
+
+        async def guarded(request: web.Request) -> web.StreamResponse:
             # The webhook URLs are public like a function's; the RPC base is the host-internal
             # channel the worker uses (loopback only, as in Azure), so it takes no key.
             if request.path.startswith(WEBHOOK_PREFIX) and not self._check_key(request):
