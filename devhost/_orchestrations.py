@@ -138,7 +138,7 @@ class OrchestrationEngine:
         iid = instance_id or uuid.uuid4().hex
         input_text = None if input is None else json.dumps(input)
         await self._run(self._create_tx, name, iid, input_text)
-        self._log.info("orchestration %s: scheduled %s", iid, name)
+        self._log.debug("orchestration %s: scheduled %s", iid, name)
         self._wake(iid)
         return iid
 
@@ -270,6 +270,17 @@ class OrchestrationEngine:
         self._log.info("orchestration %s: terminated (%s)", iid, reason)
         return fx
 
+    def _fail_instance(self, iid: str, message: str) -> _Effects:
+        fx = _Effects()
+        with self._store.transaction():
+            inst = self._store.get(iid)
+            if inst is None or inst.status in TERMINAL_STATUSES:
+                return fx
+            self._store.clear_inbox(iid)
+            history = self._store.history(iid)
+            self._complete(inst, history, len(history), utcnow(), fx, error=message)
+        return fx
+
     def _purge_tx(self, iid: str) -> _Effects | None:
         with self._store.transaction():
             work = [w.id for w in self._store.all_work(iid)]
@@ -313,9 +324,11 @@ class OrchestrationEngine:
                 fx = await self._run(self._episode, iid)
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as exc:
+                # A bug of ours or an unreadable row: fail the instance visibly rather than
+                # retrying the same messages forever.
                 self._log.exception("orchestration %s: episode failed inside the local host", iid)
-                continue
+                fx = await self._run(self._fail_instance, iid, f"local host error: {exc!r}")
             self._apply(fx)
             if fx.more:
                 self._wakes.add(iid)
@@ -388,7 +401,7 @@ class OrchestrationEngine:
         orchestrator = self._functions.orchestrators.get(inst.name)
         if orchestrator is None:
             missing = f"the app has no orchestrator function named {inst.name!r}"
-            self._complete(inst, full, len(history), [], now, fx, error=missing)
+            self._complete(inst, full, len(history), now, fx, error=missing)
             return
         context = build_context(
             instance_id=inst.instance_id,
@@ -424,11 +437,11 @@ class OrchestrationEngine:
                 scheduled.extend(self._schedule(inst, task_id, action, now, fx))
         full.extend(scheduled)
         if error is not None:
-            self._complete(inst, full, len(history), [], now, fx, error=error)
+            self._complete(inst, full, len(history), now, fx, error=error)
         elif result.is_done and continued:
             self._continue_as_new(inst, continue_input, now, fx)
         elif result.is_done:
-            self._complete(inst, full, len(history), [], now, fx, output=json.dumps(result.output))
+            self._complete(inst, full, len(history), now, fx, output=json.dumps(result.output))
         else:
             full.append(event(EventType.ORCHESTRATOR_COMPLETED, now))
             self._store.append_history(inst.instance_id, len(history), full[len(history) :])
@@ -638,7 +651,6 @@ class OrchestrationEngine:
         inst: Instance,
         full: list[dict[str, Any]],
         old: int,
-        extra: list[dict[str, Any]],
         now: datetime,
         fx: _Effects,
         *,
@@ -663,7 +675,7 @@ class OrchestrationEngine:
                 EventType.EXECUTION_COMPLETED, now, OrchestrationStatus="Completed", Result=output
             )
             self._log.info("orchestration %s: completed", inst.instance_id)
-        full.extend([*extra, completed, event(EventType.ORCHESTRATOR_COMPLETED, now)])
+        full.extend([completed, event(EventType.ORCHESTRATOR_COMPLETED, now)])
         self._store.append_history(inst.instance_id, old, full[old:])
         self._finish(inst, status, output, now, fx, failure=error)
         self._store.put(inst)

@@ -356,3 +356,28 @@ async def test_oldest_replay_schema(engine: OrchestrationEngine) -> None:
     assert retried["output"]["ok"] == "ok after 3", retried
     child = await run(engine, "parent")
     assert child["output"]["child"]["greetings"] == ["Hello Ada!"]
+
+
+async def test_terminated_child_fails_the_parents_task(engine: OrchestrationEngine) -> None:
+    parent_id = await engine.start_new("parent_of_waiter", None, "waiting-child")
+    await wait_for(engine, "waiting-child", ("Running",))
+    assert await engine.terminate("waiting-child", "operator said so")
+    status = await wait_for(engine, parent_id)
+    assert status["runtimeStatus"] == "Completed"
+    assert "terminated: operator said so" in status["output"]["child_failed"]
+
+
+async def test_internal_errors_fail_the_instance_visibly(
+    engine: OrchestrationEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = await engine.start_new("wait_twice", None, None)
+    await wait_for(engine, iid, ("Running",))
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(engine, "_replay", broken)
+    await engine.raise_event(iid, "first", 1)
+    status = await wait_for(engine, iid)
+    assert status["runtimeStatus"] == "Failed"
+    assert "local host error" in status["output"] and "disk on fire" in status["output"]

@@ -306,3 +306,12 @@ def retrying_parent(context: df.DurableOrchestrationContext) -> Gen:
     except Exception as exc:
         error = str(exc)
     return {"child": child, "error": error}
+
+
+@app.orchestration_trigger(context_name="context")
+def parent_of_waiter(context: df.DurableOrchestrationContext) -> Gen:
+    try:
+        yield context.call_sub_orchestrator("wait_twice", None, context.get_input())
+    except Exception as exc:
+        return {"child_failed": str(exc)}
+    return {"child_failed": None}
