@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 from pydantic import ValidationError
 
+from ._check import document_ok
 from ._errors import InvalidState
 from ._models import JSON, AgentRequest, AgentResponse, ChatMessage
 from ._versions import CURRENT_SCHEMA_VERSION, MISSING, json_kind, parse_version, upgrade
-from ._wire import ENTRY, Doc, dumps, invalid_from, parse_json, parse_strict, validate_doc
+from ._wire import ENTRY, NOT_PARSED, Doc, dumps, invalid_from, loads_fast, parse_json, validate_doc
 
 Entry = AgentRequest | AgentResponse
 RunStatus = Literal["succeeded", "failed"]
@@ -264,20 +267,34 @@ def load_state(text: str | bytes) -> AgentState:
     """
     if not isinstance(text, str | bytes | bytearray):
         raise TypeError(f"load_state takes str or bytes, not {type(text).__name__}")
-    doc = parse_strict(text)
-    if doc is None:
-        doc = _diagnose(text)
+    with _gc_paused():
+        doc = loads_fast(text)
+        ok = document_ok(doc)
+    if not ok:
+        doc = _diagnose(parse_json(text) if doc is NOT_PARSED else doc)
     version = doc["schemaVersion"]
     _, minor, _ = parse_version(version)
     upgrade(doc, minor)
     return AgentState(doc, loaded_version=version)
 
 
-def _diagnose(text: str | bytes) -> Doc:
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    # Parsing allocates one container per JSON object and creates no reference cycles, so the
+    # cyclic collector's passes over a large, growing history are pure overhead here.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _diagnose(root: Any) -> Doc:
     # The slow path: find the first problem in the order a reader cares about (JSON, root
     # shape, version, then content) and raise it; or, if the document is fine after all
-    # (e.g. one the fast parser rejects), return it validated.
-    root = parse_json(text)
+    # (e.g. JSON the fast parser refuses), return it validated.
     if not isinstance(root, dict):
         raise InvalidState(
             f"the state root must be an object with 'schemaVersion' and 'data', found {json_kind(root)}"

@@ -1,8 +1,7 @@
-"""Fast full validation of the wire document into plain dicts, and JSON reading/writing.
+"""The wire schema as TypedDicts (the spec for validation and its error messages), JSON I/O.
 
-The loaded document is validated against TypedDicts (not models) in one pass from the JSON
-text: the result is the parsed document itself, unknown properties included, which is what
-gets written back. That keeps a load lossless and cheap; models are built only on demand.
+A loaded document is kept as plain parsed JSON, unknown properties included, and that is what
+gets written back: a load is lossless and cheap, and models are built only on demand.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from typing import Annotated, Any, Literal, NotRequired
 
 import orjson
 from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, from_json
 from typing_extensions import TypedDict
 
 from ._errors import InvalidState
@@ -167,27 +166,21 @@ ENTRY = TypeAdapter(_Entry)
 Doc = dict[str, Any]
 
 
-def parse_strict(raw: str | bytes) -> Doc | None:
-    """Parse and fully validate in one pass; None when anything is wrong (see `diagnose`)."""
-    # The one-pass parser accepts NaN/Infinity, which are not JSON; leave those to `diagnose`.
-    probe = raw.encode() if isinstance(raw, str) else raw
-    if b"NaN" in probe or b"Infinity" in probe:
-        return None
-    try:
-        doc: Doc = ROOT.validate_json(raw, strict=True)  # type: ignore[assignment]
-    except ValidationError:
-        return None
-    return doc
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text} is out of range")
+    return value
 
 
 def parse_json(raw: str | bytes) -> Any:
     """Parse JSON text with the standard library, raising InvalidState with the position."""
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        return json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise InvalidState(
             f"the state is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
@@ -296,6 +289,21 @@ _DUMP_OPTIONS = (
 )
 
 
+NOT_PARSED: Any = object()
+"""What `loads_fast` returns for text orjson refuses."""
+
+
+def loads_fast(raw: str | bytes) -> Any:
+    """Parse with pydantic-core's parser; NOT_PARSED when it refuses (then `parse_json` decides).
+
+    Not orjson: it silently turns integers beyond 64 bits into floats, which would lose data.
+    """
+    try:
+        return from_json(raw, allow_inf_nan=False, cache_strings="keys")
+    except ValueError:
+        return NOT_PARSED
+
+
 def dumps(doc: Doc) -> str:
     """Serialize a document to compact JSON text; values that are not JSON raise InvalidState."""
     try:
@@ -303,6 +311,12 @@ def dumps(doc: Doc) -> str:
     except TypeError:
         pass  # integers beyond 64 bits, or a value that is not JSON at all: decided below
     try:
-        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidState(f"the state holds a value that is not JSON: {exc}") from None
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        # A lone surrogate (valid in JSON, not in UTF-8): escaped, the text stays writable.
+        text = json.dumps(doc, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text

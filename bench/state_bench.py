@@ -1,0 +1,117 @@
+"""Benchmark: one turn's state work (load, append a request and a response, dump).
+
+Prints, for histories of 10 to 10,000 entries, ms per turn (best and median of the runs) and
+the size of the state. Target: <= 5 ms per turn at 1,000 entries (about 580 KB) and cost that
+grows no worse than linearly. Run: `.venv/bin/python bench/state_bench.py` (or `make bench`).
+The machine is shared, so the load average is printed alongside: medians drift with it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from state import (  # noqa: E402 - the repository root is not on sys.path when run as a script
+    AgentRequest,
+    AgentResponse,
+    AgentState,
+    ChatMessage,
+    TextContent,
+    Usage,
+    dump_state,
+    load_state,
+)
+
+SIZES = (10, 100, 1_000, 10_000)
+TARGET_MS_AT_1000 = 5.0
+REFERENCE_FIXTURE = ROOT / "tests" / "state" / "fixtures" / "state-1.1.0-1000-entries-text.json"
+# Shaped like the reference's 1,000-entry state.
+QUESTION = "Please check the weather in Paris and suggest what to wear today. " * 3
+ANSWER = "It is 18C and partly cloudy in Paris; a light jacket and jeans would be ideal. " * 5
+
+
+def _stamp(i: int) -> str:
+    return f"2026-01-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}+00:00"
+
+
+def _request(turn: int) -> AgentRequest:
+    asked = ChatMessage(role="user", created_at=_stamp(2 * turn), contents=[TextContent(text=QUESTION)])
+    return AgentRequest(
+        correlation_id=f"{turn:032x}", created_at=_stamp(2 * turn), response_type="text", messages=[asked]
+    )
+
+
+def _response(turn: int) -> AgentResponse:
+    answer = ChatMessage(role="assistant", author_name="WeatherAgent", contents=[TextContent(text=ANSWER)])
+    return AgentResponse(
+        correlation_id=f"{turn:032x}",
+        created_at=_stamp(2 * turn + 1),
+        usage=Usage(input_token_count=120 + turn, output_token_count=60, total_token_count=180 + turn),
+        messages=[answer],
+    )
+
+
+def build_state_text(entries: int) -> str:
+    """A 1.2.0 state (runs index included) of `entries` entries, written by this package."""
+    state = AgentState.new()
+    for turn in range(entries // 2):
+        state.append_request(_request(turn))
+        state.append_response(_response(turn))
+    return dump_state(state)
+
+
+def one_turn(text: str, request: AgentRequest, response: AgentResponse) -> str:
+    """The state work of one turn, as the entity does it."""
+    state = load_state(text)
+    state.append_request(request)
+    state.append_response(response)
+    return dump_state(state)
+
+
+def measure(text: str, repeats: int) -> tuple[float, float]:
+    """(best, median) ms of one turn over `repeats` runs, after one warm-up."""
+    request, response = _request(10**6), _response(10**6)
+    one_turn(text, request, response)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        one_turn(text, request, response)
+        times.append((time.perf_counter() - start) * 1000)
+    return min(times), statistics.median(times)
+
+
+def main() -> None:
+    print("state bench: one turn = load_state + append_request + append_response + dump_state")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    if importlib.util.find_spec("agent_framework_durabletask") is None:
+        print("note: agent-framework-durabletask is not importable here; the reference column is skipped")
+    print(f"{'entries':>8} {'bytes':>10} {'best ms':>8} {'median ms':>10} {'best us/entry':>14}")
+    best: dict[int, float] = {}
+    for n in SIZES:
+        text = build_state_text(n)
+        fastest, median = measure(text, repeats=15 if n >= 10_000 else 60)
+        best[n] = fastest
+        print(f"{n:>8} {len(text.encode()):>10} {fastest:>8.2f} {median:>10.2f} {1000 * fastest / n:>14.2f}")
+    ref_text = REFERENCE_FIXTURE.read_text(encoding="utf-8")
+    fastest, median = measure(ref_text, repeats=60)
+    entries = len(json.loads(ref_text)["data"]["conversationHistory"])
+    print(
+        f"reference 1.1.0 state ({entries} entries, {len(ref_text.encode())} bytes): "
+        f"best {fastest:.2f} ms, median {median:.2f} ms per turn"
+    )
+    verdict = "met" if best[1_000] <= TARGET_MS_AT_1000 else "NOT met"
+    print(f"target <= {TARGET_MS_AT_1000} ms/turn at 1,000 entries: {verdict} (best {best[1_000]:.2f} ms)")
+    print(f"growth 1,000 -> 10,000 entries: x{best[10_000] / best[1_000]:.1f} (linear is x10)")
+    print(f"load average {os.getloadavg()[0]:.2f} at end")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""A fast yes/no check of a parsed document against the wire schema in `_wire`.
+
+Validating a large history with pydantic costs more than parsing it; this hand-written walk
+accepts exactly what `_wire.ROOT` (strict) accepts, and only when it says no does the loader run
+pydantic to find and describe the first problem. The property tests hold the two in agreement.
+Input comes from a JSON parser, so `type(x) is T` is exact (bool is not an int here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Field kinds.
+_OPT_STR = 0  # absent, null or a string
+_REQ_STR = 1  # a string, must be present
+_OPT_DICT = 2  # absent, null or an object
+_ANY = 3  # any JSON value (present or not)
+_REQ_ANY = 4  # any JSON value, must be present
+_MESSAGES = 5
+_OPT_USAGE = 6  # absent, null or a usage object
+_REQ_USAGE = 7
+_OPT_FAILURE = 8
+
+_Spec = dict[str, int]
+
+_CONTENT: dict[str, tuple[_Spec, tuple[str, ...]]] = {
+    # $type: (field kinds, required fields)
+    "text": ({"text": _REQ_STR}, ("text",)),
+    "reasoning": ({"text": _OPT_STR}, ()),
+    "data": ({"uri": _REQ_STR, "mediaType": _OPT_STR}, ("uri",)),
+    "uri": ({"uri": _REQ_STR, "mediaType": _REQ_STR}, ("uri", "mediaType")),
+    "error": ({"message": _OPT_STR, "errorCode": _OPT_STR, "details": _ANY}, ()),
+    "functionCall": ({"callId": _REQ_STR, "name": _REQ_STR, "arguments": _OPT_DICT}, ("callId", "name")),
+    "functionResult": ({"callId": _REQ_STR, "result": _ANY}, ("callId",)),
+    "hostedFile": ({"fileId": _REQ_STR}, ("fileId",)),
+    "hostedVectorStore": ({"vectorStoreId": _REQ_STR}, ("vectorStoreId",)),
+    "usage": ({"usage": _REQ_USAGE}, ("usage",)),
+    "unknown": ({"content": _REQ_ANY}, ("content",)),
+}
+_COMMON: _Spec = {"correlationId": _OPT_STR, "createdAt": _OPT_STR, "messages": _MESSAGES}
+_REQUEST: _Spec = {
+    **_COMMON,
+    "responseType": _OPT_STR,
+    "responseSchema": _OPT_DICT,
+    "orchestrationId": _OPT_STR,
+}
+_RESPONSE: _Spec = {**_COMMON, "usage": _OPT_USAGE, "failure": _OPT_FAILURE}
+_USAGE_KEYS = ("inputTokenCount", "outputTokenCount", "totalTokenCount")
+_RUN_STATUS = ("succeeded", "failed")
+
+
+def document_ok(doc: Any) -> bool:
+    """True when `doc` is a valid state document (any version label that is a string)."""
+    if type(doc) is not dict or type(doc.get("schemaVersion")) is not str:
+        return False
+    data = doc.get("data")
+    if type(data) is not dict:
+        return False
+    history = data.get("conversationHistory", [])
+    if type(history) is not list:
+        return False
+    for entry in history:
+        if not _entry_ok(entry):
+            return False
+    if "stateBag" in data and type(data["stateBag"]) is not dict:
+        return False
+    thread = data.get("serviceThreadId")
+    if thread is not None and type(thread) is not str:
+        return False
+    if "runs" in data:
+        runs = data["runs"]
+        if type(runs) is not dict:
+            return False
+        for run in runs.values():
+            if not _run_ok(run):
+                return False
+    return True
+
+
+def _entry_ok(entry: Any) -> bool:
+    if type(entry) is not dict:
+        return False
+    kind = entry.get("$type")
+    if kind == "request":
+        spec = _REQUEST
+    elif kind == "response":
+        spec = _RESPONSE
+    else:
+        return False
+    for key, value in entry.items():
+        field = spec.get(key)
+        if field is None:
+            continue
+        if field == _OPT_STR:
+            if value is not None and type(value) is not str:
+                return False
+        elif field == _MESSAGES:
+            if type(value) is not list:
+                return False
+            for message in value:
+                if not _message_ok(message):
+                    return False
+        elif field == _OPT_USAGE:
+            if value is not None and not _usage_ok(value):
+                return False
+        elif field == _OPT_FAILURE:
+            if value is not None and not _failure_ok(value):
+                return False
+        elif field == _OPT_DICT and value is not None and type(value) is not dict:
+            return False
+    return True
+
+
+def _message_ok(message: Any) -> bool:
+    if type(message) is not dict or type(message.get("role")) is not str:
+        return False
+    contents = message.get("contents")
+    if contents is not None or "contents" in message:
+        if type(contents) is not list:
+            return False
+        for content in contents:
+            if not _content_ok(content):
+                return False
+    for key in ("authorName", "createdAt"):
+        value = message.get(key)
+        if value is not None and type(value) is not str:
+            return False
+    return True
+
+
+def _content_ok(content: Any) -> bool:
+    if type(content) is not dict:
+        return False
+    kind = content.get("$type")
+    if type(kind) is not str:
+        return False
+    known = _CONTENT.get(kind)
+    if known is None:
+        return True  # opaque: kept verbatim
+    spec, required = known
+    for key in required:
+        if key not in content:
+            return False
+    for key, field in spec.items():
+        if key not in content:
+            continue
+        value = content[key]
+        if field == _REQ_STR:
+            if type(value) is not str:
+                return False
+        elif field == _OPT_STR:
+            if value is not None and type(value) is not str:
+                return False
+        elif field == _OPT_DICT:
+            if value is not None and type(value) is not dict:
+                return False
+        elif field == _REQ_USAGE and not _usage_ok(value):
+            return False
+    return True
+
+
+def _usage_ok(usage: Any) -> bool:
+    if type(usage) is not dict:
+        return False
+    for key in _USAGE_KEYS:
+        value = usage.get(key)
+        if value is not None and type(value) is not int:
+            return False
+    return True
+
+
+def _failure_ok(failure: Any) -> bool:
+    if type(failure) is not dict:
+        return False
+    if type(failure.get("code")) is not str or type(failure.get("message")) is not str:
+        return False
+    if "retryable" in failure and type(failure["retryable"]) is not bool:
+        return False
+    status = failure.get("status")
+    return status is None or type(status) is int
+
+
+def _run_ok(run: Any) -> bool:
+    if type(run) is not dict or run.get("status") not in _RUN_STATUS:
+        return False
+    if type(run.get("responseIndex")) is not int:
+        return False
+    request_index = run.get("requestIndex")
+    if request_index is not None and type(request_index) is not int:
+        return False
+    request_hash = run.get("requestHash")
+    return request_hash is None or type(request_hash) is str
