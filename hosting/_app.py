@@ -145,5 +145,4 @@ def build_app(
         _register_http(app, spec, handlers[spec.function])
     for agent in agents:
         _register_entity(app, agent)
-    app.hosting_specs = tuple(specs)
     return app

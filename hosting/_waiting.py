@@ -18,7 +18,7 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from state import CURRENT_SCHEMA_VERSION
+from state import CURRENT_SCHEMA_VERSION, StateError, load_state
 
 from ._errors import ProblemError
 from ._results import StoredRun, find_stored_run, same_request
@@ -74,6 +74,15 @@ async def read_session(client: Any, entity_id: df.EntityId) -> Snapshot:
         with contextlib.suppress(ValueError):
             document = json.loads(document)
     return Snapshot(True, document)
+
+
+def _check_fully(document: Any, agent: str, session_id: str) -> None:
+    """Load the whole state once: a run that never finishes may be waiting on a state whose root
+    looks fine but whose entries the entity cannot read (it refuses every turn then)."""
+    try:
+        load_state(json.dumps(document))
+    except StateError as error:
+        raise unreadable(agent, session_id, str(error)) from error
 
 
 def unreadable(agent: str, session_id: str, reason: str) -> ProblemError:
@@ -133,6 +142,8 @@ async def wait_for_run(
                 return run
         remaining = deadline - time.monotonic()
         if remaining <= 0:
+            if snapshot.exists:
+                _check_fully(snapshot.document, agent, session_id)
             return None
         await asyncio.sleep(min(delay, remaining))
         delay = min(delay * 2, MAX_DELAY)

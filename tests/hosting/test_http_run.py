@@ -259,3 +259,20 @@ async def test_text_plain_body_is_the_message_verbatim(api: Api, host, model: Mo
 def test_problem_documents_are_json(tmp_path):
     # A tiny guard that the module-level constant above is what the test claims.
     assert json.loads(BROKEN)["schemaVersion"] == "9.0.0"
+
+
+BAD_ENTRY = '{"schemaVersion": "1.0.0", "data": {"conversationHistory": [{"$type": "mystery"}]}}'
+
+
+async def test_a_state_with_an_unreadable_entry_is_reported_not_waited_on_forever(
+    api: Api, host, model: ModelServer
+):
+    await plant_state(host, "assistant", "odd", BAD_ENTRY)
+    queued = await api.post(RUN, json_body={"message": "hi", "session_id": "odd", "wait_for_response": False})
+    assert queued.status == 202
+    path = queued.headers["location"].split("localhost:7071", 1)[1]
+    response = await api.get(path, params={"wait": "0.2"})
+    assert response.status == 409 and response.json()["code"] == "state_unreadable"
+    await asyncio.sleep(0.2)
+    assert await stored_state(host, "assistant", "odd") == BAD_ENTRY
+    assert model.requests == []
