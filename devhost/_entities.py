@@ -151,8 +151,7 @@ class EntityGateway:
             await asyncio.gather(*still_running, return_exceptions=True)
         for futures in self._waiters.values():
             for fut in futures:
-                if not fut.done():
-                    fut.set_exception(asyncio.CancelledError())
+                fut.cancel()
         self._waiters.clear()
 
     # -- public API used by the orchestration engine -----------------------------------------

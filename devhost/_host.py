@@ -28,6 +28,7 @@ from ._store import EntityStore
 T = TypeVar("T")
 DB_NAME = "devhost.db"
 _CONNECTION_NAME = "Storage"
+THREAD_COUNT_ENV = "PYTHON_THREADPOOL_THREAD_COUNT"
 
 
 def _load_engine_class() -> tuple[Any | None, str | None]:
@@ -61,6 +62,14 @@ def _reset_sdk_http_session() -> None:
     http_utils._session_lock = asyncio.Lock()
 
 
+def _thread_count() -> int:
+    """Threads for sync functions and entity batches: the Python worker's setting and default."""
+    configured = os.environ.get(THREAD_COUNT_ENV, "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    return min(32, (os.cpu_count() or 1) + 4)
+
+
 class LocalHost:
     """A local Functions + Durable host for one function app (embeddable in tests)."""
 
@@ -89,7 +98,7 @@ class LocalHost:
         self.max_state_bytes = max_state_bytes
         self.log = logger or logging.getLogger("devhost")
         self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers or min(32, (os.cpu_count() or 1) + 4), thread_name_prefix="devhost-fn"
+            max_workers or _thread_count(), thread_name_prefix="devhost-fn"
         )
         self.model: AppModel | None = None
         self.entities: EntityGateway | None = None

@@ -137,3 +137,8 @@ def entity_error_flow(context: df.DurableOrchestrationContext) -> Any:
     except Exception as exc:
         return {"caught": str(exc)}
     return {"caught": None}
+
+
+@app.entity_trigger(context_name="context", entity_name="forwarder")
+def forwarder_entity(context: df.DurableEntityContext) -> None:
+    context.set_state(context.get_state(lambda: 0) + 1)

@@ -1,0 +1,80 @@
+"""Host-side protocol details: emitted signals, settings files, SDK wire encodings."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import pathlib
+from typing import Any
+
+import pytest
+
+from devhost import LocalHost, encode_input
+from devhost._settings import HostSettings, load_local_settings
+
+
+async def test_signals_emitted_by_an_entity_are_queued(host: LocalHost) -> None:
+    """An entity's batch output may carry signals (other SDKs emit them); they are delivered."""
+    assert host.model is not None and host.entities is not None
+    seen: list[dict[str, Any]] = []
+
+    def forwarding_entity(context: str) -> str:
+        request = json.loads(context)
+        seen.append(request)
+        return json.dumps({
+            "entityExists": True,
+            "entityState": json.dumps({"forwarded": len(request["batch"])}),
+            "results": [{"isError": False, "result": "null", "duration": 0} for _ in request["batch"]],
+            "signals": [{"target": {"name": "Counter", "key": "target"}, "name": "add",
+                         "input": encode_input(5)}],
+        })
+
+    host.model.entities["forwarder"].func = forwarding_entity
+    assert await host.entities.call("@forwarder@one", "go", {"x": 1}) == (True, None)
+    request = seen[0]
+    assert request["self"] == {"name": "forwarder", "key": "one"}
+    assert request["exists"] is False and request["state"] is None
+    assert request["batch"][0]["name"] == "go"
+    assert json.loads(json.loads(request["batch"][0]["input"])) == {"x": 1}
+    for _ in range(200):
+        exists, state = await host.entities.read_state("@counter@target")
+        if exists:
+            break
+        await asyncio.sleep(0.02)
+    assert json.loads(state or "null")["total"] == 5
+
+
+def test_host_json(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert HostSettings.load(tmp_path) == HostSettings("api", "TestHubName")
+    monkeypatch.setenv("MY_HUB", "hubfromenv")
+    (tmp_path / "host.json").write_text(json.dumps(
+        {"extensions": {"http": {"routePrefix": "/x/"}, "durableTask": {"hubName": "%MY_HUB%"}}}))
+    assert HostSettings.load(tmp_path) == HostSettings("x", "hubfromenv")
+
+
+def test_local_settings_do_not_override_environment(tmp_path: pathlib.Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEVHOST_TEST_ALREADY", "from-env")
+    monkeypatch.delenv("DEVHOST_TEST_NEW", raising=False)
+    (tmp_path / "local.settings.json").write_text(json.dumps({
+        "IsEncrypted": False,
+        "Values": {"DEVHOST_TEST_ALREADY": "from-file", "DEVHOST_TEST_NEW": "new"},
+    }))
+    try:
+        applied = load_local_settings(tmp_path, logging.getLogger("test"))
+        assert applied == ["DEVHOST_TEST_NEW"]
+        assert os.environ["DEVHOST_TEST_ALREADY"] == "from-env"
+        assert os.environ["DEVHOST_TEST_NEW"] == "new"
+    finally:
+        os.environ.pop("DEVHOST_TEST_NEW", None)
+
+
+def test_client_binding_task_hub_from_host_json(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "host.json").write_text(json.dumps({"extensions": {"durableTask": {"hubName": "myhub"}}}))
+    host = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="k")
+    binding = json.loads(host.client_binding())
+    assert binding["taskHubName"] == "myhub"
+    assert "taskHub=myhub" in binding["managementUrls"]["statusQueryGetUri"]
+    assert binding["managementUrls"]["id"] == "INSTANCEID"
