@@ -110,7 +110,8 @@ class ModelServer:
         """The OpenAI client's `base_url`, e.g. ``http://127.0.0.1:PORT/v1``."""
         if self._thread is None:
             raise ModelServerError("the model server is not started")
-        return f"http://{self.host}:{self.port}/v1"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
 
     @property
     def url(self) -> str:

@@ -168,3 +168,26 @@ def test_command_line_serves_offline() -> None:
     finally:
         proc.terminate()
         assert proc.wait(10) == 0
+
+
+def test_restart_keeps_the_port_and_ipv6_urls() -> None:
+    server = ModelServer(mode="offline").start()
+    port = server.port
+    server.stop()
+    server.start()
+    try:
+        assert server.port == port
+        with OpenAI(base_url=server.base_url, api_key="x", max_retries=0) as client:
+            assert client.responses.create(model="m", input="again").output_text == "echo: again"
+    finally:
+        server.stop()
+    try:
+        v6 = ModelServer(host="::1").start()
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    try:
+        assert v6.base_url == f"http://[::1]:{v6.port}/v1"
+        with OpenAI(base_url=v6.base_url, api_key="x", max_retries=0) as client:
+            assert client.responses.create(model="m", input="v6").output_text == "echo: v6"
+    finally:
+        v6.stop()
