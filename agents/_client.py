@@ -88,6 +88,9 @@ def get_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
         client = per_loop.get(endpoint)
         if client is None:
             client = per_loop[endpoint] = _create_client(endpoint)
+            # A closed loop's clients can never be used again; drop them (their sockets died with it).
+            for dead in [other for other in _clients if other.is_closed()]:
+                del _clients[dead]
     return client
 
 

@@ -147,3 +147,34 @@ async def test_azure_client_with_key() -> None:
     )
     client = get_client(endpoint)
     assert isinstance(client, openai.AsyncAzureOpenAI)
+
+
+async def test_azure_client_without_key_uses_entra_id_token_provider() -> None:
+    endpoint = resolve_endpoint(
+        ModelSettings(provider="azure", azure_endpoint="http://127.0.0.1:9", model="dep"), {}
+    )
+    assert endpoint.api_key is None
+    client = get_client(endpoint)  # builds DefaultAzureCredential lazily; no token is fetched yet
+    assert isinstance(client, openai.AsyncAzureOpenAI)
+    assert client._azure_ad_token_provider is not None
+
+
+def test_clients_of_closed_loops_are_dropped() -> None:
+    from agents import _client
+
+    endpoint = resolve_endpoint(ModelSettings(model="m", base_url="http://127.0.0.1:9/v1"), {})
+
+    async def grab() -> None:
+        get_client(endpoint)
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(grab())
+    loop.close()
+    assert loop in _client._clients
+    other = resolve_endpoint(ModelSettings(model="m2", base_url="http://127.0.0.1:9/v1"), {})
+
+    async def grab_other() -> None:
+        get_client(other)
+
+    asyncio.run(grab_other())
+    assert loop not in _client._clients
