@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ._conversations import ConversationStore, conversation_id_of
@@ -32,7 +32,6 @@ class StoredResponse:
 
     items: list[dict[str, Any]]
     response: dict[str, Any]
-    input_items: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ResponseStore:
@@ -225,16 +224,16 @@ def parse_responses(
 # -- rendering --------------------------------------------------------------------------------
 
 
-def output_items(reply: Reply, *, done: bool = True) -> list[dict[str, Any]]:
-    """The response `output` items of a message reply (reasoning, message, function calls)."""
-    status = "completed" if done else "in_progress"
+def output_items(reply: Reply) -> list[dict[str, Any]]:
+    """The finished `output` items of a message reply (reasoning, message, function calls)."""
+    status = "completed"
     items: list[dict[str, Any]] = []
     if reply.reasoning_text is not None:
         items.append(
             {
                 "id": new_id("rs_"),
                 "type": "reasoning",
-                "summary": [{"type": "summary_text", "text": reply.reasoning_text}] if done else [],
+                "summary": [{"type": "summary_text", "text": reply.reasoning_text}],
                 "status": status,
             }
         )
@@ -246,7 +245,7 @@ def output_items(reply: Reply, *, done: bool = True) -> list[dict[str, Any]]:
                 "type": "message",
                 "role": "assistant",
                 "status": "incomplete" if reply.finish_reason == "length" else status,
-                "content": [part] if done else [],
+                "content": [part],
             }
         )
     for call in reply.calls:
@@ -256,7 +255,7 @@ def output_items(reply: Reply, *, done: bool = True) -> list[dict[str, Any]]:
                 "type": "function_call",
                 "call_id": call.call_id,
                 "name": call.name,
-                "arguments": call.arguments if done else "",
+                "arguments": call.arguments,
                 "status": status,
             }
         )
