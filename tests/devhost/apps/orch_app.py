@@ -117,6 +117,22 @@ def gated(key: str) -> str:
     return f"passed {key}"
 
 
+@app.activity_trigger(input_name="files")
+def file_gated(files: dict[str, str]) -> str:
+    """Appends to ``marker`` then waits for ``release`` to exist (a gate across processes)."""
+    import pathlib
+    import time
+
+    with open(files["marker"], "a", encoding="utf-8") as out:
+        out.write("started\n")
+    deadline = time.monotonic() + 20
+    while not pathlib.Path(files["release"]).exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError("never released")
+        time.sleep(0.02)
+    return "released"
+
+
 # -- entity ------------------------------------------------------------------------------------
 
 
@@ -315,3 +331,13 @@ def parent_of_waiter(context: df.DurableOrchestrationContext) -> Gen:
     except Exception as exc:
         return {"child_failed": str(exc)}
     return {"child_failed": None}
+
+
+@app.orchestration_trigger(context_name="context")
+def kill_target(context: df.DurableOrchestrationContext) -> Gen:
+    files = context.get_input()
+    entity = df.EntityId("Counter", files["key"])
+    first = yield context.call_entity(entity, "add", 1)
+    gate = yield context.call_activity("file_gated", files)
+    total = yield context.call_entity(entity, "add", 10)
+    return {"first": first, "gate": gate, "total": total}
