@@ -100,6 +100,11 @@ class Agent:
                 raise AgentConfigurationError(
                     f"agent {self.name!r}: {owner} offers {t!r}, which is not a FunctionTool"
                 )
+            if owner == "the agent" and t.context_param is not None:
+                raise AgentConfigurationError(
+                    f"agent {self.name!r}: tool {t.name!r} takes a ProviderContext, which only a context "
+                    "provider's tools receive"
+                )
             if t.name in owners:
                 raise AgentConfigurationError(
                     f"agent {self.name!r}: tool name {t.name!r} is used by {owners[t.name]} and by {owner}"

@@ -10,11 +10,15 @@ from ._tools import FunctionTool
 
 
 def _facts(ctx: ProviderContext) -> list[dict[str, Any]]:
-    """The session's facts, creating the state on first use: ``{"facts": [...], "nextId": n}``."""
-    state = ctx.state if isinstance(ctx.state, dict) else None
-    if state is None or not isinstance(state.get("facts"), list):
-        state = {"facts": [], "nextId": 1}
-        ctx.state = state
+    """The session's facts, creating the state on first use: ``{"facts": [...], "nextId": n}``.
+
+    A stored value of another shape is refused (the turn fails), never silently replaced.
+    """
+    if ctx.state is None:
+        ctx.state = {"facts": [], "nextId": 1}
+    state = ctx.state
+    if not isinstance(state, dict) or not isinstance(state.get("facts"), list):
+        raise ValueError(f"the memory state has an unexpected shape: {str(state)[:100]}")
     facts: list[dict[str, Any]] = state["facts"]
     return facts
 
@@ -89,7 +93,7 @@ class MemoryProvider(ContextProvider):
 
     async def before_model(self, context: ProviderContext) -> ContextAdditions:
         """Put the remembered facts into the instructions."""
-        facts = context.state.get("facts") if isinstance(context.state, dict) else None
+        facts = _facts(context) if context.state is not None else []
         lines = [
             "You have a memory for this conversation: use the remember tool to keep facts the user "
             "tells you that will matter later, recall to look them up and forget when told to."

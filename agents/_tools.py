@@ -173,10 +173,12 @@ class FunctionTool:
 
     @property
     def is_async(self) -> bool:
+        """Whether the function is a coroutine function (run on the loop, not in a thread)."""
         func = self.func.func if isinstance(self.func, functools.partial) else self.func
-        return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
-            getattr(func, "__call__", None)  # noqa: B004 - async callable objects
-        )
+        if inspect.iscoroutinefunction(func):
+            return True
+        # An object whose __call__ is async (a callable class instance).
+        return not inspect.isroutine(func) and inspect.iscoroutinefunction(type(func).__call__)
 
     def with_context(self, context: Any) -> FunctionTool:
         """This tool with its context parameter (if it has one) bound to ``context``."""
@@ -226,10 +228,7 @@ class FunctionTool:
         kwargs.update(self.bound)
         if self.is_async:
             return await typing.cast(Awaitable[Any], self.func(**kwargs))
-        result = await asyncio.to_thread(functools.partial(self.func, **kwargs))
-        if inspect.isawaitable(result):
-            return await result
-        return result
+        return await asyncio.to_thread(functools.partial(self.func, **kwargs))
 
 
 @overload

@@ -156,3 +156,13 @@ def test_structured_answer_validation() -> None:
         schema_fmt.parse_answer("{}")
     with pytest.raises(StructuredOutputError, match="not a JSON object"):
         ResponseFormat.parse({"type": "json_object"}).parse_answer("[1]")
+
+
+def test_agent_tools_cannot_take_a_provider_context() -> None:
+    @tool
+    async def sneaky(x: int, ctx: ProviderContext) -> int:
+        """Wants a context."""
+        return x
+
+    with pytest.raises(AgentConfigurationError, match="only a context provider's tools"):
+        Agent(name="a", tools=[sneaky])

@@ -285,3 +285,15 @@ async def test_reducer_summary_failure_keeps_state_and_the_turn(
     assert "history-reducer" not in state.state_bag
     last_main = model.requests[-1]
     assert len([m for m in last_main.messages if m.role != "system"]) <= 2 + 1
+
+
+async def test_unreadable_memory_state_fails_the_turn_and_is_kept(
+    model: ModelServer, settings: ModelSettings
+) -> None:
+    agent = Agent(name="memo", model=settings, context_providers=[MemoryProvider()])
+    state = AgentState.new()
+    state.state_bag["memory"] = ["not", "facts"]
+    result = await agent.run(state, ask("c1", "hi"))
+    assert result.error is not None and result.error.code == "provider_error"
+    assert "unexpected shape" in result.error.message
+    assert state.state_bag["memory"] == ["not", "facts"] and model.requests == []

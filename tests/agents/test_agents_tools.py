@@ -231,3 +231,24 @@ def test_to_jsonable() -> None:
     assert to_jsonable(datetime.date(2026, 1, 2)) == "2026-01-02"
     assert to_jsonable({"a": (1, 2)}) == {"a": [1, 2]}
     assert to_jsonable(object()).startswith("<object object")
+
+
+def test_async_callable_objects_run_on_the_loop() -> None:
+    class Lookup:
+        async def __call__(self, key: str) -> str:
+            return key * 2
+
+    t = FunctionTool(
+        name="lookup",
+        description="",
+        parameters={"type": "object", "properties": {"key": {"type": "string"}}},
+        func=Lookup(),
+    )
+    assert t.is_async
+    assert asyncio.run(t.invoke({"key": "ab"})) == "abab"
+    assert not tool(_positional_free).is_async
+
+
+def _positional_free(x: int) -> int:
+    """Sync."""
+    return x
