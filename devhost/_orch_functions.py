@@ -27,10 +27,17 @@ class DurableFunction:
 
 @dataclass
 class DurableFunctions:
-    """Orchestrators and activities by the names callers may use."""
+    """Orchestrators and activities by the names callers may use (case-insensitive, as in the
+    Functions host)."""
 
     orchestrators: dict[str, DurableFunction]
     activities: dict[str, DurableFunction]
+
+    def orchestrator(self, name: str) -> DurableFunction | None:
+        return self.orchestrators.get(name.lower())
+
+    def activity(self, name: str) -> DurableFunction | None:
+        return self.activities.get(name.lower())
 
     @classmethod
     def index(cls, app: Any) -> DurableFunctions:
@@ -53,9 +60,9 @@ class DurableFunctions:
                 else:
                     continue
                 entry = DurableFunction(declared or fname, fname, function.get_user_function(), repr_["name"])
-                target.setdefault(fname, entry)
+                target.setdefault(fname.lower(), entry)
                 if declared:
-                    target[declared] = entry
+                    target[declared.lower()] = entry
         return cls(orchestrators, activities)
 
 

@@ -133,7 +133,7 @@ class OrchestrationEngine:
     async def start_new(self, name: str, instance_id: str | None, input: Any) -> str:
         """Schedule a new instance; ``KeyError`` for an unknown orchestrator, ``ValueError`` if
         an instance with that id is still pending, running or suspended."""
-        if name not in self._functions.orchestrators:
+        if self._functions.orchestrator(name) is None:
             raise KeyError(name)
         iid = instance_id or uuid.uuid4().hex
         input_text = None if input is None else json.dumps(input)
@@ -398,7 +398,7 @@ class OrchestrationEngine:
         for item in batch:
             new_events.extend(self._materialize(inst, item, now))
         full = history + new_events
-        orchestrator = self._functions.orchestrators.get(inst.name)
+        orchestrator = self._functions.orchestrator(inst.name)
         if orchestrator is None:
             missing = f"the app has no orchestrator function named {inst.name!r}"
             self._complete(inst, full, len(history), now, fx, error=missing)
@@ -549,7 +549,7 @@ class OrchestrationEngine:
             scheduled = event(
                 EventType.TASK_SCHEDULED, now, event_id=task_id, Name=name, Input=body.get("input")
             )
-            if name not in self._functions.activities:
+            if self._functions.activity(name) is None:
                 reason = f"The function '{name}' doesn't exist, is disabled, or is not an activity function."
                 failed = event(
                     EventType.TASK_FAILED, now, TaskScheduledId=task_id, Reason=reason, Details=None
@@ -621,7 +621,7 @@ class OrchestrationEngine:
             Input=body.get("input"),
         )
         problem = None
-        if name not in self._functions.orchestrators:
+        if self._functions.orchestrator(name) is None:
             problem = f"The function '{name}' doesn't exist, is disabled, or is not an orchestrator function."
         elif retry:
             payload = {
@@ -869,7 +869,7 @@ class OrchestrationEngine:
 
     async def _activity(self, item: WorkItem) -> tuple[str, Any]:
         p = item.payload
-        activity = self._functions.activities.get(p["name"])
+        activity = self._functions.activity(p["name"])
         retry = p.get("retry")
         limit = int(retry.get("maxNumberOfAttempts", 1)) if retry else 1
         interval = float(retry.get("firstRetryIntervalInMilliseconds", 0)) / 1000 if retry else 0.0

@@ -381,3 +381,9 @@ async def test_internal_errors_fail_the_instance_visibly(
     status = await wait_for(engine, iid)
     assert status["runtimeStatus"] == "Failed"
     assert "local host error" in status["output"] and "disk on fire" in status["output"]
+
+
+async def test_function_names_are_case_insensitive(engine: OrchestrationEngine) -> None:
+    status = await run(engine, "CHAIN", ["Case"])
+    assert status["runtimeStatus"] == "Completed", status
+    assert status["output"]["greetings"] == ["Hello Case!"]
