@@ -121,8 +121,10 @@ class Reply:
 
     @classmethod
     def json(cls, obj: Any) -> Reply:
-        """A structured-output answer: `obj` serialised as the message text."""
-        return cls(kind="message", content=json.dumps(obj), finish_reason="stop")
+        """A structured-output answer: `obj` (JSON data or a pydantic model) serialised as the text."""
+        dump = getattr(obj, "model_dump_json", None)
+        text = dump() if callable(dump) else json.dumps(obj)
+        return cls(kind="message", content=text, finish_reason="stop")
 
     @classmethod
     def tool_call(cls, name: str, args: Mapping[str, Any] | None = None, call_id: str | None = None) -> Reply:

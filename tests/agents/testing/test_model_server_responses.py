@@ -159,9 +159,14 @@ class Answer(BaseModel):
 
 
 def test_structured_output_with_text_format(client: OpenAI, model: ModelServer) -> None:
-    model.script(Reply.json({"verdict": True, "score": 0.5, "reasons": ["clear"]}))
+    model.script(
+        Reply.json({"verdict": True, "score": 0.5, "reasons": ["clear"]}),
+        Reply.json(Answer(verdict=False, score=1.5, reasons=[])),
+    )
     response = client.responses.parse(model="m", input="judge", text_format=Answer)
     assert response.output_parsed == Answer(verdict=True, score=0.5, reasons=["clear"])
+    again = client.responses.parse(model="m", input="judge", text_format=Answer)
+    assert again.output_parsed == Answer(verdict=False, score=1.5, reasons=[])
     fmt = model.requests[0].response_format
     assert fmt is not None and fmt["type"] == "json_schema" and fmt["name"] == "Answer"
 
