@@ -31,6 +31,7 @@ from ._replay import (
     UPPER_SCHEMA_VERSION,
     Action,
     ActionType,
+    EpisodeResult,
     EventType,
     after,
     build_context,
@@ -346,31 +347,32 @@ class OrchestrationEngine:
             self._wake(iid)
 
     def _episode(self, iid: str) -> _Effects:
+        # Only this thread writes the orch_* tables, so what is read here stays true until the
+        # write transaction below; the orchestrator code runs without holding SQLite's lock.
         fx = _Effects()
-        with self._store.transaction():
-            inst = self._store.get(iid)
-            items = self._store.inbox(iid)
-            if inst is None or inst.status in TERMINAL_STATUSES:
+        inst = self._store.get(iid)
+        items = self._store.inbox(iid)
+        if inst is None or inst.status in TERMINAL_STATUSES:
+            with self._store.transaction():
                 self._store.remove_inbox([i.id for i in items])
-                return fx
-            if inst.status == "Suspended":
-                return fx
-            stale = [i.id for i in items if i.execution_id not in (None, inst.execution_id)]
+            return fx
+        if inst.status == "Suspended":
+            return fx
+        stale = [i.id for i in items if i.execution_id not in (None, inst.execution_id)]
+        live = [i for i in items if i.execution_id in (None, inst.execution_id)]
+        history = self._store.history(iid)
+        if not history:
+            # Nothing may precede ExecutionStarted (history[1] must be that event).
+            starts = [i for i in live if i.kind == "start"]
+            live = starts[:1] + [i for i in live if i.kind != "start"] if starts else []
+        batch = self._pick(live) if live else []
+        fx.more = len(batch) < len(live)
+        episode = self._run_orchestrator(inst, history, batch) if batch else None
+        with self._store.transaction():
             self._store.remove_inbox(stale)
-            live = [i for i in items if i.execution_id in (None, inst.execution_id)]
-            history = self._store.history(iid)
-            if not history:
-                # Nothing may precede ExecutionStarted (history[1] must be that event).
-                starts = [i for i in live if i.kind == "start"]
-                if not starts:
-                    return fx
-                live = starts[:1] + [i for i in live if i.kind != "start"]
-            if not live:
-                return fx
-            batch = self._pick(live)
-            fx.more = len(batch) < len(live)
-            self._replay(inst, history, batch, fx)
-            self._store.remove_inbox([i.id for i in batch])
+            if episode is not None:
+                self._record(inst, history, *episode, fx)
+                self._store.remove_inbox([i.id for i in batch])
         return fx
 
     @staticmethod
@@ -386,9 +388,10 @@ class OrchestrationEngine:
             batch.append(item)
         return batch
 
-    def _replay(
-        self, inst: Instance, history: list[dict[str, Any]], batch: list[InboxItem], fx: _Effects
-    ) -> None:
+    def _run_orchestrator(
+        self, inst: Instance, history: list[dict[str, Any]], batch: list[InboxItem]
+    ) -> tuple[datetime, list[dict[str, Any]], EpisodeResult]:
+        """Append the batch after an OrchestratorStarted event and replay; nothing is written."""
         previous = None
         for e in history:
             if e["EventType"] == EventType.ORCHESTRATOR_STARTED:
@@ -401,8 +404,7 @@ class OrchestrationEngine:
         orchestrator = self._functions.orchestrator(inst.name)
         if orchestrator is None:
             missing = f"the app has no orchestrator function named {inst.name!r}"
-            self._complete(inst, full, len(history), now, fx, error=missing)
-            return
+            return now, full, EpisodeResult(is_done=False, error=missing)
         context = build_context(
             instance_id=inst.instance_id,
             parent_instance_id=inst.parent_instance_id,
@@ -411,7 +413,18 @@ class OrchestrationEngine:
             played=len(history),
             schema=self.replay_schema,
         )
-        result = run_episode(orchestrator.func, context)
+        return now, full, run_episode(orchestrator.func, context)
+
+    def _record(
+        self,
+        inst: Instance,
+        history: list[dict[str, Any]],
+        now: datetime,
+        full: list[dict[str, Any]],
+        result: EpisodeResult,
+        fx: _Effects,
+    ) -> None:
+        """Turn the episode's answer into history, work, status (inside the transaction)."""
         if result.has_custom_status:
             inst.custom_status = json.dumps(result.custom_status)
         if inst.status in ("Pending", "ContinuedAsNew"):

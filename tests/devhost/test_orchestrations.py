@@ -376,7 +376,7 @@ async def test_internal_errors_fail_the_instance_visibly(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(engine, "_replay", broken)
+    monkeypatch.setattr(engine, "_run_orchestrator", broken)
     await engine.raise_event(iid, "first", 1)
     status = await wait_for(engine, iid)
     assert status["runtimeStatus"] == "Failed"
