@@ -26,6 +26,8 @@ from ._store import EntityStore, Message, NewMessage, StoredResult
 DEFAULT_MAX_BATCH = 50
 # A guard rail, not a backend limit: see docs/devhost.md ("Entity state size").
 DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
+# After a storage failure (e.g. the file is locked too long), retry the instance's queue.
+_RETRY_SECONDS = 1.0
 
 
 def parse_entity_id(entity_id: str) -> tuple[str, str]:
@@ -292,7 +294,11 @@ class EntityGateway:
                     break
                 state = await self._turn(entity_id, name, key, state, messages)
         except Exception:
-            self._log.exception("entity worker %s crashed; its queue is kept for redelivery", entity_id)
+            self._log.exception("entity worker %s failed; its queue is kept and retried in %ss",
+                                entity_id, _RETRY_SECONDS)
+            if self._workers.get(entity_id) is asyncio.current_task():
+                del self._workers[entity_id]
+            self._schedule(entity_id, time.time() + _RETRY_SECONDS)
         finally:
             if self._workers.get(entity_id) is asyncio.current_task():
                 del self._workers[entity_id]

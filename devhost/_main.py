@@ -10,6 +10,7 @@ import pathlib
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 
@@ -105,6 +106,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_serve(host, started))
         finally:
             stop_model(model_server)
+        busy = [t for t in threading.enumerate() if t.name.startswith("devhost-fn") and t.is_alive()]
+        if busy:
+            # Their turns are not committed, so they are redelivered at the next start; waiting
+            # for them (a model call can take minutes) would make Ctrl-C hang.
+            log.warning("abandoning %d running function call(s); uncommitted entity operations are "
+                        "redelivered at the next start", len(busy))
+            logging.shutdown()
+            os._exit(0)
     except DevHostError as exc:
         log.error("%s", exc)
         return 2

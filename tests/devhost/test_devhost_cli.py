@@ -121,6 +121,22 @@ def test_startup_and_sigterm(tmp_path: pathlib.Path) -> None:
     assert "stopping" in out
 
 
+def test_sigterm_with_a_running_operation_exits_promptly(tmp_path: pathlib.Path) -> None:
+    marker = tmp_path / "marker.txt"
+    with devhost(tmp_path) as proc:
+        _wait_ready(proc)
+        slow = {"sleep": 60, "item": "slow", "marker": str(marker)}
+        assert _request("POST", f"{proc.url}/api/counter/k/slow_append", slow)[0] == 202
+        deadline = time.monotonic() + 10
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        started = time.monotonic()
+        proc.popen.send_signal(signal.SIGTERM)
+        assert proc.popen.wait(20) == 0
+        print(f"stopped {time.monotonic() - started:.1f}s after SIGTERM with an operation running")
+        assert "abandoning 1 running function call(s)" in proc.output()
+
+
 def test_kill_9_mid_operation_redelivers_once(tmp_path: pathlib.Path) -> None:
     marker = tmp_path / "marker.txt"
     with devhost(tmp_path, name="first") as proc:
