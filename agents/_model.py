@@ -88,8 +88,23 @@ class ModelCaller:
 
     def _extra(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.settings.extra_body:
-            params["extra_body"] = dict(self.settings.extra_body)
+            params.update(self.settings.extra_body)
         return params
+
+    async def _post(self, path: str, body: dict[str, Any]) -> Any:
+        """POST the request body through the SDK client (its auth, Azure routing and errors).
+
+        ``client.post`` rather than ``chat.completions.create``: the typed methods walk the whole
+        request through the SDK's TypedDict transform (about 0.2 ms per message, CPU time on the
+        entity's worker thread); our
+        body is already wire JSON.
+        """
+        client = get_client(self.endpoint)
+
+        async def attempt(timeout: float) -> Any:
+            return await client.post(path, cast_to=object, body=body, options={"timeout": timeout})
+
+        return await call_with_retries(attempt, self.settings.retry, self.settings.timeout)
 
     async def _chat(
         self,
@@ -113,13 +128,7 @@ class ModelCaller:
         if response_format is not None:
             params["response_format"] = response_format.chat_param()
         self._extra(params)
-        client = get_client(self.endpoint)
-        completions = cast(Any, client.chat.completions)
-
-        async def attempt(timeout: float) -> Any:
-            return await completions.create(**params, timeout=timeout)
-
-        response = await call_with_retries(attempt, self.settings.retry, self.settings.timeout)
+        response = await self._post("/chat/completions", params)
         data = _as_dict(response)
         choices = data.get("choices") or []
         if not choices or not isinstance(choices[0], Mapping):
@@ -160,13 +169,7 @@ class ModelCaller:
         if response_format is not None:
             params["text"] = {"format": response_format.responses_param()}
         self._extra(params)
-        client = get_client(self.endpoint)
-        responses = cast(Any, client.responses)
-
-        async def attempt(timeout: float) -> Any:
-            return await responses.create(**params, timeout=timeout)
-
-        response = await call_with_retries(attempt, self.settings.retry, self.settings.timeout)
+        response = await self._post("/responses", params)
         data = _as_dict(response)
         error = data.get("error")
         if isinstance(error, Mapping) and error:
