@@ -96,8 +96,7 @@ class ModelCaller:
 
         ``client.post`` rather than ``chat.completions.create``: the typed methods walk the whole
         request through the SDK's TypedDict transform (about 0.2 ms per message, CPU time on the
-        entity's worker thread); our
-        body is already wire JSON.
+        entity's worker thread); our body is already wire JSON.
         """
         client = get_client(self.endpoint)
 
