@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from ._check import document_ok
 from ._errors import InvalidState
@@ -22,6 +22,7 @@ Entry = AgentRequest | AgentResponse
 RunStatus = Literal["succeeded", "failed"]
 
 _HISTORY = "conversationHistory"
+_MESSAGES = TypeAdapter(list[ChatMessage])
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,7 @@ class AgentState:
 
     def replay_messages(self) -> Iterator[ChatMessage]:
         """Messages of every finished, non-failed turn, request then response, in history order."""
+        order: list[int] = []
         pending: dict[str | None, int] = {}
         for i, raw in enumerate(self._history):
             cid = raw.get("correlationId")
@@ -124,8 +126,15 @@ class AgentState:
             if _raw_failed(raw):
                 continue
             if request_index is not None:
-                yield from self._entry(request_index).messages
-            yield from self._entry(i).messages
+                order.append(request_index)
+            order.append(i)
+        # One batched validation of the raw messages is far cheaper than one call per entry.
+        raw_messages = [m for i in order for m in self._history[i].get("messages", ())]
+        with _gc_paused():
+            messages: list[ChatMessage] = _MESSAGES.validate_python(
+                raw_messages, by_alias=True, by_name=False
+            )
+        return iter(messages)
 
     # --- writing -------------------------------------------------------------------------
 
