@@ -309,10 +309,11 @@ async def test_restart_resumes_work(tmp_path: pathlib.Path, gateway: BatchGatewa
     orch_app.CALLS.pop("gated:restart", None)
     iid = await first.start_new("gate_keeper", "restart-1", "restart")
     await wait_for(first, iid, ("Running",))
-    for _ in range(200):
+    for _ in range(1000):
         if orch_app.CALLS.get("gated:restart"):
             break
         await asyncio.sleep(0.01)
+    assert orch_app.CALLS.get("gated:restart") == 1
     timer_iid = await first.start_new("sleeper", "restart-2", 0.3)
     await wait_for(first, timer_iid, ("Running",))
     await first.stop()  # the activity is still blocked: its result is never delivered
