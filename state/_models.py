@@ -6,7 +6,7 @@ a record, and the loaded JSON it came from is what gets written back.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_serializer
 from pydantic_core.core_schema import SerializerFunctionWrapHandler
@@ -238,8 +238,6 @@ class AgentResponse(WireModel):
     usage: Usage | None = None
     failure: TurnFailure | None = None
 
-    _LEGACY_FAILURE_HINT: ClassVar[str] = "all contents are error contents"
-
     @property
     def failed(self) -> bool:
         """True for a failed turn: `failure` is set, or (older writers) every content is an error."""
@@ -252,11 +250,3 @@ class AgentResponse(WireModel):
 Entry = Annotated[AgentRequest | AgentResponse, Field(discriminator="type")]
 """One item of `data.conversationHistory`."""
 
-
-class RunIndexEntry(WireModel):
-    """(1.2.0) One value of `data.runs`: where a finished run's entries are and how it ended."""
-
-    status: Literal["succeeded", "failed"]
-    request_index: int | None = Field(default=None, alias="requestIndex")
-    response_index: int = Field(alias="responseIndex")
-    request_hash: str | None = Field(default=None, alias="requestHash")

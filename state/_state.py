@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -248,9 +249,7 @@ def request_hash(raw_request: Doc) -> str:
     }
     try:
         canonical = orjson.dumps(material, option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        import json
-
+    except TypeError:  # integers beyond 64 bits
         canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     return "sha256:" + hashlib.sha256(canonical).hexdigest()
 
