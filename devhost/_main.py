@@ -82,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname).1s %(message)s",
                         datefmt="%H:%M:%S", stream=sys.stderr)
     # One line per request: the model client's per-call transport lines would double them.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    for transport in ("httpx", "httpx2"):
+        logging.getLogger(transport).setLevel(logging.WARNING)
     log = logging.getLogger("devhost")
     project = pathlib.Path.cwd()
     data_dir = pathlib.Path(args.data_dir)
