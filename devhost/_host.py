@@ -131,6 +131,13 @@ class LocalHost:
 
     async def start(self) -> None:
         """Load the app, open storage, redeliver pending work and start serving."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()  # release the port, the database and the threads
+            raise
+
+    async def _start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         app = load_app(self._app_target)

@@ -162,3 +162,20 @@ def test_route_templates(template: str, path: str, expected: dict[str, str] | No
 def test_bad_route_templates(template: str) -> None:
     with pytest.raises(RouteTemplateError):
         compile_route(template)
+
+
+async def test_port_in_use_fails_cleanly(host: LocalHost, tmp_path: pathlib.Path) -> None:
+    other = LocalHost("basic_app", tmp_path / "other", port=host.port, project_dir=tmp_path)
+    with pytest.raises(OSError):
+        await other.start()
+    assert other.entities is not None  # it got that far, then released everything
+    again = LocalHost("basic_app", tmp_path / "other", port=0, project_dir=tmp_path)
+    await again.start()  # the database it opened is usable again
+    await again.stop()
+
+
+async def test_bad_app_target(tmp_path: pathlib.Path) -> None:
+    from devhost import AppLoadError
+
+    with pytest.raises(AppLoadError, match="defines no FunctionApp"):
+        await LocalHost("json", tmp_path / "d", project_dir=tmp_path).start()
