@@ -131,9 +131,9 @@ class Api:
         return value
 
     def _finished(
-        self, req: func.HttpRequest, call_agent: str, session_id: str, run: StoredRun
+        self, req: func.HttpRequest, agent: str, session_id: str, run: StoredRun
     ) -> func.HttpResponse:
-        location = self._run_url(req, call_agent, session_id, run.correlation_id)
+        location = self._run_url(req, agent, session_id, run.correlation_id)
         headers = {SESSION_HEADER: session_id, CORRELATION_HEADER: run.correlation_id, "Location": location}
         result = result_from_stored(run)
         error = result["error"]
@@ -145,7 +145,7 @@ class Api:
                 error["message"] or "the model call failed",
                 title="The model call failed",
                 headers=headers,
-                agent=call_agent,
+                agent=agent,
                 session_id=session_id,
                 correlation_id=run.correlation_id,
                 retryable=error["retryable"],
@@ -153,7 +153,7 @@ class Api:
                 location=location,
             )
         body = RunResultBody(
-            agent=call_agent,
+            agent=agent,
             session_id=session_id,
             correlation_id=run.correlation_id,
             status="succeeded",
