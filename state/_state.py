@@ -60,16 +60,15 @@ class AgentState:
         self.state_bag: dict[str, JSON] = self._data.get("stateBag", {})
         """(1.2.0) Context-provider session state, keyed by provider source id; JSON values only."""
         runs = self._data.get("runs")
-        self._runs: dict[str, Doc] | None = None
-        # `runs` is written back when it was stored or once a response is appended; an index
-        # that does not match the history is derived data, so it is rebuilt (never trusted),
-        # while the history itself is left alone.
+        # `runs` is written back when it was stored or once a response is appended. It is
+        # derived data: a stored index is checked where it is used (the entries a lookup points
+        # at, and the latest response on load), and one that does not match the history is
+        # rebuilt from it, never trusted; the history itself is left alone.
+        self._runs: dict[str, Doc] | None = runs
         self._write_runs = False
-        if runs is not None:
-            if _runs_consistent(runs, self._history):
-                self._runs = runs
-            else:
-                self._write_runs = True
+        if runs is not None and not _latest_run_indexed(runs, self._history):
+            self._runs = None
+            self._write_runs = True
 
     @classmethod
     def new(cls) -> AgentState:
@@ -103,6 +102,10 @@ class AgentState:
     def find_run(self, correlation_id: str) -> RunRecord | None:
         """The finished run with this correlation id (its latest response), or None."""
         run = self._index().get(correlation_id)
+        if run is not None and not _run_matches(correlation_id, run, self._history):
+            self._runs = None
+            self._write_runs = True
+            run = self._index().get(correlation_id)
         if run is None:
             return None
         request_index = run.get("requestIndex")
@@ -254,17 +257,27 @@ def request_hash(raw_request: Doc) -> str:
     return "sha256:" + hashlib.sha256(canonical).hexdigest()
 
 
-def _runs_consistent(runs: dict[str, Doc], history: list[Doc]) -> bool:
+def _run_matches(cid: str, run: Doc, history: list[Doc]) -> bool:
     n = len(history)
-    for cid, run in runs.items():
-        ri = run["responseIndex"]
-        if not 0 <= ri < n or history[ri]["$type"] != "response" or history[ri].get("correlationId") != cid:
-            return False
-        qi = run.get("requestIndex")
-        if qi is not None and (
-            not 0 <= qi < n or history[qi]["$type"] != "request" or history[qi].get("correlationId") != cid
-        ):
-            return False
+    ri = run["responseIndex"]
+    if not 0 <= ri < n or history[ri]["$type"] != "response" or history[ri].get("correlationId") != cid:
+        return False
+    qi = run.get("requestIndex")
+    return qi is None or (
+        0 <= qi < n and history[qi]["$type"] == "request" and history[qi].get("correlationId") == cid
+    )
+
+
+def _latest_run_indexed(runs: dict[str, Doc], history: list[Doc]) -> bool:
+    # A writer that appended turns without maintaining the index shows up at the end.
+    for i in range(len(history) - 1, -1, -1):
+        raw = history[i]
+        if raw["$type"] == "response":
+            cid = raw.get("correlationId")
+            if cid is None:
+                return True
+            run = runs.get(cid)
+            return run is not None and run["responseIndex"] == i and _run_matches(cid, run, history)
     return True
 
 

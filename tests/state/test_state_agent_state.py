@@ -305,3 +305,20 @@ def test_contents_given_as_wire_dicts() -> None:
     )
     assert isinstance(msg.contents[0], TextContent)
     assert isinstance(msg.contents[1], OpaqueContent)
+
+
+def test_index_missing_the_latest_run_is_rebuilt_on_load() -> None:
+    # A writer labelled 1.2+ that appended a turn without indexing it.
+    doc = json.loads(dump_state(full_state()))
+    del doc["data"]["runs"]["c3"]
+    state = load_state(json.dumps(doc))
+    run = state.find_run("c3")
+    assert run is not None and run.status == "succeeded"
+    assert set(json.loads(dump_state(state))["data"]["runs"]) == {"c1", "c2", "c3"}
+
+
+def test_a_stored_index_that_matches_is_written_back_unchanged() -> None:
+    doc = json.loads(dump_state(full_state()))
+    doc["data"]["runs"]["c1"]["note"] = "kept"
+    out = json.loads(dump_state(load_state(json.dumps(doc))))
+    assert out["data"]["runs"] == doc["data"]["runs"]
