@@ -114,7 +114,9 @@ def build_app(
     app = df.DFApp(http_auth_level=func.AuthLevel.FUNCTION)
     api = Api(agents, settings)
     specs = list(AGENT_ROUTES) + (list(WORKFLOW_ROUTES) if workflow else [])
-    document = json.dumps(openapi_document(specs, route_prefix=settings.route_prefix))
+    document = json.dumps(
+        openapi_document(specs, route_prefix=settings.route_prefix, agent_names=[a.name for a in agents])
+    )
 
     async def openapi(req: func.HttpRequest, client: Any) -> func.HttpResponse:
         return json_response(json.loads(document))

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
+from ._ids import ID_PATTERN_TEXT
 from ._models import Problem
 from ._routes import Operation, RouteSpec
 
@@ -26,9 +27,17 @@ def _models(specs: Sequence[RouteSpec]) -> list[tuple[type[BaseModel], JsonSchem
     return [(model, "validation" if mode == "validation" else "serialization") for model, mode in seen]
 
 
-def _operation(spec: RouteSpec, op: Operation, prefix: str) -> dict[str, Any]:
+def _path_schema(name: str, agent_names: Sequence[str]) -> dict[str, Any]:
+    if name == "agent" and agent_names:
+        return {"type": "string", "enum": list(agent_names)}
+    if name in ("session_id", "correlation_id", "instance_id"):
+        return {"type": "string", "pattern": ID_PATTERN_TEXT}
+    return {"type": "string"}
+
+
+def _operation(spec: RouteSpec, op: Operation, agent_names: Sequence[str]) -> dict[str, Any]:
     params: list[dict[str, Any]] = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        {"name": name, "in": "path", "required": True, "schema": _path_schema(name, agent_names)}
         for name in spec.path_params
     ]
     params += [
@@ -73,14 +82,16 @@ def openapi_document(
     route_prefix: str = "api",
     title: str = "Durable agents",
     version: str = "1.0.0",
+    agent_names: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The OpenAPI 3.1 document describing exactly `specs` under `/{route_prefix}`."""
+    """The OpenAPI 3.1 document describing exactly `specs` under `/{route_prefix}` (`agent_names`
+    become the `{agent}` parameter's enum)."""
     prefix = f"/{route_prefix}" if route_prefix else ""
     paths: dict[str, dict[str, Any]] = {}
     for spec in specs:
         item = paths.setdefault(f"{prefix}/{spec.route}", {})
         for op in spec.operations:
-            item[op.method.lower()] = _operation(spec, op, prefix)
+            item[op.method.lower()] = _operation(spec, op, agent_names)
     _, schemas = models_json_schema(_models(specs), ref_template=_REF)
     location: Literal["header"] = "header"
     return {

@@ -1,0 +1,84 @@
+"""The OpenAPI document describes what the API really answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+from hosting_support import Api
+
+from agents.testing import ModelServer, Reply
+
+
+def schema_for(document: dict[str, Any], path: str, method: str, status: int) -> tuple[dict[str, Any], str]:
+    """A validating schema for one documented response (refs resolved against the components)."""
+    content = document["paths"][path][method]["responses"][str(status)]["content"]
+    [(media, body)] = content.items()
+    return {**body["schema"], "components": document["components"]}, media
+
+
+async def test_component_schemas_are_valid_json_schema(offline_api: Api):
+    document = (await offline_api.get("/api/openapi.json")).json()
+    for schema in document["components"]["schemas"].values():
+        jsonschema.Draft202012Validator.check_schema(schema)
+    agent = document["paths"]["/api/agents/{agent}/run"]["post"]["parameters"][0]
+    assert agent["schema"]["enum"] == ["assistant", "writer", "reviewer"]
+
+
+async def test_real_answers_validate_against_the_document(api: Api, host, model: ModelServer):
+    document = (await api.get("/api/openapi.json")).json()
+    model.script(Reply.text("hi"), Reply.error(500, "down"))
+    cases = [
+        (
+            "post",
+            "/api/agents/{agent}/run",
+            await api.post("/api/agents/assistant/run", json_body={"message": "x", "session_id": "oa"}),
+        ),
+        (
+            "post",
+            "/api/agents/{agent}/run",
+            await api.post("/api/agents/assistant/run", json_body={"message": "y", "session_id": "oa"}),
+        ),
+        (
+            "post",
+            "/api/agents/{agent}/run",
+            await api.post("/api/agents/assistant/run", json_body={"message": ""}),
+        ),
+        (
+            "post",
+            "/api/agents/{agent}/run",
+            await api.post(
+                "/api/agents/assistant/run",
+                json_body={"message": "z", "wait_for_response": False, "session_id": "oa2"},
+            ),
+        ),
+        (
+            "get",
+            "/api/agents/{agent}/sessions/{session_id}",
+            await api.get("/api/agents/assistant/sessions/oa"),
+        ),
+        (
+            "get",
+            "/api/agents/{agent}/sessions/{session_id}/runs/{correlation_id}",
+            await api.get("/api/agents/assistant/sessions/oa/runs/none"),
+        ),
+        ("get", "/api/agents", await api.get("/api/agents")),
+        ("get", "/api/health", await api.get("/api/health")),
+        (
+            "post",
+            "/api/agents/{agent}/sessions/{session_id}/reset",
+            await api.post("/api/agents/assistant/sessions/oa/reset"),
+        ),
+        (
+            "get",
+            "/api/agents/{agent}/sessions/{session_id}",
+            await api.get("/api/agents/assistant/sessions/x@y"),
+        ),
+    ]
+    statuses = []
+    for method, path, response in cases:
+        schema, media = schema_for(document, path, method, response.status)
+        assert response.mimetype == media, (path, response.status)
+        jsonschema.validate(response.json(), schema)
+        statuses.append(response.status)
+    assert sorted(set(statuses)) == [200, 202, 400, 502]
