@@ -19,13 +19,6 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class InputMessageBody(_Body):
-    """One message of a run request (the `messages` form of the run body)."""
-
-    role: Literal["user", "system"] = "user"
-    text: str = Field(min_length=1)
-
-
 class RunRequestBody(_Body):
     """Body of `POST /api/agents/{agent}/run` (also accepted as `text/plain`: the whole body is
     the message)."""
