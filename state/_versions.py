@@ -15,7 +15,7 @@ CURRENT_SCHEMA_VERSION = "1.2.0"
 # One line per version: what it added. Keep in step with UPGRADE_STEPS and docs/state.md.
 CHANGELOG: dict[str, str] = {
     "1.0.0": "conversationHistory of request/response entries, messages and the content types",
-    "1.1.0": "reference 1.1.0 writers: request orchestrationId/responseSchema in use; no structural change",
+    "1.1.0": "optional request orchestrationId (the orchestration that sent the request)",
     "1.2.0": "optional data.stateBag, data.runs, data.serviceThreadId and response failure",
 }
 
@@ -105,8 +105,8 @@ def json_kind(value: object) -> str:
 
 
 def _upgrade_1_0_to_1_1(doc: Doc) -> None:
-    # 1.1 added no property that 1.0 readers must understand and renamed nothing, so every
-    # 1.0 document already is a 1.1 document. The step exists so that the chain is explicit.
+    # 1.1 only added the optional request `orchestrationId` and renamed nothing, so every 1.0
+    # document already is a 1.1 document. The step exists so that the chain is explicit.
     del doc
 
 
