@@ -377,7 +377,7 @@ async def test_internal_errors_fail_the_instance_visibly(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(engine, "_run_orchestrator", broken)
+    monkeypatch.setattr(engine._episodes, "_run_orchestrator", broken)
     await engine.raise_event(iid, "first", 1)
     status = await wait_for(engine, iid)
     assert status["runtimeStatus"] == "Failed"
@@ -388,3 +388,18 @@ async def test_function_names_are_case_insensitive(engine: OrchestrationEngine) 
     status = await run(engine, "CHAIN", ["Case"])
     assert status["runtimeStatus"] == "Completed", status
     assert status["output"]["greetings"] == ["Hello Case!"]
+
+
+async def test_suspend_before_the_first_episode(engine: OrchestrationEngine) -> None:
+    # Both calls queue on the engine's database thread before the first episode is scheduled.
+    iid, suspended = await asyncio.gather(
+        engine.start_new("chain", "early", ["E"]), engine.suspend("early", "wait")
+    )
+    assert iid == "early" and suspended
+    await asyncio.sleep(0.05)
+    status = await engine.get_status(iid, show_history=True, show_history_output=False, show_input=True)
+    assert status is not None and status["runtimeStatus"] == "Suspended"
+    assert status["historyEvents"] == []
+    assert await engine.resume(iid, "go")
+    done = await wait_for(engine, iid)
+    assert done["output"]["greetings"] == ["Hello E!"]
