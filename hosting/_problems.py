@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from ._errors import ProblemError
 
-PROBLEM_TYPE_BASE = "https://durable-agents.dev/problems/"
+PROBLEM_TYPE_BASE = "urn:durable-agents:problem:"
 """Problem `type` URIs are this base plus the stable `code`."""
 
 _TITLES = {
