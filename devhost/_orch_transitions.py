@@ -64,15 +64,22 @@ class Transitions:
 
     def create_attempt_tx(
         self, name: str, iid: str, input_text: str | None, parent: tuple[str, str], again: bool
-    ) -> None:
+    ) -> str | None:
+        """Start one attempt of a retried sub-orchestration; a problem message if it cannot."""
         with self._store.transaction():
             existing = self._store.get(iid)
-            # After a host restart the first attempt may already be running: wait for it instead.
+            ours = existing is not None and existing.parent_execution_id == parent[1]
             if existing is not None and existing.status not in TERMINAL_STATUSES:
-                return
-            if existing is not None and not again and existing.parent_instance_id == parent[0]:
-                return
+                # After a host restart the attempt may be running already: wait for it.
+                return (
+                    None
+                    if ours
+                    else f"An orchestration with instance id {iid!r} is already {existing.status}."
+                )
+            if ours and not again:
+                return None  # finished before a restart: its outcome is the attempt's
             self.create(name, iid, input_text, (parent[0], parent[1], None))
+            return None
 
     def status(
         self, iid: str, show_history: bool, show_history_output: bool, show_input: bool

@@ -7,6 +7,7 @@ import asyncio
 import concurrent.futures
 import inspect
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Protocol
@@ -49,7 +50,9 @@ class WorkRunner:
         pool: concurrent.futures.Executor,
         run: Callable[..., Awaitable[Any]],
         wake: Callable[[str], None],
+        log: logging.Logger,
     ) -> None:
+        self._log = log
         self._store = store
         self._states = states
         self._functions = functions
@@ -79,7 +82,19 @@ class WorkRunner:
             raised = event(EventType.EVENT_RAISED, utcnow(), Name=p["request_id"], Input=json.dumps(response))
             return "events", [raised]
         if item.kind == "entity_signal":
-            await self._entities.signal(p["entity_id"], p["operation"], _loads(p["input"]))
+            try:
+                await self._entities.signal(p["entity_id"], p["operation"], _loads(p["input"]))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                # Fire-and-forget: the orchestrator cannot observe it, so say it and move on.
+                self._log.warning(
+                    "orchestration %s: signal %s to %s failed: %s",
+                    item.instance_id,
+                    p["operation"],
+                    p["entity_id"],
+                    exc,
+                )
             return None, None
         if item.kind == "suborch_retry":
             return await self._sub_orchestration_attempts(item)
@@ -112,7 +127,7 @@ class WorkRunner:
         attempts: list[dict[str, Any]] = []
         parent = (item.instance_id, item.execution_id)
         while True:
-            await self._run(
+            problem = await self._run(
                 self._states.create_attempt_tx,
                 p["name"],
                 p["instance_id"],
@@ -120,8 +135,11 @@ class WorkRunner:
                 parent,
                 bool(attempts),
             )
-            self._wake(p["instance_id"])
-            outcome = await self._finished(p["instance_id"])
+            if problem is None:
+                self._wake(p["instance_id"])
+                outcome = await self._finished(p["instance_id"])
+            else:
+                outcome = {"ok": False, "reason": problem, "details": None}
             attempts.append(outcome)
             if outcome["ok"] or len(attempts) >= limit:
                 break

@@ -56,6 +56,7 @@ class OrchestrationEngine:
             pool=self._pool,
             run=self._run,
             wake=self._wake,
+            log=logger,
         )
         self._work: dict[int, asyncio.Task[None]] = {}
         self._wakes: set[str] = set()
