@@ -110,7 +110,7 @@ class ResponseFormat:
     def parse_answer(self, text: str) -> Any:
         """The answer as JSON, validated; StructuredOutputError says why it does not fit."""
         try:
-            value = json.loads(text)
+            value = json.loads(_unfence(text))
         except json.JSONDecodeError as exc:
             raise StructuredOutputError(f"the answer is not JSON ({exc.msg}: character {exc.pos})") from None
         if self.model is not None:
@@ -132,6 +132,15 @@ class ResponseFormat:
         elif not isinstance(value, dict):
             raise StructuredOutputError("the answer is not a JSON object")
         return value
+
+
+_FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n(?P<body>.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def _unfence(text: str) -> str:
+    """The JSON inside a Markdown code fence, which some models wrap around JSON answers."""
+    match = _FENCE.match(text)
+    return match.group("body") if match else text
 
 
 def _clean_name(name: str) -> str:

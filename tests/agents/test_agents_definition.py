@@ -166,3 +166,11 @@ def test_agent_tools_cannot_take_a_provider_context() -> None:
 
     with pytest.raises(AgentConfigurationError, match="only a context provider's tools"):
         Agent(name="a", tools=[sneaky])
+
+
+def test_fenced_json_answers_are_accepted() -> None:
+    fmt = ResponseFormat.parse(Verdict)
+    fenced = '```json\n{"approved": false, "feedback": "more"}\n```'
+    assert fmt.parse_answer(fenced) == {"approved": False, "feedback": "more"}
+    with pytest.raises(StructuredOutputError):
+        fmt.parse_answer("```json\nnot json\n```")

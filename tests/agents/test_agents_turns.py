@@ -419,3 +419,48 @@ async def test_offline_server_drives_tools_deterministically(wire_api: str) -> N
         assert "Lima" in result.text
         echo = await agent.run(state, ask("c2", "hello"))
         assert echo.text == "echo: hello"
+
+
+async def test_structured_output_on_the_responses_api(
+    model: ModelServer, responses_settings: ModelSettings
+) -> None:
+    agent = Agent(name="reviewer", model=responses_settings, response_format=Verdict)
+    model.script(Reply.json({"approved": False, "feedback": "Shorter."}))
+    result = await agent.run(AgentState.new(), ask("c1", "Review"))
+    assert result.structured == {"approved": False, "feedback": "Shorter."}
+    fmt = model.requests[0].body["text"]["format"]
+    assert fmt["type"] == "json_schema" and fmt["name"] == "Verdict" and "schema" in fmt
+
+
+def test_turns_on_many_event_loops_in_worker_threads(model: ModelServer, settings: ModelSettings) -> None:
+    """Hosting runs one event loop per worker thread; clients must never cross loops."""
+    agent = Agent(name="helper", model=settings, tools=[get_weather])
+    model.handler = lambda request: (
+        Reply.text("done")
+        if request.messages[-1].role == "tool"
+        else Reply.tool_call("get_weather", {"city": "Oslo"})
+    )
+    results: dict[int, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        async def turns() -> list[str]:
+            state = AgentState.new()
+            out = []
+            for i in range(3):
+                result = await agent.run(state, ask(f"t{n}-{i}", "weather?"))
+                out.append(result.status)
+            return out
+
+        try:
+            results[n] = asyncio.run(turns())
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert results == {n: ["succeeded"] * 3 for n in range(4)}
