@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import functools
 import inspect
@@ -184,7 +185,10 @@ class FunctionTool:
         """This tool with its context parameter (if it has one) bound to ``context``."""
         if self.context_param is None:
             return self
-        return dataclasses.replace(self, bound={**self.bound, self.context_param: context})
+        # A shallow copy, not dataclasses.replace: the schema was checked once at definition.
+        bound = copy.copy(self)
+        object.__setattr__(bound, "bound", {**self.bound, self.context_param: context})
+        return bound
 
     def chat_schema(self) -> dict[str, Any]:
         """The tool as a Chat Completions ``tools`` entry."""

@@ -162,12 +162,10 @@ def usage_json(usage: Usage | None) -> dict[str, Any] | None:
 
 
 def final_text(messages: list[ChatMessage]) -> str:
-    """The text of the last assistant message that has any: the turn's answer."""
+    """The text of the last assistant message: the turn's answer ("" when it has none)."""
     for message in reversed(messages):
         if message.role == "assistant":
-            text = "".join(c.text for c in message.contents if isinstance(c, TextContent))
-            if text:
-                return text
+            return "".join(c.text for c in message.contents if isinstance(c, TextContent))
     return ""
 
 
