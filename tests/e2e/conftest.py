@@ -1,0 +1,49 @@
+"""Fixtures of the end-to-end tests: one real host subprocess for the session, an HTTP client.
+
+The host serves the project's own `function_app.py` (the catalogue's agents: assistant, concierge,
+writer, reviewer) with a function key, its model endpoint being the session's scripted
+`ModelServer` (reset before every test by the `model` fixture). Tests use their own session ids,
+so sharing one host between them is safe and keeps the suite fast.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import AsyncIterator, Iterator
+
+import aiohttp
+import pytest
+from e2e_support import Client, HostProcess
+
+from agents.testing import ModelServer
+
+
+@pytest.fixture(scope="session")
+def e2e_host(model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
+    """`python -m devhost` on a free port, data in a temp dir, models from the scripted server."""
+    root = tmp_path_factory.mktemp("e2e-host")
+    host = HostProcess(root / "data", model_server.base_url, root / "host.log").start()
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    """A plain aiohttp client session (large pool: some tests send hundreds of requests at once)."""
+    connector = aiohttp.TCPConnector(limit=300)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
+        yield session
+
+
+@pytest.fixture
+def client(http: aiohttp.ClientSession, e2e_host: HostProcess, model: ModelServer) -> Client:
+    """A client of the shared host, with the model server's script emptied for this test."""
+    return Client(http, e2e_host.url)
+
+
+@pytest.fixture
+def host_log(e2e_host: HostProcess) -> pathlib.Path:
+    """The shared host's log file (for failure messages)."""
+    return e2e_host.log_path
