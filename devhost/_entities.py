@@ -24,8 +24,9 @@ from ._errors import EntityIdError
 from ._store import EntityStore, Message, NewMessage, StoredResult
 
 DEFAULT_MAX_BATCH = 50
-# A guard rail, not a backend limit: see docs/devhost.md ("Entity state size").
-DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
+# The Durable Task Scheduler's message limit, which Python apps cannot lift with its blob
+# offload: a state that passes here also fits there (see docs/devhost.md, "Entity state size").
+DEFAULT_MAX_STATE_BYTES = 1024 * 1024
 # After a storage failure (e.g. the file is locked too long), retry the instance's queue.
 _RETRY_SECONDS = 1.0
 

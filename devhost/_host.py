@@ -29,6 +29,7 @@ T = TypeVar("T")
 DB_NAME = "devhost.db"
 _CONNECTION_NAME = "Storage"
 THREAD_COUNT_ENV = "PYTHON_THREADPOOL_THREAD_COUNT"
+MAX_STATE_ENV = "DEVHOST_MAX_STATE_BYTES"
 
 
 def _load_engine_class() -> tuple[Any | None, str | None]:
@@ -62,6 +63,13 @@ def _reset_sdk_http_session() -> None:
     http_utils._session_lock = asyncio.Lock()
 
 
+def _max_state_bytes() -> int:
+    configured = os.environ.get(MAX_STATE_ENV, "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    return DEFAULT_MAX_STATE_BYTES
+
+
 def _thread_count() -> int:
     """Threads for sync functions and entity batches: the Python worker's setting and default."""
     configured = os.environ.get(THREAD_COUNT_ENV, "")
@@ -83,7 +91,7 @@ class LocalHost:
         host: str = "127.0.0.1",
         project_dir: str | os.PathLike[str] | None = None,
         max_batch: int = DEFAULT_MAX_BATCH,
-        max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
+        max_state_bytes: int | None = None,
         max_workers: int | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
@@ -95,7 +103,7 @@ class LocalHost:
         self.project_dir = pathlib.Path(project_dir) if project_dir else pathlib.Path.cwd()
         self.settings = HostSettings.load(self.project_dir)
         self.max_batch = max_batch
-        self.max_state_bytes = max_state_bytes
+        self.max_state_bytes = max_state_bytes or _max_state_bytes()
         self.log = logger or logging.getLogger("devhost")
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers or _thread_count(), thread_name_prefix="devhost-fn"

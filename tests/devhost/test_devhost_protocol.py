@@ -78,3 +78,11 @@ def test_client_binding_task_hub_from_host_json(tmp_path: pathlib.Path) -> None:
     assert binding["taskHubName"] == "myhub"
     assert "taskHub=myhub" in binding["managementUrls"]["statusQueryGetUri"]
     assert binding["managementUrls"]["id"] == "INSTANCEID"
+
+
+def test_state_limit_default_and_env(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEVHOST_MAX_STATE_BYTES", raising=False)
+    assert LocalHost("basic_app", tmp_path, project_dir=tmp_path).max_state_bytes == 1024 * 1024
+    monkeypatch.setenv("DEVHOST_MAX_STATE_BYTES", "2048")
+    assert LocalHost("basic_app", tmp_path, project_dir=tmp_path).max_state_bytes == 2048
+    assert LocalHost("basic_app", tmp_path, project_dir=tmp_path, max_state_bytes=10).max_state_bytes == 10
