@@ -57,8 +57,13 @@ def host_env(model_base_url: str, function_key: str | None = FUNCTION_KEY) -> di
 class HostProcess:
     """`python -m devhost` serving the project's `function_app.py` on a free port."""
 
-    def __init__(self, data_dir: pathlib.Path, model_base_url: str, log_path: pathlib.Path,
-                 function_key: str | None = FUNCTION_KEY) -> None:
+    def __init__(
+        self,
+        data_dir: pathlib.Path,
+        model_base_url: str,
+        log_path: pathlib.Path,
+        function_key: str | None = FUNCTION_KEY,
+    ) -> None:
         self.data_dir = data_dir
         self.model_base_url = model_base_url
         self.log_path = log_path
@@ -142,8 +147,16 @@ class Client:
         self.base_url = base_url
         self.key = key
 
-    async def request(self, method: str, path: str, *, json_body: Any = None, data: bytes | str | None = None,
-                      headers: dict[str, str] | None = None, key: bool = True) -> Answer:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        data: bytes | str | None = None,
+        headers: dict[str, str] | None = None,
+        key: bool = True,
+    ) -> Answer:
         sent = dict(headers or {})
         if key and self.key:
             sent["x-functions-key"] = self.key
@@ -154,8 +167,12 @@ class Client:
         started = time.perf_counter()
         async with self.session.request(method, url, data=data, headers=sent) as resp:
             body = await resp.read()
-            return Answer(resp.status, {k.lower(): v for k, v in resp.headers.items()}, body,
-                          time.perf_counter() - started)
+            return Answer(
+                resp.status,
+                {k.lower(): v for k, v in resp.headers.items()},
+                body,
+                time.perf_counter() - started,
+            )
 
     async def get(self, path: str, **kwargs: Any) -> Answer:
         return await self.request("GET", path, **kwargs)

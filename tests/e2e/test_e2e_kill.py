@@ -1,0 +1,89 @@
+"""`kill -9` of the host in the middle of a turn, then a restart on the same data directory."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from e2e_support import Client, HostProcess, eventually, history, texts
+
+from agents.testing import ModelRequest, ModelServer, Reply
+
+SESSION = "e2e-killed-mid-turn"
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    # Not pooled: connections to the killed host must not be reused for the restarted one.
+    connector = aiohttp.TCPConnector(force_close=True)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as session:
+        yield session
+
+
+async def test_kill_9_mid_turn_then_restart(
+    tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
+) -> None:
+    model.handler = lambda request: Reply.text(f"answer to {request.last_user_text}")
+    host = HostProcess(tmp_path / "data", model.base_url, tmp_path / "host.log").start()
+    try:
+        client = Client(http, host.url)
+        for message in ("one", "two"):
+            answer = await client.run("assistant", message, SESSION)
+            assert answer.status == 200, answer.body
+        committed = history((await client.session_state("assistant", SESSION))["state"])
+        assert len(committed) == 4
+
+        # Turn three's model call never answers (until the connection drops); turn four queues
+        # behind it. Both are accepted (committed as pending messages) before the kill.
+        model.script(Reply.hang())
+        third = await client.run(
+            "assistant", "three", SESSION, wait_for_response=False, correlation_id="turn-3"
+        )
+        assert third.status == 202, third.body
+        fourth = await client.run(
+            "assistant", "four", SESSION, wait_for_response=False, correlation_id="turn-4"
+        )
+        assert fourth.status == 202, fourth.body
+
+        async def model_called() -> bool:
+            return len(model.requests) == 3
+
+        await eventually(model_called, "turn three reaching the model")
+        host.kill()
+    finally:
+        host.kill()
+
+    assert host.proc is not None and host.proc.returncode == -9
+    host.start()
+    try:
+        client = Client(http, host.url)
+        done = await client.get(f"/api/agents/assistant/sessions/{SESSION}/runs/turn-4?wait=20")
+        assert done.status == 200 and done.json()["status"] == "succeeded", (done.body, host.log())
+        three = await client.get(f"/api/agents/assistant/sessions/{SESSION}/runs/turn-3")
+        assert three.json()["status"] == "succeeded"
+        assert three.json()["response"]["text"] == "answer to three"
+
+        entries = history((await client.session_state("assistant", SESSION))["state"])
+        # Nothing committed before the kill was lost or changed...
+        assert entries[:4] == committed
+        # ...and each interrupted turn is stored exactly once, in the order they were sent.
+        assert [(e["$type"], e["correlationId"]) for e in entries[4:]] == [
+            ("request", "turn-3"),
+            ("response", "turn-3"),
+            ("request", "turn-4"),
+            ("response", "turn-4"),
+        ]
+        assert [texts(e)[0] for e in entries[4:]] == ["three", "answer to three", "four", "answer to four"]
+
+        # Turn three was executed again after the restart, with the same replayed history; turn
+        # four saw turn three's answer.
+        def seen(request: ModelRequest) -> list[str]:
+            return [m.text for m in request.messages if m.role in ("user", "assistant")]
+
+        assert [r.last_user_text for r in model.requests] == ["one", "two", "three", "three", "four"]
+        assert seen(model.requests[3]) == seen(model.requests[2])
+        assert seen(model.requests[4])[-3:] == ["three", "answer to three", "four"]
+    finally:
+        host.stop()
