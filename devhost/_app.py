@@ -50,6 +50,12 @@ class AppModel:
     entities: dict[str, NamedFunction] = field(default_factory=dict)  # key: lower-case name
     orchestrators: dict[str, NamedFunction] = field(default_factory=dict)
     activities: dict[str, NamedFunction] = field(default_factory=dict)
+    unsupported: list[str] = field(default_factory=list)  # what the local host cannot provide
+
+
+_SERVED_BINDINGS = frozenset(
+    {"httpTrigger", "http", "durableClient", "entityTrigger", "orchestrationTrigger", "activityTrigger"}
+)
 
 
 def load_app(target: Any) -> Any:
@@ -99,9 +105,13 @@ def index_app(app: Any) -> AppModel:
         bindings = _raw_bindings(function)
         trigger = next((b for b in bindings if str(b.get("type", "")).endswith("Trigger")), None)
         if trigger is None:
+            model.unsupported.append(f"{name}: no trigger binding")
             continue
         kind = trigger["type"]
         param = trigger["name"]
+        extra = sorted({str(b.get("type")) for b in bindings} - _SERVED_BINDINGS)
+        if extra:
+            model.unsupported.append(f"{name}: bindings {', '.join(extra)} are not provided")
         if kind == "httpTrigger":
             methods = trigger.get("methods")
             model.http.append(
@@ -128,6 +138,8 @@ def index_app(app: Any) -> AppModel:
         elif kind == "activityTrigger":
             act_name = trigger.get("activity") or name
             model.activities[act_name] = NamedFunction(act_name, name, func, param, is_async)
+        else:
+            model.unsupported.append(f"{name}: {kind} functions are not run by the local host")
     model.http.sort(key=lambda f: sort_key(f.route))
     return model
 

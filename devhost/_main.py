@@ -66,6 +66,8 @@ async def _serve(host: LocalHost, started: float) -> None:
                         ("activity", host.model.activities)):
         for item in names.values():
             log.info("  %s: %s", item.function_name, kind)
+    for problem in host.model.unsupported:
+        log.warning("  %s", problem)
     if not host.function_key:
         log.warning("function keys are not enforced: set %s to require one", KEY_ENV)
     log.info("devhost ready on %s in %.2fs (data: %s)", host.url, time.monotonic() - started,

@@ -119,6 +119,7 @@ def test_startup_and_sigterm(tmp_path: pathlib.Path) -> None:
     assert "hello: [GET]" in out and "/api/hello/{name}" in out
     assert "GET /api/hello/ready -> 200" in out
     assert "stopping" in out
+    assert "every_five_minutes: timerTrigger functions are not run by the local host" in out
 
 
 def test_sigterm_with_a_running_operation_exits_promptly(tmp_path: pathlib.Path) -> None:

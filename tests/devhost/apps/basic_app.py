@@ -142,3 +142,8 @@ def entity_error_flow(context: df.DurableOrchestrationContext) -> Any:
 @app.entity_trigger(context_name="context", entity_name="forwarder")
 def forwarder_entity(context: df.DurableEntityContext) -> None:
     context.set_state(context.get_state(lambda: 0) + 1)
+
+
+@app.timer_trigger(schedule="0 */5 * * * *", arg_name="timer", run_on_startup=False)
+def every_five_minutes(timer: func.TimerRequest) -> None:
+    """Not run by the local host; listed as unsupported at startup."""
