@@ -147,6 +147,10 @@ class HttpDispatcher:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         found = self.resolve(request.method.upper(), request.raw_path.split("?", 1)[0])
         if isinstance(found, list):
+            if not found and request.path == "/" and request.method in ("GET", "HEAD"):
+                # The Functions host answers its root with a landing page; so do we.
+                names = ", ".join(f.name for f in self._functions) or "none"
+                return web.Response(text=f"devhost is up and running. HTTP functions: {names}\n")
             if found:
                 return problem(405, "method_not_allowed", f"{request.method} is not allowed here",
                                allowed=sorted(set(found)))

@@ -55,9 +55,12 @@ async def test_method_not_declared(host: LocalHost, http: aiohttp.ClientSession)
 
 
 async def test_unknown_route_and_missing_prefix(host: LocalHost, http: aiohttp.ClientSession) -> None:
-    for path in ("/api/nothing/here", "/hello/bob", "/"):
+    for path in ("/api/nothing/here", "/hello/bob", "/api"):
         async with http.get(host.url + path) as r:
             assert r.status == 404, path
+    async with http.get(host.url + "/") as r:  # the landing page, like the Functions host's
+        assert r.status == 200
+        assert "hello" in await r.text()
 
 
 async def test_unhandled_exception_is_500(host: LocalHost, http: aiohttp.ClientSession,
