@@ -249,6 +249,7 @@ class LocalHost:
         return json.dumps(
             {
                 "taskHubName": hub,
+                "connectionName": connection,
                 "creationUrls": {
                     "createNewInstancePostUri": f"{create}?{code}" if code else create,
                     "createAndWaitOnNewInstancePostUri": f"{create}?timeout={{timeoutInSeconds}}"

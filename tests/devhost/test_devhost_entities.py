@@ -66,7 +66,7 @@ async def test_sdk_client_directly(host: LocalHost) -> None:
 
 async def test_client_binding_shape(host: LocalHost) -> None:
     binding = json.loads(host.client_binding())
-    for field in ("taskHubName", "creationUrls", "managementUrls", "baseUrl",
+    for field in ("taskHubName", "connectionName", "creationUrls", "managementUrls", "baseUrl",
                   "requiredQueryStringParameters", "rpcBaseUrl", "httpBaseUrl"):
         assert field in binding
     assert binding["rpcBaseUrl"] == f"{host.url}/durabletask/"
