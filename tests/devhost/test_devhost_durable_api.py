@@ -125,3 +125,18 @@ async def test_engine_missing_gives_501(host: LocalHost, http: aiohttp.ClientSes
             assert "not built" in json.loads(await r.text())["detail"]
     finally:
         await runner.cleanup()
+
+
+async def test_restart_and_suspend_resume(client: df.DurableOrchestrationClient) -> None:
+    instance_id = await client.start_new("approval_flow", None, {"key": "rs"})
+    await _wait_status(client, instance_id, "Running")
+    await client.suspend(instance_id, "pause")
+    await _wait_status(client, instance_id, "Suspended")
+    await client.resume(instance_id, "go on")
+    await _wait_status(client, instance_id, "Running")
+    await client.raise_event(instance_id, "approve", {"by": "x", "amount": 1})
+    await _wait_status(client, instance_id, "Completed")
+    new_id = await client.restart(instance_id)
+    assert new_id != instance_id
+    restarted = await _wait_status(client, new_id, "Running")
+    assert restarted.input_ == {"key": "rs"}
