@@ -191,7 +191,8 @@ class LocalHost:
         web_app = web.Application(client_max_size=100 * 1024 * 1024)
         web_app.add_routes(api.routes())
         web_app.router.add_route("*", "/{tail:.*}", dispatcher.handle)
-        self._runner = web.AppRunner(web_app, access_log=None, handle_signals=False)
+        # In-flight requests (long polls) get a short grace period, not aiohttp's 60 s.
+        self._runner = web.AppRunner(web_app, access_log=None, handle_signals=False, shutdown_timeout=3.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
         await site.start()

@@ -182,3 +182,19 @@ async def test_bad_app_target(tmp_path: pathlib.Path) -> None:
 
     with pytest.raises(AppLoadError, match="defines no FunctionApp"):
         await LocalHost("json", tmp_path / "d", project_dir=tmp_path).start()
+
+
+async def test_stop_does_not_wait_long_for_in_flight_requests(tmp_path: pathlib.Path) -> None:
+    import asyncio
+    import time
+
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="")
+    await server.start()
+    async with aiohttp.ClientSession() as http:
+        pending = asyncio.ensure_future(http.get(f"{server.url}/api/slow/30"))
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        await server.stop()
+        assert time.monotonic() - started < 10
+        with pytest.raises(aiohttp.ClientError):
+            await pending

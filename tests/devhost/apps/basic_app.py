@@ -147,3 +147,11 @@ def forwarder_entity(context: df.DurableEntityContext) -> None:
 @app.timer_trigger(schedule="0 */5 * * * *", arg_name="timer", run_on_startup=False)
 def every_five_minutes(timer: func.TimerRequest) -> None:
     """Not run by the local host; listed as unsupported at startup."""
+
+
+@app.route(route="slow/{seconds}", methods=["GET"])
+async def slow(req: func.HttpRequest) -> func.HttpResponse:
+    import asyncio
+
+    await asyncio.sleep(float(req.route_params["seconds"]))
+    return func.HttpResponse("finally")
