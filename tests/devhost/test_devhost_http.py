@@ -7,6 +7,8 @@ import pathlib
 
 import aiohttp
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from devhost import LocalHost, RouteTemplateError
 from devhost._routing import compile_route
@@ -198,3 +200,23 @@ async def test_stop_does_not_wait_long_for_in_flight_requests(tmp_path: pathlib.
         assert time.monotonic() - started < 10
         with pytest.raises(aiohttp.ClientError):
             await pending
+
+
+_SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_.~", min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), _SEGMENT), min_size=1, max_size=5))
+def test_route_params_round_trip(parts: list[tuple[bool, str]]) -> None:
+    """Any path built for a template of literals and {params} matches with exactly those values."""
+    template, path, expected = [], [], {}
+    for index, (is_param, value) in enumerate(parts):
+        if is_param:
+            template.append(f"{{p{index}}}")
+            expected[f"p{index}"] = value
+        else:
+            template.append(value)
+        path.append(value)
+    route = compile_route("/".join(template))
+    assert route.match("/".join(path)) == expected
+    assert route.match("/".join([*path, "extra"])) is None
