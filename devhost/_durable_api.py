@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -182,9 +183,30 @@ class DurableApi:
         except ValueError as exc:
             return problem(409, "instance_exists", str(exc))
         self._log.info("orchestration %s started instance=%s", name, new_id)
+        timeout = request.query.get("timeout")
+        if timeout:  # createAndWaitOnNewInstancePostUri: answer with the output if it is quick
+            interval = float(request.query.get("pollingInterval") or 1)
+            finished = await self._wait_finished(new_id, float(timeout), max(0.05, interval))
+            if finished is not None:
+                return web.json_response(finished.get("output"), status=200)
         payload = self._management_urls(new_id)
         return web.json_response(payload, status=202, headers={
             "Location": payload["statusQueryGetUri"], "Retry-After": "1"})
+
+    async def _wait_finished(self, instance_id: str, timeout: float,
+                             interval: float) -> dict[str, Any] | None:
+        """The status once the instance is completed, or None when it is not within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status = await self._existing(instance_id)
+            if status is not None and status.get("runtimeStatus") == "Completed":
+                return status
+            if status is not None and status.get("runtimeStatus") in _TERMINAL:
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            await asyncio.sleep(min(interval, remaining))
 
     async def get_status(self, request: web.Request) -> web.StreamResponse:
         if self._engine is None:

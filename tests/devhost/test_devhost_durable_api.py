@@ -140,3 +140,19 @@ async def test_restart_and_suspend_resume(client: df.DurableOrchestrationClient)
     assert new_id != instance_id
     restarted = await _wait_status(client, new_id, "Running")
     assert restarted.input_ == {"key": "rs"}
+
+
+async def test_create_and_wait_uri(host: LocalHost, http: aiohttp.ClientSession,
+                                   client: df.DurableOrchestrationClient) -> None:
+    binding = json.loads(host.client_binding())
+    template = binding["creationUrls"]["createAndWaitOnNewInstancePostUri"]
+    url = (template.replace("{functionName}", "entity_error_flow").replace("[/{instanceId}]", "")
+           .replace("{timeoutInSeconds}", "10").replace("{intervalInSeconds}", "0.05"))
+    async with http.post(url) as r:
+        assert r.status == 200
+        assert "refused" in (await r.json())["caught"]
+    url = (template.replace("{functionName}", "approval_flow").replace("[/{instanceId}]", "/waits")
+           .replace("{timeoutInSeconds}", "0.2").replace("{intervalInSeconds}", "0.05"))
+    async with http.post(url, json={"key": "w"}) as r:
+        assert r.status == 202
+        assert (await r.json())["id"] == "waits"
