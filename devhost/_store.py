@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+RESULT_RETENTION_SECONDS = 30 * 24 * 3600
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entity_messages (
@@ -104,6 +105,9 @@ class EntityStore:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=30000")
         conn.executescript(_SCHEMA)
+        # Results only serve callers re-asking after a restart; a month covers any dev session.
+        conn.execute("DELETE FROM entity_results WHERE completed_at < ?",
+                     (time.time() - RESULT_RETENTION_SECONDS,))
         self._conn = conn
 
     def close(self) -> None:
