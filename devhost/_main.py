@@ -23,17 +23,22 @@ from ._settings import load_local_settings
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m devhost", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m devhost",
+        description="Serve the function app locally: HTTP triggers, durable entities and "
+        "orchestrations, state in SQLite. Function keys: set DEVHOST_FUNCTION_KEY.",
+    )
     parser.add_argument("--app", default="function_app",
                         help="module (or module:attribute) holding the FunctionApp")
-    parser.add_argument("--port", type=int, default=7071)
+    parser.add_argument("--port", type=int, default=7071, help="port (default 7071, like func start)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on")
     parser.add_argument("--data-dir", default=".devhost", help="where state is kept (SQLite)")
     parser.add_argument("--reset", action="store_true", help="delete all local state first")
     parser.add_argument("--max-batch", type=int, default=None,
                         help="most queued operations of one entity run as one batch")
     parser.add_argument("--max-state-bytes", type=int, default=None,
-                        help="largest entity state accepted (bytes)")
+                        help="largest entity state accepted in bytes (default 1 MiB or "
+                        "DEVHOST_MAX_STATE_BYTES)")
     return parser
 
 
