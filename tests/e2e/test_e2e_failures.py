@@ -112,3 +112,29 @@ def schema_errors_both(document: object) -> list[str]:
     if not REFERENCE_SCHEMA.exists():
         pytest.skip(f"reference schema not found at {REFERENCE_SCHEMA} (shared/ is not beside the clone)")
     return errors + schema_errors(document, REFERENCE_SCHEMA)
+
+
+async def test_bad_requests_over_the_wire_are_problems_and_touch_no_state(
+    client: Client, model: ModelServer
+) -> None:
+    session = "e2e-never-created"
+    run = "/api/agents/assistant/run"
+    huge = await client.post(run, json_body={"message": "x" * 2_000_000, "session_id": session})
+    assert_problem(huge.status, huge.content_type, 413)
+    assert huge.json()["code"] == "body_too_large"
+    broken = await client.post(run, data='{"message": ', headers={"Content-Type": "application/json"})
+    assert_problem(broken.status, broken.content_type, 400)
+    assert broken.json()["code"] == "invalid_json"
+    empty = await client.post(run, json_body={"message": "  ", "session_id": session})
+    assert_problem(empty.status, empty.content_type, 400)
+    assert empty.json()["field"] == "message"
+    bad_id = await client.post(run, json_body={"message": "hi", "session_id": "a@b"})
+    assert_problem(bad_id.status, bad_id.content_type, 400)
+    assert bad_id.json()["code"] == "invalid_session_id"
+    unknown = await client.post("/api/agents/nobody/run", json_body={"message": "hi", "session_id": session})
+    assert_problem(unknown.status, unknown.content_type, 404)
+    assert unknown.json()["code"] == "unknown_agent"
+    missing = await client.get(f"/api/agents/assistant/sessions/{session}")
+    assert_problem(missing.status, missing.content_type, 404)
+    assert missing.json()["code"] == "session_not_found"
+    assert model.requests == []
