@@ -1,5 +1,6 @@
 """A local Azure Functions + Durable Functions host for the function app (``python -m devhost``)."""
 
+from ._app import list_functions
 from ._entities import EntityGateway, encode_input, make_entity_id, parse_entity_id
 from ._errors import AppLoadError, DevHostError, EntityIdError, RouteTemplateError
 from ._host import LocalHost
@@ -13,6 +14,7 @@ __all__ = [
     "LocalHost",
     "RouteTemplateError",
     "encode_input",
+    "list_functions",
     "main",
     "make_entity_id",
     "parse_entity_id",

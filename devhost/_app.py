@@ -84,20 +84,28 @@ def _raw_bindings(function: Any) -> list[dict[str, Any]]:
     return [json.loads(b) for b in function.get_raw_bindings()]
 
 
+def list_functions(app: Any) -> list[Any]:
+    """``app.get_functions()``, callable more than once.
+
+    The FunctionApp records the names it returned and refuses a second call as duplicates (the
+    worker indexes an app once); the host, its orchestration engine and tests all index the same
+    app, so the record is set aside for each call and put back.
+    """
+    saved = getattr(app, "functions_bindings", None)
+    app.functions_bindings = None
+    try:
+        return list(app.get_functions())
+    finally:
+        app.functions_bindings = saved
+
+
 def index_app(app: Any) -> AppModel:
     """Index every function of ``app`` by trigger type."""
     model = AppModel(app=app)
-    # FunctionApp.get_functions() records the names it saw and refuses to run twice (the
-    # worker indexes once); the app may already have been indexed by a test or an earlier host.
-    if getattr(app, "functions_bindings", None):
-        app.functions_bindings = {}
     try:
-        functions = app.get_functions()
+        functions = list_functions(app)
     except Exception as exc:
         raise AppLoadError(f"app.get_functions() failed: {exc!r}") from exc
-    finally:
-        if getattr(app, "functions_bindings", None):
-            app.functions_bindings = {}  # let the next indexer (engine, tests) call it again
     for function in functions:
         name = function.get_function_name()
         func = function.get_user_function()

@@ -14,6 +14,8 @@ from typing import Any
 from azure.functions import meta
 from azure.functions.durable_functions import ActivityTriggerConverter
 
+from ._app import list_functions
+
 
 @dataclass(frozen=True)
 class DurableFunction:
@@ -64,20 +66,6 @@ class DurableFunctions:
                 if declared:
                     target[declared.lower()] = entry
         return cls(orchestrators, activities)
-
-
-def list_functions(app: Any) -> list[Any]:
-    """``app.get_functions()``, callable more than once.
-
-    The FunctionApp records the names it returned and refuses a second call as duplicates;
-    the host indexes the app too, so the record is set aside for our call and put back.
-    """
-    saved = getattr(app, "functions_bindings", None)
-    app.functions_bindings = None
-    try:
-        return list(app.get_functions())
-    finally:
-        app.functions_bindings = saved
 
 
 class ActivityFailed(Exception):

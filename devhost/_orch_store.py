@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._sqlite import open_database
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS orch_instances (
     instance_id TEXT PRIMARY KEY,
@@ -141,12 +143,7 @@ class OrchestrationStore:
         self._conn: sqlite3.Connection | None = None
 
     def open(self) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=30)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=30000")
-        conn.executescript(_SCHEMA)
+        conn = open_database(self._path, _SCHEMA)
         self._conn = conn
 
     def close(self) -> None:

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ._sqlite import open_database
+
 T = TypeVar("T")
 RESULT_RETENTION_SECONDS = 30 * 24 * 3600
 
@@ -98,13 +100,7 @@ class EntityStore:
 
     def open(self) -> None:
         """Open (and create) the database; call through ``run``."""
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=30)
-        conn.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode survives a killed process; only an OS crash may lose the last commits.
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=30000")
-        conn.executescript(_SCHEMA)
+        conn = open_database(self._path, _SCHEMA)
         # Results only serve callers re-asking after a restart; a month covers any dev session.
         conn.execute("DELETE FROM entity_results WHERE completed_at < ?",
                      (time.time() - RESULT_RETENTION_SECONDS,))

@@ -12,6 +12,7 @@ def test_devhost_all_is_pinned() -> None:
         "LocalHost",
         "RouteTemplateError",
         "encode_input",
+        "list_functions",
         "main",
         "make_entity_id",
         "parse_entity_id",

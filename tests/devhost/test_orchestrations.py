@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from devhost._orch_functions import list_functions
+from devhost import list_functions
 from devhost._orchestrations import OrchestrationEngine
 
 APPS = pathlib.Path(__file__).parent / "apps"

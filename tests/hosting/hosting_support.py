@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agents import Agent, ModelSettings, RetryPolicy
 from agents.testing import ModelServer
+from devhost import list_functions
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -41,15 +42,8 @@ def make_agents(server: ModelServer) -> list[Agent]:
     ]
 
 
-def all_functions(app: df.DFApp) -> list[Any]:
-    """`app.get_functions()`, callable more than once (the app refuses a second call otherwise,
-    since the worker indexes an app once; the local host indexes it too)."""
-    saved = getattr(app, "functions_bindings", None)
-    app.functions_bindings = None
-    try:
-        return list(app.get_functions())
-    finally:
-        app.functions_bindings = saved
+all_functions = list_functions
+"""`app.get_functions()`, callable more than once (the local host indexes the same app)."""
 
 
 def functions(app: df.DFApp) -> dict[str, Any]:
