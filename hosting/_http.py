@@ -38,7 +38,7 @@ from ._models import (
 from ._problems import json_response, problem_response
 from ._requests import CORRELATION_HEADER, MAX_BODY_BYTES, SESSION_HEADER, RunCall, check_id, parse_run
 from ._results import StoredRun, failure_of, find_stored_run, response_failed, result_from_stored
-from ._waiting import check_same_request, read_session, state_problem, unreadable, wait_for_run
+from ._waiting import Snapshot, check_same_request, read_session, state_problem, unreadable, wait_for_run
 
 log = logging.getLogger("hosting.http")
 
@@ -257,8 +257,10 @@ class Api:
         )
         return json_response(body, 200, headers)
 
-    async def session(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
-        """GET / DELETE agents/{agent}/sessions/{session_id}"""
+    async def _existing_session(
+        self, req: func.HttpRequest, client: Any
+    ) -> tuple[Agent, str, df.EntityId, Snapshot]:
+        """The route's agent, session id, entity id and stored snapshot; 404 for no such session."""
         agent = self._agent(req)
         session_id = check_id(req.route_params.get("session_id", ""), "session_id")
         entity_id = df.EntityId(entity_name(agent.name), session_id)
@@ -270,6 +272,11 @@ class Api:
                 f"agent {agent.name!r} has no session {session_id!r}",
                 field="session_id",
             )
+        return agent, session_id, entity_id, snapshot
+
+    async def session(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+        """GET / DELETE agents/{agent}/sessions/{session_id}"""
+        agent, session_id, entity_id, snapshot = await self._existing_session(req, client)
         if req.method.upper() == "DELETE":
             await client.signal_entity(entity_id, "delete")
             return json_response(
@@ -282,17 +289,7 @@ class Api:
 
     async def session_reset(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/reset"""
-        agent = self._agent(req)
-        session_id = check_id(req.route_params.get("session_id", ""), "session_id")
-        entity_id = df.EntityId(entity_name(agent.name), session_id)
-        snapshot = await read_session(client, entity_id)
-        if not snapshot.exists:
-            raise ProblemError(
-                404,
-                "session_not_found",
-                f"agent {agent.name!r} has no session {session_id!r}",
-                field="session_id",
-            )
+        agent, session_id, entity_id, snapshot = await self._existing_session(req, client)
         reason = state_problem(snapshot.document)
         if reason is not None:
             raise unreadable(agent.name, session_id, reason)
