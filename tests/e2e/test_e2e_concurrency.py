@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+import pytest
 from e2e_support import Client, history, texts
 
 from agents.testing import ModelRequest, ModelServer, Reply
@@ -55,6 +56,7 @@ async def test_fifty_concurrent_requests_to_one_session_run_one_after_another(
     assert set(stored["state"]["data"]["runs"]) == set(correlation_ids)
 
 
+@pytest.mark.slow  # 400 turns: 3-6 s on 2 cores
 async def test_two_hundred_sessions_in_parallel(client: Client, model: ModelServer) -> None:
     model.handler = answer_to
     sessions = [f"e2e-parallel-{i:03d}" for i in range(200)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 from collections.abc import AsyncIterator
 
@@ -85,5 +86,51 @@ async def test_kill_9_mid_turn_then_restart(
         assert [r.last_user_text for r in model.requests] == ["one", "two", "three", "three", "four"]
         assert seen(model.requests[3]) == seen(model.requests[2])
         assert seen(model.requests[4])[-3:] == ["three", "answer to three", "four"]
+    finally:
+        host.stop()
+
+
+@pytest.mark.slow  # the host gives a running batch 5 s to commit before exiting
+async def test_ctrl_c_mid_turn_then_an_idempotent_retry_gets_the_one_turn(
+    tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
+) -> None:
+    session, key = "e2e-stopped-mid-turn", {"Idempotency-Key": "e2e-retry-after-restart"}
+    body = {"message": "book the table", "session_id": session}
+    model.script(Reply.hang())
+    host = HostProcess(tmp_path / "data", model.base_url, tmp_path / "host.log").start()
+    try:
+        client = Client(http, host.url)
+        waiting = asyncio.ensure_future(client.post("/api/agents/assistant/run", json_body=body, headers=key))
+
+        async def model_called() -> bool:
+            return len(model.requests) == 1
+
+        await eventually(model_called, "the turn reaching the model")
+        host.stop()  # SIGTERM, as Ctrl-C: the running turn cannot commit, so it is redelivered
+        assert host.proc is not None and host.proc.returncode == 0, host.log()
+        try:
+            first = await waiting
+            assert first.status in (202, 503), first.body  # answered at shutdown, never a 200
+        except aiohttp.ClientError:
+            pass  # or the connection went away with the host
+    finally:
+        host.kill()
+
+    model.handler = lambda request: Reply.text(f"done: {request.last_user_text}")
+    host.start()
+    try:
+        client = Client(http, host.url)
+        retry = await client.post("/api/agents/assistant/run", json_body=body, headers=key)
+        assert retry.status == 200, (retry.body, host.log())
+        assert retry.json()["response"]["text"] == "done: book the table"
+        again = await client.post("/api/agents/assistant/run", json_body=body, headers=key)
+        assert again.json()["correlation_id"] == retry.json()["correlation_id"]
+        entries = history((await client.session_state("assistant", session))["state"])
+        assert [(e["$type"], e["correlationId"]) for e in entries] == [
+            ("request", retry.json()["correlation_id"]),
+            ("response", retry.json()["correlation_id"]),
+        ]
+        # The interrupted call and the redelivered one; the retries ran no turn of their own.
+        assert [r.last_user_text for r in model.requests] == ["book the table"] * 2
     finally:
         host.stop()
