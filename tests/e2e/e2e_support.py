@@ -37,17 +37,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def host_env(model_base_url: str, function_key: str | None = FUNCTION_KEY) -> dict[str, str]:
-    """The subprocess environment: our model server, loopback-only model calls, no stray settings."""
+def host_env(model_base_url: str | None, function_key: str | None = FUNCTION_KEY) -> dict[str, str]:
+    """The subprocess environment: our model server (None: no model configured at all),
+    loopback-only model calls, no stray settings."""
     dropped = ("OPENAI_", "AZURE_OPENAI_", "DEVHOST_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
-    env.update(
-        OPENAI_BASE_URL=model_base_url,
-        OPENAI_API_KEY="e2e-key",
-        OPENAI_CHAT_MODEL_ID="e2e-model",
-        DURABLE_AGENTS_ALLOW_MODEL_REQUESTS="0",
-        PYTHONUNBUFFERED="1",
-    )
+    env.update(DURABLE_AGENTS_ALLOW_MODEL_REQUESTS="0", PYTHONUNBUFFERED="1")
+    if model_base_url is not None:
+        env.update(OPENAI_BASE_URL=model_base_url, OPENAI_API_KEY="e2e-key", OPENAI_CHAT_MODEL_ID="e2e-model")
     if function_key:
         env["DEVHOST_FUNCTION_KEY"] = function_key
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
@@ -60,10 +57,12 @@ class HostProcess:
     def __init__(
         self,
         data_dir: pathlib.Path,
-        model_base_url: str,
+        model_base_url: str | None,
         log_path: pathlib.Path,
         function_key: str | None = FUNCTION_KEY,
+        cwd: pathlib.Path = REPO,
     ) -> None:
+        self.cwd = cwd
         self.data_dir = data_dir
         self.model_base_url = model_base_url
         self.log_path = log_path
@@ -85,7 +84,7 @@ class HostProcess:
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "devhost", "--port", str(self.port), "--data-dir", str(self.data_dir)],
-                cwd=REPO,
+                cwd=self.cwd,
                 env=host_env(self.model_base_url, self.function_key),
                 stdout=out,
                 stderr=subprocess.STDOUT,

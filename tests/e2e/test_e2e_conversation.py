@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pathlib
+import shutil
 import time
 
+import aiohttp
 import pytest
-from e2e_support import OWN_SCHEMA, REFERENCE_SCHEMA, Client, history, schema_errors, texts
+from e2e_support import OWN_SCHEMA, REFERENCE_SCHEMA, REPO, Client, HostProcess, history, schema_errors, texts
 
 from agents.testing import ModelRequest, ModelServer, Reply
 
@@ -134,3 +137,24 @@ async def test_202_then_polling_the_run_resource(client: Client, model: ModelSer
     assert headed.status == 202, headed.body
     again = await client.get(headed.headers["location"] + "?wait=20")
     assert again.json()["status"] == "succeeded" and again.json()["response"]["text"] == "quick"
+
+
+async def test_with_no_model_configured_the_host_answers_offline(
+    tmp_path: pathlib.Path, http: aiohttp.ClientSession
+) -> None:
+    # Run from a directory without local.settings.json, so nothing configures a model.
+    shutil.copy(REPO / "host.json", tmp_path / "host.json")
+    host = HostProcess(tmp_path / "data", None, tmp_path / "host.log", function_key=None, cwd=tmp_path)
+    host.start()
+    try:
+        assert "no model configured: using the offline model server" in host.log()
+        assert "function keys are not enforced" in host.log()
+        client = Client(http, host.url, key=None)
+        answer = await client.run("assistant", "hello there")
+        assert answer.status == 200, (answer.body, host.log())
+        assert answer.json()["response"]["text"] == "echo: hello there"
+        tools = await client.run("concierge", 'call:get_weather {"city": "Oslo"}')
+        assert tools.status == 200, tools.body
+        assert tools.json()["response"]["text"].startswith('tool results: get_weather: {"city": "Oslo"')
+    finally:
+        host.stop()
