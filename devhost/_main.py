@@ -114,7 +114,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_serve(host, started))
         finally:
             stop_model(model_server)
-        busy = [t for t in threading.enumerate() if t.name.startswith("devhost-fn") and t.is_alive()]
+        # The pool was shut down without waiting, so idle workers may still be alive for a
+        # moment; let them exit (they do at once) so only threads running a function count.
+        pool = [t for t in threading.enumerate() if t.name.startswith("devhost-fn")]
+        deadline = time.monotonic() + 0.5
+        for thread in pool:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        busy = [t for t in pool if t.is_alive()]
         if busy:
             # Their turns are not committed, so they are redelivered at the next start; waiting
             # for them (a model call can take minutes) would make Ctrl-C hang.
