@@ -156,5 +156,9 @@ async def test_with_no_model_configured_the_host_answers_offline(
         tools = await client.run("concierge", 'call:get_weather {"city": "Oslo"}')
         assert tools.status == 200, tools.body
         assert tools.json()["response"]["text"].startswith('tool results: get_weather: {"city": "Oslo"')
+        # With everything answered, Ctrl-C (SIGTERM) is a clean stop: nothing abandoned.
+        host.stop()
+        assert host.proc is not None and host.proc.returncode == 0
+        assert "abandoning" not in host.log(), host.log()
     finally:
         host.stop()
