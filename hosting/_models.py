@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from ._ids import ID_PATTERN_TEXT, MAX_ID_LENGTH
 
@@ -12,6 +12,18 @@ JSON = Any
 RunStatus = Literal["pending", "succeeded", "failed"]
 
 _ID_FIELD: dict[str, Any] = {"min_length": 1, "max_length": MAX_ID_LENGTH, "pattern": ID_PATTERN_TEXT}
+
+
+def _integral(value: Any) -> Any:
+    # JSON Schema's "integer" (what the OpenAPI document promises) includes 5.0; strict mode
+    # alone would reject it. Fractions and non-numbers still fail validation.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_integral)]
+"""An integer field of a request body: also accepts a JSON number with no fractional part."""
 
 
 class _Body(BaseModel):
@@ -155,8 +167,8 @@ class WorkflowStartBody(_Body):
     """Body of `POST /api/workflows/review`: what to write and how patient to be."""
 
     topic: str = Field(min_length=1, max_length=2000)
-    max_rounds: int = Field(default=3, ge=1, le=10)
-    approval_timeout_seconds: int = Field(default=86_400, ge=1, le=7 * 86_400)
+    max_rounds: WholeNumber = Field(default=3, ge=1, le=10)
+    approval_timeout_seconds: WholeNumber = Field(default=86_400, ge=1, le=7 * 86_400)
 
 
 class WorkflowApprovalBody(_Body):

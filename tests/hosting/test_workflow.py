@@ -132,6 +132,20 @@ async def test_workflow_routes_validate_their_input(api: Api, host):
     assert wrong.status == 400 and wrong.json()["field"] == "approved"
 
 
+async def test_integer_fields_take_json_numbers_without_a_fraction(api: Api, host, model: ModelServer):
+    # Found by the API fuzzer: the OpenAPI document says "integer", and JSON Schema counts 2.0
+    # as one, but the strict body model refused it.
+    script_review(model, [{"approved": True, "feedback": "Good."}])
+    body = {"topic": "tea", "max_rounds": 2.0, "approval_timeout_seconds": 600.0}
+    started = await api.post(START, json_body=body)
+    assert started.status == 202, started.body
+    instance = started.json()["instance_id"]
+    await wait_until(api, instance, lambda s: awaiting(s) or finished(s))
+    for bad in (2.5, "2", True):
+        rejected = await api.post(START, json_body={"topic": "tea", "max_rounds": bad})
+        assert rejected.status == 400 and rejected.json()["field"] == "max_rounds", (bad, rejected.body)
+
+
 def test_the_orchestrator_is_registered(app):
     from hosting_support import functions
 
