@@ -17,6 +17,9 @@ _KEY_PATTERN = re.compile(rf"[\x21-\x7e]{{1,{MAX_ID_LENGTH}}}")
 ID_PATTERN_TEXT = f"^{_ID_PATTERN.pattern}$"
 """The accepted shape of ids, as a regular expression (published in the OpenAPI document)."""
 
+IDEMPOTENCY_KEY_PATTERN_TEXT = f"^{_KEY_PATTERN.pattern}$"
+"""The accepted shape of an Idempotency-Key header (published in the OpenAPI document)."""
+
 
 def id_problem(value: str) -> str | None:
     """Why `value` is not an acceptable session or correlation id, or None when it is."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from ._ids import ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT
 from ._models import (
     AgentsBody,
     HealthBody,
@@ -82,7 +83,8 @@ _UNKNOWN = Response(404, "Unknown agent or session.")
 _UNREADABLE = Response(409, "The session's stored state cannot be read by this build (left unchanged).")
 _DOWN = Response(503, "The durable backend is unreachable.")
 
-_ID_SCHEMA: dict[str, object] = {"type": "string", "pattern": r"^[A-Za-z0-9._~-]{1,128}$"}
+_ID_SCHEMA: dict[str, object] = {"type": "string", "pattern": ID_PATTERN_TEXT}
+_KEY_SCHEMA: dict[str, object] = {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN_TEXT}
 
 AGENT_ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec(
@@ -116,7 +118,7 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                 ),
                 headers=(
                     Param("x-ms-wait-for-response", "true (default) or false.", {"type": "boolean"}),
-                    Param("Idempotency-Key", "Retry-safe key: the same key and body run once."),
+                    Param("Idempotency-Key", "Retry-safe key: the same key and body run once.", _KEY_SCHEMA),
                 ),
             ),
         ),

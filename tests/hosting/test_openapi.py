@@ -82,3 +82,26 @@ async def test_real_answers_validate_against_the_document(api: Api, host, model:
         jsonschema.validate(response.json(), schema)
         statuses.append(response.status)
     assert sorted(set(statuses)) == [200, 202, 400, 502]
+
+
+async def test_documented_id_and_key_parameters_accept_exactly_what_the_api_accepts(offline_api: Api):
+    # Found by the API fuzzer: the Idempotency-Key header was documented as any string, so an
+    # empty key was "schema-valid" but answered 400.
+    document = (await offline_api.get("/api/openapi.json")).json()
+    run = document["paths"]["/api/agents/{agent}/run"]["post"]
+    schemas = {p["name"]: p["schema"] for p in run["parameters"]}
+    samples = ["", "k", "a" * 128, "a" * 129, "k y", "k\u00e9", "k@y", "k/y", "k\ny", "~._-", "!#$"]
+    for name in ("Idempotency-Key", "session_id", "thread_id"):
+        validator = jsonschema.Draft202012Validator(schemas[name])
+        for value in samples:
+            headers = {"Content-Type": "application/json"}
+            body: dict[str, Any] = {"message": "hi"}
+            if name == "Idempotency-Key":
+                headers[name] = value
+            else:
+                body[name] = value
+            answer = await offline_api.post("/api/agents/assistant/run", json_body=body, headers=headers)
+            # The offline binding answers 503 to anything that got past validation.
+            accepted = answer.status == 503
+            assert answer.status in (400, 503), (name, value, answer.status)
+            assert validator.is_valid(value) == accepted, (name, value, answer.body)
