@@ -151,25 +151,27 @@ def _flag(value: str, field: str) -> bool:
 def _session_of(body: RunRequestBody, req: func.HttpRequest) -> str | None:
     """The session id from the body (`session_id` or its alias `thread_id`) or the query string."""
     candidates = [
-        ("session_id", body.session_id),
-        ("thread_id", body.thread_id),
-        ("session_id", req.params.get("session_id")),
-        ("thread_id", req.params.get("thread_id")),
+        ("session_id", "body", body.session_id),
+        ("thread_id", "body", body.thread_id),
+        ("session_id", "query", req.params.get("session_id")),
+        ("thread_id", "query", req.params.get("thread_id")),
     ]
-    found: tuple[str, str] | None = None
-    for field, value in candidates:
+    found: tuple[str, str, str] | None = None
+    for field, where, value in candidates:
         if value is None:
             continue
         check_id(value, field)
-        if found is not None and found[1] != value:
+        if found is not None and found[2] != value:
+            # Say where each came from: body and query may use the same name.
             raise ProblemError(
                 400,
                 "conflicting_fields",
-                f"'{found[0]}' and '{field}' name different sessions; send one of them",
+                f"the {found[1]}'s '{found[0]}' and the {where}'s '{field}' name different sessions; "
+                "send one of them",
                 field=field,
             )
-        found = found or (field, value)
-    return None if found is None else found[1]
+        found = found or (field, where, value)
+    return None if found is None else found[2]
 
 
 def _check_turn(operation: RunOperation) -> None:

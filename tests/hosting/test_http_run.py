@@ -67,6 +67,11 @@ async def test_thread_id_alias_query_parameter_and_text_plain(api: Api, host, mo
     assert model.requests[-1].last_user_text == "plain words"
     r3 = await api.post(RUN, json_body={"message": "hi", "session_id": "a", "thread_id": "b"})
     assert r3.status == 400 and r3.json()["code"] == "conflicting_fields"
+    # Found by the API fuzzer: the same name in body and query gave "'session_id' and
+    # 'session_id' name different sessions"; the detail now says which is which.
+    r4 = await api.post(RUN, json_body={"message": "hi", "session_id": "a"}, params={"session_id": "b"})
+    assert r4.status == 400 and r4.json()["code"] == "conflicting_fields"
+    assert "the body's 'session_id' and the query's 'session_id'" in r4.json()["detail"]
 
 
 @pytest.mark.parametrize("how", ["body", "header", "query"])
