@@ -20,7 +20,7 @@ batch commits with; private API, this script only) under the entity id `@dafx-as
 sessions then go through the normal path (load, replay, save), so a state the host could not read
 would fail the run.
 
-Usage: .venv/bin/python bench/host_bench.py [--turns 40] [--keep-log]
+Usage: .venv/bin/python bench/host_bench.py [--turns 60] [--sizes 10,1000] [--keep-log]
 """
 
 from __future__ import annotations
@@ -238,6 +238,8 @@ async def run_case(
 async def bench(url: str, turns: int, sizes: set[int]) -> None:
     connector = aiohttp.TCPConnector(limit=100)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as http:
+        # Warm-up: every worker thread of the host creates its model client on its first turn.
+        await many_sessions(http, url, [f"warm-up-{i:02d}" for i in range(16)], 2)
         print(f"{'case':<34} {'entries':>13}")
         gaps: dict[str, list[float]] = {}
         for size, parallel_turns in ((10, 4), (1000, 2)):
@@ -259,7 +261,7 @@ async def bench(url: str, turns: int, sizes: set[int]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--turns", type=int, default=40, help="turns of the 1-session cases")
+    parser.add_argument("--turns", type=int, default=60, help="turns of the 1-session cases")
     parser.add_argument("--sizes", default="10,1000", help="history sizes to run (10 and/or 1000)")
     parser.add_argument("--keep-log", action="store_true", help="print where the host log is and keep it")
     args = parser.parse_args()
