@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import pathlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -132,5 +133,60 @@ async def test_ctrl_c_mid_turn_then_an_idempotent_retry_gets_the_one_turn(
         ]
         # The interrupted call and the redelivered one; the retries ran no turn of their own.
         assert [r.last_user_text for r in model.requests] == ["book the table"] * 2
+    finally:
+        host.stop()
+
+
+async def test_kill_9_while_a_workflow_waits_on_an_agent_then_restart(
+    tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
+) -> None:
+    def handler(request: ModelRequest) -> Reply:
+        if request.response_format is not None:
+            return Reply.json({"approved": True, "feedback": "Good."})
+        return Reply.text("The draft")
+
+    model.script(Reply.hang())  # the writer's first model call never answers
+    host = HostProcess(tmp_path / "data", model.base_url, tmp_path / "host.log").start()
+    try:
+        client = Client(http, host.url)
+        started = await client.post("/api/workflows/review", json_body={"topic": "tea", "max_rounds": 2})
+        assert started.status == 202, started.body
+        instance = started.json()["instance_id"]
+
+        async def writer_called() -> bool:
+            return len(model.requests) == 1
+
+        await eventually(writer_called, "the writer's model call")
+        host.kill()
+    finally:
+        host.kill()
+
+    model.handler = handler
+    host.start()
+    try:
+        client = Client(http, host.url)
+
+        async def awaiting() -> dict[str, Any] | None:
+            status = (await client.get(f"/api/workflows/review/{instance}")).json()
+            custom = status.get("custom_status") or {}
+            return status if isinstance(custom, dict) and custom.get("stage") == "awaiting_approval" else None
+
+        waiting = await eventually(awaiting, "the restarted workflow reaching the approval")
+        assert waiting["custom_status"]["draft"] == "The draft"
+        sent = await client.post(f"/api/workflows/review/{instance}/approval", json_body={"approved": True})
+        assert sent.status == 202, sent.body
+
+        async def completed() -> dict[str, Any] | None:
+            status = (await client.get(f"/api/workflows/review/{instance}")).json()
+            return status if status["runtime_status"] in ("Completed", "Failed", "Terminated") else None
+
+        done = await eventually(completed, "the workflow completing")
+        assert done["runtime_status"] == "Completed", done
+        # The writer's interrupted turn ran again after the restart and is stored exactly once.
+        writer = history((await client.session_state("writer", f"{instance}-writer"))["state"])
+        assert [e["$type"] for e in writer] == ["request", "response"]
+        assert writer[0]["correlationId"] == writer[1]["correlationId"]
+        roles = ["reviewer" if r.response_format is not None else "writer" for r in model.requests]
+        assert roles == ["writer", "writer", "reviewer"]
     finally:
         host.stop()
