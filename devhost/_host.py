@@ -190,7 +190,9 @@ class LocalHost:
         )
         web_app = web.Application(client_max_size=100 * 1024 * 1024)
         web_app.add_routes(api.routes())
-        web_app.router.add_route("*", "/{tail:.*}", dispatcher.handle)
+        # [\s\S], not '.': a path with an encoded newline must reach the dispatcher (and get a
+        # problem answer), not aiohttp's plain-text 404.
+        web_app.router.add_route("*", r"/{tail:[\s\S]*}", dispatcher.handle)
         # In-flight requests (long polls) get a short grace period, not aiohttp's 60 s.
         self._runner = web.AppRunner(web_app, access_log=None, handle_signals=False, shutdown_timeout=3.0)
         await self._runner.setup()

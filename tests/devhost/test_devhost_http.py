@@ -64,6 +64,14 @@ async def test_unknown_route_and_missing_prefix(host: LocalHost, http: aiohttp.C
         assert r.status == 200
         assert "hello" in await r.text()
 
+    # Found by the API fuzzer: a path with an encoded newline missed the catch-all route and got
+    # aiohttp's plain-text 404 instead of the host's problem answer (or the function).
+    async with http.get(f"{host.url}/api/nothing%0Ahere") as r:
+        assert r.status == 404 and r.content_type == "application/problem+json"
+    async with http.get(f"{host.url}/api/hello/a%0Ab") as r:
+        assert r.status == 200
+        assert await r.text() == "hello a\nb"
+
 
 async def test_unhandled_exception_is_500(host: LocalHost, http: aiohttp.ClientSession,
                                           caplog: pytest.LogCaptureFixture) -> None:
