@@ -147,6 +147,10 @@ async def test_azure_client_with_key() -> None:
     )
     client = get_client(endpoint)
     assert isinstance(client, openai.AsyncAzureOpenAI)
+    # The key is used as given (no Entra ID provider), against the configured resource.
+    assert client.api_key == "k" and client._azure_ad_token_provider is None
+    assert str(client.base_url).startswith("http://127.0.0.1:9/")
+    assert client._api_version == endpoint.api_version
 
 
 async def test_azure_client_without_key_uses_entra_id_token_provider() -> None:

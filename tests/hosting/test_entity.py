@@ -229,6 +229,8 @@ def test_entities_run_concurrently_on_worker_threads_each_with_its_own_loop(app,
     for thread in threads:
         thread.join(30)
     assert errors == []
+    # Every worker finished (a thread still running after join would leave `all` vacuously true).
+    assert sorted(outputs) == sorted(f"t{i}" for i in range(6))
     assert all(len(state.entries) == 4 for state in outputs.values())  # type: ignore[attr-defined]
 
 

@@ -303,8 +303,8 @@ def test_contents_given_as_wire_dicts() -> None:
     msg = ChatMessage.model_validate(
         {"role": "user", "contents": [{"$type": "text", "text": "a"}, {"$type": "zzz", "q": 1}]}
     )
-    assert isinstance(msg.contents[0], TextContent)
-    assert isinstance(msg.contents[1], OpaqueContent)
+    assert isinstance(msg.contents[0], TextContent) and msg.contents[0].text == "a"
+    assert isinstance(msg.contents[1], OpaqueContent) and msg.contents[1].model_extra == {"q": 1}
 
 
 def test_index_missing_the_latest_run_is_rebuilt_on_load() -> None:
