@@ -73,7 +73,8 @@ def test_several_operations_in_one_batch_see_each_others_state(app, model: Model
 def test_redelivered_run_returns_the_stored_answer_without_a_second_turn(app, model: ModelServer):
     model.script(Reply.text("only once"))
     first = run_batch(app, ENTITY, "s3", None, [("run", run_op("hi", "dup")), ("run", run_op("hi", "dup"))])
-    assert next(r.value for r in first.results) == first.results[1].value
+    assert first.results[0].value["text"] == "only once"
+    assert first.results[1].value == first.results[0].value
     again = run_batch(app, ENTITY, "s3", first.state, [("run", run_op("hi", "dup"))])
     assert again.results[0].value == first.results[0].value
     assert len(model.requests) == 1
@@ -98,7 +99,8 @@ def test_failed_model_call_is_recorded_in_history_and_reported_as_failed(app, mo
     assert result.is_error is False  # a model failure is a result, not an entity crash
     assert result.value["status"] == "failed"
     assert result.value["error"]["status"] == 500
-    assert result.value["error"]["code"]
+    assert result.value["error"]["code"] == "server_error"
+    assert "the model broke" in result.value["error"]["message"]
     state = load_state(out.state)
     run = state.find_run("bad")
     assert run.status == "failed"

@@ -67,7 +67,7 @@ async def test_agent_handle_runs_signals_and_raises_typed_failures(
         output = status.output
         assert output["text"] == "ok: call and wait"
         assert output["failure"]["status"] == 500 and output["failure"]["agent"] == "assistant"
-        assert isinstance(output["failure"]["code"], str) and output["failure"]["code"]
+        assert output["failure"]["code"] == "server_error"  # the model error's own code
         assert "bad/session" in output["invalid"]
         state = load_state(await host._store.run(host._store.load_state, "@dafx-assistant@helpers"))
         signalled = state.find_run(output["signalled"])
