@@ -120,7 +120,8 @@ async def test_failed_model_call_is_a_502_problem_and_stays_in_history(api: Api,
     problem = response.json()
     assert problem["status"] == 502
     assert problem["model_status"] == 429
-    assert problem["code"]
+    assert problem["code"] == "rate_limit_exceeded"  # the model error's own code
+    assert problem["retryable"] is True and "slow down" in problem["detail"]
     assert problem["correlation_id"] and problem["session_id"] == "fails"
     run = await api.get(f"/api/agents/assistant/sessions/fails/runs/{problem['correlation_id']}")
     assert run.json()["status"] == "failed" and run.json()["error"]["code"] == problem["code"]
