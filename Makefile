@@ -31,6 +31,7 @@ test: lint typecheck unit
 bench: install
 	$(PY) bench/state_bench.py
 	$(PY) bench/host_bench.py
+	$(PY) bench/wait_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
