@@ -31,6 +31,19 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class RunOptions(_Body):
+    """Per-run options of `POST /api/agents/{agent}/run`. Closed, like the body: a misspelt
+    option is a 400, not a setting silently ignored."""
+
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature, 0-2.")
+    max_output_tokens: WholeNumber | None = Field(default=None, ge=1, description="Cap on the answer.")
+    max_tool_rounds: WholeNumber | None = Field(default=None, ge=1, description="Cap on tool-call rounds.")
+
+    def to_dict(self) -> dict[str, JSON]:
+        """The options that were set, as the agent runtime takes them."""
+        return self.model_dump(exclude_none=True)
+
+
 class RunRequestBody(_Body):
     """Body of `POST /api/agents/{agent}/run` (also accepted as `text/plain`: the whole body is
     the message)."""
@@ -48,7 +61,7 @@ class RunRequestBody(_Body):
     correlation_id: str | None = Field(
         default=None, **_ID_FIELD, description="Client-chosen run id; a retry with it never runs twice."
     )
-    options: dict[str, JSON] = Field(default_factory=dict, description="Per-run options for the agent.")
+    options: RunOptions = Field(default_factory=RunOptions, description="Per-run options for the agent.")
 
     @field_validator("message")
     @classmethod

@@ -230,7 +230,7 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
         correlation_id=correlation_id,
         messages=[OperationMessage(role=body.role, text=body.message)],
         response_format=body.response_format,
-        options=body.options,
+        options=body.options.to_dict(),
     )
     _check_turn(operation)
     return RunCall(

@@ -295,3 +295,13 @@ async def test_a_state_with_an_unreadable_entry_is_reported_not_waited_on_foreve
     await drained(host, "assistant", "odd")
     assert await stored_state(host, "assistant", "odd") == BAD_ENTRY
     assert model.requests == []
+
+
+async def test_run_options_reach_the_model(api: Api, host, model: ModelServer):
+    model.script(Reply.text("ok"))
+    body = {"message": "hi", "session_id": "opts", "options": {"temperature": 0.25, "max_output_tokens": 50}}
+    response = await api.post(RUN, json_body=body)
+    assert response.status == 200, response.body
+    sent = model.requests[0].body
+    assert sent["temperature"] == 0.25
+    assert 50 in (sent.get("max_tokens"), sent.get("max_completion_tokens"), sent.get("max_output_tokens"))

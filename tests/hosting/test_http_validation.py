@@ -65,6 +65,21 @@ CASES: list[tuple[str, dict[str, Any], int, str, str]] = [
         "invalid_field",
         "options.temperature",
     ),
+    # Found by probing beside the API fuzzer: a misspelt option was silently ignored.
+    (
+        "unknown option",
+        {"json_body": {"message": "x", "options": {"temprature": 0.5}}},
+        400,
+        "unknown_field",
+        "options.temprature",
+    ),
+    (
+        "option of the wrong type",
+        {"json_body": {"message": "x", "options": {"max_tool_rounds": "3"}}},
+        400,
+        "invalid_type",
+        "options.max_tool_rounds",
+    ),
     (
         "session with @",
         {"json_body": {"message": "x", "session_id": "a@b"}},
