@@ -16,12 +16,9 @@ from typing import Any
 from state import (
     JSON,
     ChatMessage,
-    DataContent,
     FunctionCallContent,
-    FunctionResultContent,
     ReasoningContent,
     TextContent,
-    UriContent,
     Usage,
 )
 
@@ -33,6 +30,11 @@ _NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _INSTRUCTION_ROLES = {"system", "developer"}
 
 
+Message = ChatMessage | Mapping[str, Any]
+"""A state message: a model, or its wire dict (as `AgentState.replay_wire` yields them)."""
+WireMessage = Mapping[str, Any]
+
+
 def call_arguments_text(content: FunctionCallContent) -> str:
     """The argument text to send back to a model: the raw text when it was kept, else JSON."""
     extra = content.model_extra or {}
@@ -42,6 +44,14 @@ def call_arguments_text(content: FunctionCallContent) -> str:
     return json.dumps(content.arguments or {}, ensure_ascii=False)
 
 
+def _arguments_text(call: WireMessage) -> str:
+    # call_arguments_text on a wire functionCall content.
+    raw = call.get(RAW_ARGUMENTS)
+    if isinstance(raw, str):
+        return raw
+    return json.dumps(call.get("arguments") or {}, ensure_ascii=False)
+
+
 def result_text(result: JSON) -> str:
     """A tool result as the string a model API expects."""
     if isinstance(result, str):
@@ -49,118 +59,172 @@ def result_text(result: JSON) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
-def _is_image(content: DataContent | UriContent) -> bool:
-    media = content.media_type or ""
-    return media.startswith("image/") or content.uri.startswith("data:image/")
+def wire_message(message: Message) -> WireMessage:
+    """A state message as its wire dict (a dict is returned as it is)."""
+    if isinstance(message, ChatMessage):
+        # Python mode, no exclusions: the values the model holds, under their wire names.
+        return message.model_dump(by_alias=True)
+    return message
 
 
-def balanced(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-    """Drop function calls without a result and results without a call.
+def _image_url(content: WireMessage) -> str | None:
+    # The URI of a data/uri content that is an image, else None.
+    uri: str = content["uri"]
+    media = content.get("mediaType") or ""
+    return uri if media.startswith("image/") or uri.startswith("data:image/") else None
+
+
+def _author(message: WireMessage) -> str | None:
+    name = message.get("authorName")
+    return name if name and _NAME_PATTERN.match(name) else None
+
+
+def balanced(messages: Sequence[Message]) -> list[WireMessage]:
+    """The messages as wire dicts, without function calls lacking a result or results lacking a call.
 
     Model APIs reject an unanswered tool call; a trimmed window or an old state may hold one.
     """
-    calls = {c.call_id for m in messages for c in m.contents if isinstance(c, FunctionCallContent)}
-    results = {c.call_id for m in messages for c in m.contents if isinstance(c, FunctionResultContent)}
-    out: list[ChatMessage] = []
-    for message in messages:
+    wire = [wire_message(m) for m in messages]
+    calls: set[str] = set()
+    results: set[str] = set()
+    for m in wire:
+        for c in m.get("contents", ()):
+            kind = c["$type"]
+            if kind == "functionCall":
+                calls.add(c["callId"])
+            elif kind == "functionResult":
+                results.add(c["callId"])
+    out: list[WireMessage] = []
+    for message in wire:
+        contents = message.get("contents", ())
         kept = [
             c
-            for c in message.contents
-            if not (isinstance(c, FunctionCallContent) and c.call_id not in results)
-            and not (isinstance(c, FunctionResultContent) and c.call_id not in calls)
+            for c in contents
+            if not (c["$type"] == "functionCall" and c["callId"] not in results)
+            and not (c["$type"] == "functionResult" and c["callId"] not in calls)
         ]
-        if len(kept) == len(message.contents):
+        if len(kept) == len(contents):
             out.append(message)
         elif kept:
-            out.append(message.model_copy(update={"contents": kept}))
+            out.append({**message, "contents": kept})
     return out
 
 
 # --- state -> Chat Completions ------------------------------------------------------------------
+# Both conversions read wire dicts: a long replayed history arrives as the stored dicts, and
+# building a pydantic model per stored message cost more than the conversion itself.
 
 
-def to_chat_messages(messages: Iterable[ChatMessage]) -> list[dict[str, Any]]:
+def to_chat_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """State messages as Chat Completions ``messages`` (tool results become ``tool`` messages)."""
     out: list[dict[str, Any]] = []
+    append = out.append
     for message in messages:
-        role = "system" if message.role in _INSTRUCTION_ROLES else message.role
-        texts = [c.text for c in message.contents if isinstance(c, TextContent)]
-        calls = [c for c in message.contents if isinstance(c, FunctionCallContent)]
-        results = [c for c in message.contents if isinstance(c, FunctionResultContent)]
+        m = wire_message(message)
+        role = m["role"]
+        if role in _INSTRUCTION_ROLES:
+            role = "system"
+        contents = m.get("contents", ())
+        results: list[WireMessage] = []
         if role == "assistant":
+            texts: list[str] = []
+            calls: list[WireMessage] = []
+            for c in contents:
+                kind = c["$type"]
+                if kind == "text":
+                    texts.append(c["text"])
+                elif kind == "functionCall":
+                    calls.append(c)
+                elif kind == "functionResult":
+                    results.append(c)
             if texts or calls:
                 item: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
                 if calls:
                     item["tool_calls"] = [
                         {
-                            "id": c.call_id,
+                            "id": c["callId"],
                             "type": "function",
-                            "function": {"name": c.name, "arguments": call_arguments_text(c)},
+                            "function": {"name": c["name"], "arguments": _arguments_text(c)},
                         }
                         for c in calls
                     ]
-                if message.author_name and _NAME_PATTERN.match(message.author_name):
-                    item["name"] = message.author_name
-                out.append(item)
-        elif role in ("user", "system"):
+                name = _author(m)
+                if name:
+                    item["name"] = name
+                append(item)
+        else:
             parts: list[dict[str, Any]] = []
-            for c in message.contents:
-                if isinstance(c, TextContent):
-                    parts.append({"type": "text", "text": c.text})
-                elif isinstance(c, (DataContent, UriContent)) and role == "user" and _is_image(c):
-                    parts.append({"type": "image_url", "image_url": {"url": c.uri}})
-            if parts:
+            for c in contents:
+                kind = c["$type"]
+                if kind == "text":
+                    parts.append({"type": "text", "text": c["text"]})
+                elif kind == "functionResult":
+                    results.append(c)
+                elif (kind == "data" or kind == "uri") and role == "user":
+                    url = _image_url(c)
+                    if url is not None:
+                        parts.append({"type": "image_url", "image_url": {"url": url}})
+            if parts and (role == "user" or role == "system"):
                 content: Any = parts[0]["text"] if len(parts) == 1 and parts[0]["type"] == "text" else parts
                 item = {"role": role, "content": content}
-                if message.author_name and _NAME_PATTERN.match(message.author_name):
-                    item["name"] = message.author_name
-                out.append(item)
+                name = _author(m)
+                if name:
+                    item["name"] = name
+                append(item)
         for r in results:
-            out.append({"role": "tool", "tool_call_id": r.call_id, "content": result_text(r.result)})
+            append({"role": "tool", "tool_call_id": r["callId"], "content": result_text(r.get("result"))})
     return out
 
 
 # --- state -> Responses API input ----------------------------------------------------------------
 
 
-def to_responses_input(messages: Iterable[ChatMessage]) -> list[dict[str, Any]]:
+def to_responses_input(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """State messages as Responses API ``input`` items (calls and results are their own items)."""
     out: list[dict[str, Any]] = []
+    append = out.append
     for message in messages:
-        role = "system" if message.role in _INSTRUCTION_ROLES else message.role
+        m = wire_message(message)
+        role = m["role"]
+        if role in _INSTRUCTION_ROLES:
+            role = "system"
+        contents = m.get("contents", ())
         if role == "assistant":
-            text = "".join(c.text for c in message.contents if isinstance(c, TextContent))
+            text = "".join(c["text"] for c in contents if c["$type"] == "text")
             if text:
-                out.append(
+                append(
                     {
                         "type": "message",
                         "role": "assistant",
                         "content": [{"type": "output_text", "text": text}],
                     }
                 )
-        elif role in ("user", "system"):
+        elif role == "user" or role == "system":
             parts: list[dict[str, Any]] = []
-            for c in message.contents:
-                if isinstance(c, TextContent):
-                    parts.append({"type": "input_text", "text": c.text})
-                elif isinstance(c, (DataContent, UriContent)) and role == "user" and _is_image(c):
-                    parts.append({"type": "input_image", "image_url": c.uri, "detail": "auto"})
+            for c in contents:
+                kind = c["$type"]
+                if kind == "text":
+                    parts.append({"type": "input_text", "text": c["text"]})
+                elif (kind == "data" or kind == "uri") and role == "user":
+                    url = _image_url(c)
+                    if url is not None:
+                        parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
             if parts:
-                out.append({"type": "message", "role": role, "content": parts})
-        for c in message.contents:
-            if isinstance(c, FunctionCallContent):
-                out.append(
+                append({"type": "message", "role": role, "content": parts})
+        for c in contents:
+            kind = c["$type"]
+            if kind == "functionCall":
+                append(
                     {
                         "type": "function_call",
-                        "call_id": c.call_id,
-                        "name": c.name,
-                        "arguments": call_arguments_text(c),
+                        "call_id": c["callId"],
+                        "name": c["name"],
+                        "arguments": _arguments_text(c),
                     }
                 )
-            elif isinstance(c, FunctionResultContent):
-                out.append(
-                    {"type": "function_call_output", "call_id": c.call_id, "output": result_text(c.result)}
-                )
+            elif kind == "functionResult":
+                output = result_text(c.get("result"))
+                append({"type": "function_call_output", "call_id": c["callId"], "output": output})
     return out
 
 

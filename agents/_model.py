@@ -11,6 +11,7 @@ from state import ChatMessage, Usage
 
 from ._client import call_with_retries, get_client
 from ._convert import (
+    Message,
     balanced,
     chat_usage,
     from_chat_message,
@@ -60,7 +61,7 @@ class ModelCaller:
         self,
         *,
         instructions: str,
-        messages: Sequence[ChatMessage],
+        messages: Sequence[Message],
         tools: Sequence[FunctionTool] = (),
         response_format: ResponseFormat | None = None,
         previous_response_id: str | None = None,
@@ -108,7 +109,7 @@ class ModelCaller:
     async def _chat(
         self,
         instructions: str,
-        messages: Sequence[ChatMessage],
+        messages: Sequence[Message],
         tools: Sequence[FunctionTool],
         response_format: ResponseFormat | None,
         temperature: float | None,
@@ -143,7 +144,7 @@ class ModelCaller:
     async def _responses(
         self,
         instructions: str,
-        messages: Sequence[ChatMessage],
+        messages: Sequence[Message],
         tools: Sequence[FunctionTool],
         response_format: ResponseFormat | None,
         previous_response_id: str | None,

@@ -25,7 +25,7 @@ from state import (
 )
 
 from ._context import ContextProvider, ProviderContext
-from ._convert import RAW_ARGUMENTS, add_usage
+from ._convert import RAW_ARGUMENTS, Message, add_usage
 from ._errors import AgentConfigurationError, ModelCallError, ToolExecutionError
 from ._model import CallOptions, ModelCaller, now_iso
 from ._settings import ModelSettings, resolve_endpoint
@@ -89,7 +89,10 @@ class _Turn:
     async def execute(self) -> None:
         agent = self.agent
         local = agent.history_mode == "local"
-        history = list(self.state.replay_messages()) if local else []
+        # The model call reads the stored wire dicts; pydantic messages are built only for
+        # providers, whose context exposes the history as ChatMessage models.
+        history_wire: list[Message] = list(self.state.replay_wire()) if local else []
+        history = list(self.state.replay_messages()) if local and agent.context_providers else []
         for provider in agent.context_providers:
             ctx = ProviderContext(
                 agent_name=agent.name,
@@ -106,7 +109,7 @@ class _Turn:
         instructions = [agent.instructions] if agent.instructions else []
         extra_messages: list[ChatMessage] = []
         tools: list[FunctionTool] = [t for t in agent.tools if isinstance(t, FunctionTool)]
-        model_history = history
+        model_history: list[Message] = history_wire
         for provider, ctx in self.contexts:
             additions = await self._provider_call(provider, "before_model", provider.before_model(ctx))
             tools.extend(t.with_context(ctx) for t in provider.tools)

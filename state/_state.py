@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -119,9 +119,24 @@ class AgentState:
 
     def replay_messages(self) -> Iterator[ChatMessage]:
         """Messages of every finished, non-failed turn, request then response, in history order."""
+        raw_messages = list(self.replay_wire())
+        # One batched validation of the raw messages is far cheaper than one call per entry.
+        with _gc_paused():
+            messages: list[ChatMessage] = _MESSAGES.validate_python(
+                raw_messages, by_alias=True, by_name=False
+            )
+        return iter(messages)
+
+    def replay_wire(self) -> Iterator[Mapping[str, Any]]:
+        """The messages `replay_messages` yields, as their stored (validated) wire dicts.
+
+        Read-only views into the state: no model is built, so this is the cheap way to send a
+        long history to a model. Don't mutate them.
+        """
+        history = self._history
         order: list[int] = []
         pending: dict[str | None, int] = {}
-        for i, raw in enumerate(self._history):
+        for i, raw in enumerate(history):
             cid = raw.get("correlationId")
             if raw["$type"] == "request":
                 pending[cid] = i
@@ -132,13 +147,7 @@ class AgentState:
             if request_index is not None:
                 order.append(request_index)
             order.append(i)
-        # One batched validation of the raw messages is far cheaper than one call per entry.
-        raw_messages = [m for i in order for m in self._history[i].get("messages", ())]
-        with _gc_paused():
-            messages: list[ChatMessage] = _MESSAGES.validate_python(
-                raw_messages, by_alias=True, by_name=False
-            )
-        return iter(messages)
+        return (m for i in order for m in history[i].get("messages", ()))
 
     # --- writing -------------------------------------------------------------------------
 
@@ -214,8 +223,14 @@ def _raw_failed(raw: Doc) -> bool:
     if raw.get("failure") is not None:
         return True
     # Writers before 1.2.0 recorded a failed turn as a response whose contents are all errors.
-    contents = [c for m in raw.get("messages", ()) for c in m.get("contents", ())]
-    return bool(contents) and all(c["$type"] == "error" for c in contents)
+    # Runs once per stored response on every replay, so it stops at the first non-error content.
+    seen = False
+    for m in raw.get("messages", ()):
+        for c in m.get("contents", ()):
+            if c["$type"] != "error":
+                return False
+            seen = True
+    return seen
 
 
 def _run_for(history: list[Doc], response_index: int, response: Doc) -> Doc:

@@ -30,7 +30,33 @@ def _reload(state: AgentState) -> AgentState:
 
 
 def _texts(state: AgentState) -> list[str]:
-    return [m.text for m in state.replay_messages()]
+    texts = [m.text for m in state.replay_messages()]
+    # replay_wire filters exactly like replay_messages (every replay test below checks both).
+    wire = [
+        "".join(c["text"] for c in m.get("contents", ()) if c["$type"] == "text") for m in state.replay_wire()
+    ]
+    assert wire == texts
+    return texts
+
+
+def test_replay_wire_yields_the_stored_message_dicts_of_replayable_turns() -> None:
+    history = [
+        {"$type": "request", "correlationId": "a", "messages": [{"role": "user", "contents": [], "x": 1}]},
+        {"$type": "response", "correlationId": "a", "messages": [{"role": "assistant", "authorName": "b"}]},
+        {"$type": "request", "correlationId": "legacy", "messages": [{"role": "user"}]},
+        {
+            "$type": "response",
+            "correlationId": "legacy",
+            "messages": [{"role": "assistant", "contents": [{"$type": "error", "message": "m"}]}],
+        },
+        {"$type": "request", "correlationId": "open", "messages": [{"role": "user"}]},
+    ]
+    state = load_state(json.dumps({"schemaVersion": "1.1.0", "data": {"conversationHistory": history}}))
+    stored = state.to_document()["data"]["conversationHistory"]
+    wire = list(state.replay_wire())
+    assert wire == [history[0]["messages"][0], history[1]["messages"][0]]
+    assert wire[0] is stored[0]["messages"][0] and wire[1] is stored[1]["messages"][0]
+    assert [ChatMessage.model_validate(m, by_alias=True) for m in wire] == list(state.replay_messages())
 
 
 def test_new_state_is_an_empty_current_state() -> None:
