@@ -36,8 +36,11 @@ class RunOptions(_Body):
     option is a 400, not a setting silently ignored."""
 
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature, 0-2.")
-    max_output_tokens: WholeNumber | None = Field(default=None, ge=1, description="Cap on the answer.")
-    max_tool_rounds: WholeNumber | None = Field(default=None, ge=1, description="Cap on tool-call rounds.")
+    max_output_tokens: int | None = Field(default=None, ge=1, description="Cap on the answer.")
+    max_tool_rounds: int | None = Field(default=None, ge=1, description="Cap on tool-call rounds.")
+
+    # Not `WholeNumber | None`: with a bound, pydantic would publish a non-JSON-Schema "ge".
+    _whole = field_validator("max_output_tokens", "max_tool_rounds", mode="before")(_integral)
 
     def to_dict(self) -> dict[str, JSON]:
         """The options that were set, as the agent runtime takes them."""

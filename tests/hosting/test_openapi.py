@@ -105,3 +105,20 @@ async def test_documented_id_and_key_parameters_accept_exactly_what_the_api_acce
             accepted = answer.status == 503
             assert answer.status in (400, 503), (name, value, answer.status)
             assert validator.is_valid(value) == accepted, (name, value, answer.body)
+
+
+async def test_bounds_are_published_as_json_schema_keywords(offline_api: Api):
+    # A bound on an optional field once came out as pydantic's "ge", which JSON Schema ignores:
+    # the fuzzer then sent 0 as a "valid" max_tool_rounds.
+    document = (await offline_api.get("/api/openapi.json")).json()
+
+    def keys(value: Any) -> set[str]:
+        if isinstance(value, dict):
+            return set(value) | {k for v in value.values() for k in keys(v)}
+        if isinstance(value, list):
+            return {k for v in value for k in keys(v)}
+        return set()
+
+    options = document["components"]["schemas"]["RunOptions"]["properties"]
+    assert options["max_tool_rounds"]["anyOf"][0] == {"minimum": 1, "type": "integer"}
+    assert not keys(document["components"]["schemas"]) & {"ge", "le", "gt", "lt"}
