@@ -3,7 +3,9 @@
 The real app (`hosting.build_app`, agents on an offline `ModelServer`) runs on a `devhost.LocalHost`.
 Schemathesis generates schema-valid and schema-violating requests for every operation that
 `GET /api/openapi.json` lists; a second generator sends what a schema cannot describe (broken
-JSON, other media types, oversized bodies, ids with `@`, `/`, control characters). Properties:
+JSON, other media types, oversized bodies, ids with `@`, `/`, control characters, odd headers,
+missing or wrong function keys). Half of the valid ids are aimed at a seeded session and run, so
+existing state is exercised too. Properties:
 
 * no 5xx, ever;
 * every 4xx is `application/problem+json` with `type`, `title`, `status` (= the HTTP status),
@@ -14,7 +16,8 @@ JSON, other media types, oversized bodies, ids with `@`, `/`, control characters
 * after a rejected request, nothing the host stores changed: entity states byte for byte,
   queued operations, orchestrations.
 
-Bounded (about 150 generated requests) and derandomized, so CI runs the same requests every time.
+Bounded (about 150 generated requests plus ~30 fixed ones, ~20 s) and derandomized, so CI runs
+the same requests every time; `FUZZ_EXAMPLES=40` makes a longer hunt locally.
 """
 
 from __future__ import annotations
@@ -390,3 +393,37 @@ def test_bad_ids_in_paths_are_problems_that_touch_nothing(
     if not ("/" in bad and response.status_code == 404):
         assert (response.status_code, problem.get("field")) == (400, field), (method, path, problem)
     _assert_rejection_left_state(live_host.db_path, before, f"{method} {path}", response.status_code)
+
+
+@pytest.mark.parametrize(
+    "credentials",
+    [{}, {"headers": {"x-functions-key": "wrong"}}, {"params": {"code": "wrong"}}],
+    ids=["no key", "wrong header key", "wrong query key"],
+)
+def test_keyed_operations_refuse_a_missing_or_wrong_key_and_touch_nothing(
+    live_host: LocalHost, credentials: dict[str, Any]
+) -> None:
+    _seed(live_host)
+    document = requests.get(f"{live_host.url}/api/openapi.json", timeout=10).json()
+    keyed = [
+        (method.upper(), path)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if operation["security"]
+    ]
+    assert len(keyed) >= 8, keyed
+    for method, template in keyed:
+        path = re.sub(r"\{(\w+)\}", lambda m: "assistant" if m[1] == "agent" else SEEDED_SESSION, template)
+        before = settled(live_host.db_path)
+        body = json.dumps({"message": "hi", "topic": "t", "approved": True})
+        response = requests.request(
+            method,
+            f"{live_host.url}{path}",
+            data=body,
+            headers={"Content-Type": "application/json", **credentials.get("headers", {})},
+            params=credentials.get("params"),
+            timeout=30,
+        )
+        assert response.status_code == 401, (method, path, response.status_code, response.text[:200])
+        check_problem(401, response.headers.get("content-type", ""), response.content)
+        _assert_rejection_left_state(live_host.db_path, before, f"{method} {path}", 401)
