@@ -52,12 +52,13 @@ def _env(model: bool) -> dict[str, str]:
 
 
 @contextmanager
-def devhost(tmp: pathlib.Path, *extra: str, model: bool = False, name: str = "run") -> Iterator[Proc]:
+def devhost(tmp: pathlib.Path, *extra: str, model: bool = False, name: str = "run",
+            app: str = "basic_app") -> Iterator[Proc]:
     port = _free_port()
     log = tmp / f"{name}.log"
     with open(log, "wb") as out:
         popen = subprocess.Popen(
-            [sys.executable, "-m", "devhost", "--app", "basic_app", "--port", str(port),
+            [sys.executable, "-m", "devhost", "--app", app, "--port", str(port),
              "--data-dir", str(tmp / "data"), *extra],
             cwd=tmp, env=_env(model), stdout=out, stderr=subprocess.STDOUT,
         )
@@ -120,6 +121,23 @@ def test_startup_and_sigterm(tmp_path: pathlib.Path) -> None:
     assert "GET /api/hello/ready -> 200" in out
     assert "stopping" in out
     assert "every_five_minutes: timerTrigger functions are not run by the local host" in out
+
+
+def test_the_imported_app_is_frozen_out_of_the_cyclic_collector(tmp_path: pathlib.Path) -> None:
+    # gc.freeze() once the host is ready: the app's objects leave the collector's generations.
+    with devhost(tmp_path, app="gc_app") as proc:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                status, body = _request("GET", f"{proc.url}/api/gc")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if proc.popen.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"devhost did not answer:\n{proc.output()}") from None
+                time.sleep(0.02)
+    assert status == 200, body
+    assert body["atImport"] == 0 and body["now"] > 0
+    assert body["markerTracked"] is True and body["markerInGenerations"] is False
 
 
 def test_sigterm_with_a_running_operation_exits_promptly(tmp_path: pathlib.Path) -> None:
