@@ -28,6 +28,7 @@ RAW_ARGUMENTS = "rawArguments"
 """Extra property of a functionCall content holding argument text that was not a JSON object."""
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _INSTRUCTION_ROLES = {"system", "developer"}
+_TEXT_ROLES = {"assistant", "user", "system"}
 
 
 Message = ChatMessage | Mapping[str, Any]
@@ -74,9 +75,22 @@ def _image_url(content: WireMessage) -> str | None:
     return uri if media.startswith("image/") or uri.startswith("data:image/") else None
 
 
+_valid_names: dict[str, bool] = {}
+
+
 def _author(message: WireMessage) -> str | None:
+    # The author name, when it is a valid wire name. A long history repeats a few names, so the
+    # verdicts are remembered (bounded: names come from stored data).
     name = message.get("authorName")
-    return name if name and _NAME_PATTERN.match(name) else None
+    if not name:
+        return None
+    ok = _valid_names.get(name)
+    if ok is None:
+        ok = _NAME_PATTERN.match(name) is not None
+        if len(_valid_names) >= 1024:
+            _valid_names.clear()
+        _valid_names[name] = ok
+    return name if ok else None
 
 
 def balanced(messages: Sequence[Message]) -> list[WireMessage]:
@@ -94,6 +108,8 @@ def balanced(messages: Sequence[Message]) -> list[WireMessage]:
                 calls.add(c["callId"])
             elif kind == "functionResult":
                 results.add(c["callId"])
+    if calls == results:
+        return wire  # every call has its result: nothing to drop (the usual case)
     out: list[WireMessage] = []
     for message in wire:
         contents = message.get("contents", ())
@@ -119,12 +135,21 @@ def to_chat_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """State messages as Chat Completions ``messages`` (tool results become ``tool`` messages)."""
     out: list[dict[str, Any]] = []
     append = out.append
+    item: dict[str, Any]
     for message in messages:
-        m = wire_message(message)
+        m = message if type(message) is dict else wire_message(message)
         role = m["role"]
         if role in _INSTRUCTION_ROLES:
             role = "system"
         contents = m.get("contents", ())
+        if len(contents) == 1 and contents[0]["$type"] == "text" and role in _TEXT_ROLES:
+            # Most of a long history: one text content, sent as plain string content.
+            item = {"role": role, "content": contents[0]["text"]}
+            name = _author(m)
+            if name:
+                item["name"] = name
+            append(item)
+            continue
         results: list[WireMessage] = []
         if role == "assistant":
             texts: list[str] = []
@@ -138,7 +163,7 @@ def to_chat_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
                 elif kind == "functionResult":
                     results.append(c)
             if texts or calls:
-                item: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+                item = {"role": "assistant", "content": "".join(texts) if texts else None}
                 if calls:
                     item["tool_calls"] = [
                         {
@@ -184,11 +209,19 @@ def to_responses_input(messages: Iterable[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     append = out.append
     for message in messages:
-        m = wire_message(message)
+        m = message if type(message) is dict else wire_message(message)
         role = m["role"]
         if role in _INSTRUCTION_ROLES:
             role = "system"
         contents = m.get("contents", ())
+        if len(contents) == 1 and contents[0]["$type"] == "text" and role in _TEXT_ROLES:
+            # Most of a long history: one text content.
+            text = contents[0]["text"]
+            if role != "assistant":
+                append({"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]})
+            elif text:
+                append({"type": "message", "role": role, "content": [{"type": "output_text", "text": text}]})
+            continue
         if role == "assistant":
             text = "".join(c["text"] for c in contents if c["$type"] == "text")
             if text:

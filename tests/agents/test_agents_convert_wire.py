@@ -219,6 +219,8 @@ def test_every_branch_converts_as_the_model_path_did() -> None:
                     ],
                 },
                 {"role": "assistant", "authorName": "bot_1", "contents": [{"$type": "text", "text": "done"}]},
+                {"role": "assistant", "contents": [{"$type": "text", "text": ""}]},
+                {"role": "user", "authorName": "ann", "contents": [{"$type": "text", "text": "thanks"}]},
             ],
         ),
         *_turn("t2", [{"role": "user", "contents": [image]}], [], failure={"code": "x", "message": "y"}),
@@ -230,7 +232,8 @@ def test_every_branch_converts_as_the_model_path_did() -> None:
         {"$type": "request", "correlationId": "t4", "messages": [{"role": "user", "contents": [image]}]},
     ]
     state = load_state(json.dumps({"schemaVersion": "1.1.0", "data": {"conversationHistory": history}}))
-    assert [m["role"] for m in state.replay_wire()] == ["developer", "user", "assistant", "tool", "assistant"]
+    roles = ["developer", "user", "assistant", "tool", "assistant", "assistant", "user"]
+    assert [m["role"] for m in state.replay_wire()] == roles
     _assert_same_as_reference(state)
     sent = to_chat_messages(balanced(list(state.replay_wire())))
     assert sent[1]["content"][1:] == [
@@ -241,4 +244,13 @@ def test_every_branch_converts_as_the_model_path_did() -> None:
         "[1]",
         '{"x": ' + "1" + "0" * 30 + "}",
     ]
-    assert "name" not in sent[2] and sent[1]["name"] == "ann" and sent[-1]["name"] == "bot_1"
+    assert "name" not in sent[2] and sent[1]["name"] == "ann" and sent[-3]["name"] == "bot_1"
+    assert sent[-2:] == [
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": "thanks", "name": "ann"},
+    ]
+    items = to_responses_input(list(state.replay_wire()))
+    assert items[-2:] == [
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "thanks"}]},
+    ]
