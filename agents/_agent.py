@@ -16,7 +16,7 @@ from ._errors import AgentConfigurationError
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint, supports_responses
 from ._structured import ResponseFormat, agent_response_format
 from ._tools import FunctionTool
-from ._turns import TurnRequest, TurnResult
+from ._turns import TurnError, TurnRequest, TurnResult
 
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _HISTORY_MODES = ("local", "service")
@@ -161,6 +161,16 @@ class Agent:
         if not isinstance(request, TurnRequest):
             raise TypeError(f"run takes a TurnRequest, not {type(request).__name__}")
         return await run_turn(self, state, request)
+
+    def record_failure(self, state: AgentState, request: TurnRequest, error: TurnError) -> TurnResult:
+        """Record ``request`` in ``state`` as a failed turn with ``error`` without calling a model (the
+        request entry plus a response entry with ``failure`` and an ``error`` content, as ``run``
+        records a failed turn). Provider state and the service thread id are left as they are;
+        a correlation id that already finished returns its recorded result and changes nothing.
+        """
+        from ._runner import record_failed_turn
+
+        return record_failed_turn(self, state, request, error)
 
 
 def _as_tool(agent_name: str, value: Any) -> FunctionTool:

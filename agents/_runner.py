@@ -240,29 +240,88 @@ def _tools_by_name(tools: Sequence[FunctionTool]) -> dict[str, FunctionTool]:
     return by_name
 
 
+def _request_entry(request: TurnRequest, response_format: ResponseFormat | None) -> AgentRequest:
+    created = now_iso()
+    return AgentRequest(
+        correlation_id=request.correlation_id,
+        created_at=created,
+        messages=[
+            ChatMessage(
+                role=m.role,
+                contents=[TextContent(text=m.text)],
+                author_name=m.author_name,
+                created_at=created,
+            )
+            for m in request.messages
+        ],
+        response_type="json" if response_format is not None else "text",
+        response_schema=response_format.schema if response_format is not None else None,
+        orchestration_id=request.orchestration_id,
+    )
+
+
+def _error_message(agent_name: str, error: TurnError) -> ChatMessage:
+    # The error content keeps reference-format readers informed; `failure` is what we act on.
+    return ChatMessage(
+        role="assistant",
+        author_name=agent_name,
+        created_at=now_iso(),
+        contents=[
+            ErrorContent(
+                message=error.message,
+                error_code=error.code,
+                details={"retryable": error.retryable, "status": error.status},
+            )
+        ],
+    )
+
+
+def _failure(error: TurnError) -> TurnFailure:
+    return TurnFailure(code=error.code, message=error.message, retryable=error.retryable, status=error.status)
+
+
+def record_failed_turn(agent: Agent, state: AgentState, request: TurnRequest, error: TurnError) -> TurnResult:
+    """Record ``request`` in ``state`` as a failed turn with ``error``, without calling a model: the
+    request entry and a response entry holding only the error, as ``run_turn`` records a failure."""
+    done = TurnResult.from_state(state, request.correlation_id)
+    if done is not None:
+        return done
+    try:
+        response_format = (
+            ResponseFormat.parse(request.response_format)
+            if request.response_format is not None
+            else agent.format
+        )
+    except ValueError:
+        response_format = None  # the failure may be about this very format; record the turn anyway
+    message = _error_message(agent.name, error)
+    state.append_request(_request_entry(request, response_format))
+    state.append_response(
+        AgentResponse(
+            correlation_id=request.correlation_id,
+            created_at=now_iso(),
+            messages=[message],
+            failure=_failure(error),
+        )
+    )
+    return TurnResult(
+        correlation_id=request.correlation_id,
+        status="failed",
+        messages=[message.model_dump(mode="json", by_alias=True, exclude_none=True)],
+        error=error,
+    )
+
+
 async def run_turn(agent: Agent, state: AgentState, request: TurnRequest) -> TurnResult:
     """Run one turn and record it in ``state``; failures become a failed turn, never an exception."""
     done = TurnResult.from_state(state, request.correlation_id)
     if done is not None:
         return done  # a redelivered request: answer it again, change nothing
-    created = now_iso()
     response_format = (
         ResponseFormat.parse(request.response_format) if request.response_format is not None else agent.format
     )
-    request_messages = [
-        ChatMessage(
-            role=m.role, contents=[TextContent(text=m.text)], author_name=m.author_name, created_at=created
-        )
-        for m in request.messages
-    ]
-    request_entry = AgentRequest(
-        correlation_id=request.correlation_id,
-        created_at=created,
-        messages=request_messages,
-        response_type="json" if response_format is not None else "text",
-        response_schema=response_format.schema if response_format is not None else None,
-        orchestration_id=request.orchestration_id,
-    )
+    request_entry = _request_entry(request, response_format)
+    request_messages = list(request_entry.messages)
     turn = _Turn(agent, state, request, request_messages, response_format)
     error: TurnError | None = None
     try:
@@ -278,32 +337,13 @@ async def run_turn(agent: Agent, state: AgentState, request: TurnRequest) -> Tur
 
     messages = list(turn.messages)
     if error is not None:
-        messages.append(
-            ChatMessage(
-                role="assistant",
-                author_name=agent.name,
-                created_at=now_iso(),
-                contents=[
-                    ErrorContent(
-                        message=error.message,
-                        error_code=error.code,
-                        details={"retryable": error.retryable, "status": error.status},
-                    )
-                ],
-            )
-        )
+        messages.append(_error_message(agent.name, error))
     response_entry = AgentResponse(
         correlation_id=request.correlation_id,
         created_at=now_iso(),
         messages=messages,
         usage=turn.usage,
-        failure=(
-            TurnFailure(
-                code=error.code, message=error.message, retryable=error.retryable, status=error.status
-            )
-            if error is not None
-            else None
-        ),
+        failure=_failure(error) if error is not None else None,
     )
     state.append_request(request_entry)
     try:

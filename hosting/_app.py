@@ -84,8 +84,8 @@ def _register_http(app: df.DFApp, spec: RouteSpec, handler: Handler) -> None:
     app.function_name(spec.function)(function)
 
 
-def _register_entity(app: df.DFApp, agent: Agent) -> None:
-    entity = AgentEntity(agent)
+def _register_entity(app: df.DFApp, agent: Agent, settings: ApiSettings) -> None:
+    entity = AgentEntity(agent, settings.max_session_bytes)
 
     def entity_function(context: df.DurableEntityContext) -> None:
         entity(context)
@@ -146,5 +146,5 @@ def build_app(
     for spec in specs:
         _register_http(app, spec, handlers[spec.function])
     for agent in agents:
-        _register_entity(app, agent)
+        _register_entity(app, agent, settings)
     return app

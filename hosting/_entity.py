@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from agents import Agent, InputMessage, TurnRequest, TurnResult
+from agents import Agent, InputMessage, TurnError, TurnRequest, TurnResult
 from state import AgentState, dump_state, load_state
 
-from ._errors import InvalidOperation, RunConflict
+from ._errors import HostingConfigurationError, HostingError, InvalidOperation, RunConflict
 from ._loop import run_sync
 from ._models import RunOperation
 
@@ -29,6 +30,37 @@ OPERATIONS = ("run", "reset", "delete", "get")
 ENTITY_PREFIX = "dafx-"
 """Entity names are this prefix plus the agent name (the naming the Durable Task Scheduler
 dashboard recognises as agent sessions)."""
+
+
+DEFAULT_MAX_SESSION_BYTES = 960 * 1024
+"""Default session size limit: under the local host's (and the Durable Task Scheduler's) 1 MiB,
+so this check, which records a failed turn, fires before the host refuses to store the state."""
+
+MIN_SESSION_BYTES = 1024
+"""Smallest accepted `max_session_bytes` (an empty state alone is ~100 bytes)."""
+
+RECORD_HEADROOM_BYTES = 64 * 1024
+"""How far past `max_session_bytes` the compact record of a refused turn may take a session
+(default limit + headroom = 1 MiB); a refusal that does not fit even there saves nothing."""
+
+SESSION_LIMIT_ENV = "DURABLE_AGENTS_MAX_SESSION_BYTES"
+
+
+def max_session_bytes_from_env() -> int:
+    """`DURABLE_AGENTS_MAX_SESSION_BYTES` when set, else the default (960 KiB)."""
+    raw = os.environ.get(SESSION_LIMIT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_SESSION_BYTES
+    try:
+        return int(raw)
+    except ValueError:
+        raise HostingConfigurationError(
+            f"{SESSION_LIMIT_ENV} must be a whole number of bytes, not {raw!r}"
+        ) from None
+
+
+class SessionTooLarge(HostingError):
+    """Even the compact record of a refused turn would not fit: nothing is saved, the operation fails."""
 
 
 def entity_name(agent_name: str) -> str:
@@ -81,9 +113,10 @@ def decode_operation_input(context: Any) -> Any:
 class AgentEntity:
     """The entity function of one agent; the SDK calls it once per operation of a batch."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> None:
         self.agent = agent
         self.name = entity_name(agent.name)
+        self.max_session_bytes = max_session_bytes
 
     def __call__(self, context: Any) -> None:
         operation = context.operation_name
@@ -148,16 +181,69 @@ class AgentEntity:
             orchestration_id=operation.orchestration_id,
             options=dict(operation.options),
         )
+        stored_bytes = len(loaded.text.encode("utf-8"))
+        asked_bytes = sum(len(m.text.encode("utf-8")) for m in operation.messages)
+        if stored_bytes + asked_bytes > self.max_session_bytes:
+            # The turn stores at least the asked text: refuse it before paying for a model call.
+            return self._record_failure(context, loaded, request, self._too_large(stored_bytes + asked_bytes))
         state = loaded.state
         context._dafx_loaded = None  # the turn mutates the object; only a saved one is reused
-        result = run_sync(lambda: self.agent.run(state, request))
-        self._save(context, state)
+        try:
+            result = run_sync(lambda: self.agent.run(state, request))
+            text = dump_state(state)
+        except Exception as error:
+            # A bug, not a model failure (agents records those): answer the run instead of leaving
+            # its caller waiting, on the state as it was before the turn.
+            log.exception("entity %s@%s run %s raised", self.name, context.entity_key, request.correlation_id)
+            failure = TurnError("internal_error", f"{type(error).__name__}: {error}")
+            return self._record_failure(context, loaded, request, failure)
+        size = len(text.encode("utf-8"))
+        if size > self.max_session_bytes:
+            return self._record_failure(context, loaded, request, self._too_large(size))
+        _store_text(context, text)
+        context._dafx_loaded = _Loaded(text, state)
         log.info(
             "entity %s@%s run %s: %s",
             self.name,
             context.entity_key,
             operation.correlation_id,
             result.status,
+        )
+        return result.to_json()
+
+    def _too_large(self, size: int) -> TurnError:
+        return TurnError(
+            "session_too_large",
+            f"the session would grow to at least {size} bytes, over its limit of "
+            f"{self.max_session_bytes} bytes (max_session_bytes), so this turn was refused and only "
+            "this failure was recorded; start a new session (or reset this one) to continue",
+        )
+
+    def _record_failure(
+        self, context: Any, loaded: _Loaded, request: TurnRequest, error: TurnError
+    ) -> dict[str, Any]:
+        """Record `request` as a failed turn on the state as loaded before the turn (a fresh parse:
+        the turn may have changed the live object), save it, and answer the failed result."""
+        state = load_state(loaded.text) if loaded.text else AgentState.new()
+        result = self.agent.record_failure(state, request, error)
+        text = dump_state(state)
+        size = len(text.encode("utf-8"))
+        ceiling = self.max_session_bytes + RECORD_HEADROOM_BYTES
+        if size > ceiling:
+            raise SessionTooLarge(
+                f"entity {self.name}@{context.entity_key}: turn {request.correlation_id} failed "
+                f"({error.code}) and even recording that would make the session {size} bytes, over "
+                f"{ceiling} (max_session_bytes + {RECORD_HEADROOM_BYTES}); nothing was saved"
+            )
+        _store_text(context, text)
+        context._dafx_loaded = _Loaded(text, state)
+        log.warning(
+            "entity %s@%s run %s recorded as failed: %s: %s",
+            self.name,
+            context.entity_key,
+            request.correlation_id,
+            error.code,
+            error.message,
         )
         return result.to_json()
 

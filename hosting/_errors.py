@@ -9,6 +9,10 @@ class HostingError(Exception):
     """Base class of every error raised by the hosting package."""
 
 
+class HostingConfigurationError(HostingError, ValueError):
+    """A hosting setting is unusable (raised when the settings are made, before any request)."""
+
+
 class ProblemError(HostingError):
     """A request cannot be served; rendered as an `application/problem+json` response.
 

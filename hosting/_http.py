@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,8 +21,8 @@ import azure.functions as func
 
 from agents import Agent
 
-from ._entity import entity_name
-from ._errors import ProblemError
+from ._entity import MIN_SESSION_BYTES, entity_name, max_session_bytes_from_env
+from ._errors import HostingConfigurationError, ProblemError
 from ._models import (
     AgentInfo,
     AgentsBody,
@@ -47,7 +47,7 @@ Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse]]
 
 @dataclass(frozen=True)
 class ApiSettings:
-    """Limits of the HTTP API (all documented in docs/hosting.md)."""
+    """Limits of the HTTP API and of a session's stored state (all documented in docs/hosting.md)."""
 
     route_prefix: str = "api"
     max_body_bytes: int = MAX_BODY_BYTES
@@ -56,6 +56,27 @@ class ApiSettings:
     max_poll_wait_seconds: float = 60.0
     """Upper bound of `?wait=` on the run resource."""
     health_timeout_seconds: float = 5.0
+    max_session_bytes: int = field(default_factory=max_session_bytes_from_env)
+    """Largest stored session state (UTF-8 bytes) a turn may leave; a turn that would exceed it is
+    recorded as failed (`session_too_large`). Default 960 KiB or `DURABLE_AGENTS_MAX_SESSION_BYTES`."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_session_bytes, bool) or not isinstance(self.max_session_bytes, int):
+            raise HostingConfigurationError("ApiSettings.max_session_bytes must be an int")
+        if self.max_session_bytes < MIN_SESSION_BYTES:
+            raise HostingConfigurationError(
+                f"ApiSettings.max_session_bytes must be at least {MIN_SESSION_BYTES}, "
+                f"not {self.max_session_bytes}"
+            )
+
+
+# Failed turns the host recorded itself, not the model: their HTTP status instead of 502.
+# session_too_large is a 409 (the request is fine; the session's state conflicts with it: start a
+# new one); internal_error is a 500 (our bug; the turn is recorded, so the caller still gets an answer).
+_HOST_FAILURES: dict[str, tuple[int, str]] = {
+    "session_too_large": (409, "The session is too large"),
+    "internal_error": (500, "Internal error"),
+}
 
 
 def guarded(handler: Handler) -> Handler:
@@ -137,6 +158,21 @@ class Api:
         headers = {SESSION_HEADER: session_id, CORRELATION_HEADER: run.correlation_id, "Location": location}
         result = result_from_stored(run)
         error = result["error"]
+        if error is not None and error["code"] in _HOST_FAILURES:
+            status, title = _HOST_FAILURES[error["code"]]
+            raise ProblemError(
+                status,
+                error["code"],
+                f"session {session_id!r} of agent {agent!r}: {error['message']}",
+                title=title,
+                headers=headers,
+                agent=agent,
+                session_id=session_id,
+                correlation_id=run.correlation_id,
+                retryable=error["retryable"],
+                max_session_bytes=self.settings.max_session_bytes,
+                location=location,
+            )
         if error is not None:
             # The turn's failure is stored in the history too; the client gets the model's code.
             raise ProblemError(

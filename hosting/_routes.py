@@ -103,9 +103,18 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                     ),
                     _BAD,
                     _UNKNOWN,
-                    Response(409, "Idempotency conflict, or the session's stored state is unreadable."),
+                    Response(
+                        409,
+                        "Idempotency conflict, the session's stored state is unreadable, or the session "
+                        "is full (`session_too_large`: the turn was refused and recorded as failed; "
+                        "start a new session).",
+                    ),
                     Response(413, "Body over the documented limit (256 KiB)."),
                     Response(415, "Content-Type other than application/json or text/plain."),
+                    Response(
+                        500,
+                        "`internal_error`: the turn hit a bug in the host; it is recorded as failed.",
+                    ),
                     Response(502, "The model call failed; `code` is the model's error code (also stored)."),
                     _DOWN,
                 ),
