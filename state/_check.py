@@ -132,6 +132,9 @@ def _content_ok(content: Any) -> bool:
     if type(content) is not dict:
         return False
     kind = content.get("$type")
+    if kind == "text":
+        # Most stored content (its only known field is the required string `text`).
+        return type(content.get("text")) is str
     if type(kind) is not str:
         return False
     known = _CONTENT.get(kind)
