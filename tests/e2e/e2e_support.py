@@ -25,8 +25,9 @@ import aiohttp
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 FUNCTION_KEY = "e2e-function-key"
-# The published reference schema lives beside the clone (CI checks shared/ out next to it).
-REFERENCE_SCHEMA = REPO.parent / "shared/reference/maf-1.1.0/durable-agent-entity-state.schema.json"
+# The repository's copy of the published reference schema (the state tests use it too), so the
+# reference check runs on a clean clone instead of being skipped.
+REFERENCE_SCHEMA = REPO / "tests" / "state" / "fixtures" / "reference-1.1.0.schema.json"
 OWN_SCHEMA = REPO / "schemas" / "durable-agent-entity-state.json"
 
 
