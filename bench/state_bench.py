@@ -2,8 +2,10 @@
 
 Prints, for histories of 10 to 10,000 entries, ms per turn (best and median of the runs) and
 the size of the state. Target: <= 5 ms per turn at 1,000 entries (about 580 KB) and cost that
-grows no worse than linearly. Run: `.venv/bin/python bench/state_bench.py` (or `make bench`).
-The machine is shared, so the load average is printed alongside: medians drift with it.
+grows no worse than linearly; also what reading the replayable history costs at 1,000 entries
+(`replay_messages()`, pydantic models, vs `replay_wire()`, the stored dicts).
+Run: `.venv/bin/python bench/state_bench.py` (or `make bench`). The machine is shared, so the
+load average is printed alongside: medians drift with it.
 """
 
 from __future__ import annotations
@@ -88,6 +90,21 @@ def measure(text: str, repeats: int) -> tuple[float, float]:
     return min(times), statistics.median(times)
 
 
+def measure_replay(text: str, repeats: int) -> dict[str, tuple[float, float]]:
+    """(best, median) ms of reading the replayable history: as models and as the stored dicts."""
+    state = load_state(text)
+    out: dict[str, tuple[float, float]] = {}
+    for name, read in (("replay_messages", state.replay_messages), ("replay_wire", state.replay_wire)):
+        list(read())
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            list(read())
+            times.append((time.perf_counter() - start) * 1000)
+        out[name] = (min(times), statistics.median(times))
+    return out
+
+
 def main() -> None:
     print("state bench: one turn = load_state + append_request + append_response + dump_state")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
@@ -107,6 +124,8 @@ def main() -> None:
         f"reference 1.1.0 state ({entries} entries, {len(ref_text.encode())} bytes): "
         f"best {fastest:.2f} ms, median {median:.2f} ms per turn"
     )
+    for name, (fastest, median) in measure_replay(build_state_text(1_000), repeats=60).items():
+        print(f"replay at 1,000 entries, {name}(): best {fastest:.2f} ms, median {median:.2f} ms")
     verdict = "met" if best[1_000] <= TARGET_MS_AT_1000 else "NOT met"
     print(f"target <= {TARGET_MS_AT_1000} ms/turn at 1,000 entries: {verdict} (best {best[1_000]:.2f} ms)")
     print(f"growth 1,000 -> 10,000 entries: x{best[10_000] / best[1_000]:.1f} (linear is x10)")
