@@ -125,16 +125,14 @@ def test_startup_and_sigterm(tmp_path: pathlib.Path) -> None:
 
 def test_the_imported_app_is_frozen_out_of_the_cyclic_collector(tmp_path: pathlib.Path) -> None:
     # gc.freeze() once the host is ready: the app's objects leave the collector's generations.
+    # The port answers a little before that, so wait for the "ready" line (logged after it).
     with devhost(tmp_path, app="gc_app") as proc:
         deadline = time.monotonic() + 20
-        while True:
-            try:
-                status, body = _request("GET", f"{proc.url}/api/gc")
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if proc.popen.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"devhost did not answer:\n{proc.output()}") from None
-                time.sleep(0.02)
+        while "devhost ready on" not in proc.output():
+            if proc.popen.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"devhost did not get ready:\n{proc.output()}")
+            time.sleep(0.02)
+        status, body = _request("GET", f"{proc.url}/api/gc")
     assert status == 200, body
     assert body["atImport"] == 0 and body["now"] > 0
     assert body["markerTracked"] is True and body["markerInGenerations"] is False
