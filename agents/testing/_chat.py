@@ -16,7 +16,7 @@ from ._wire import (
     content_text,
     new_id,
     text_pieces,
-    tool_spec,
+    tool_specs,
 )
 
 _ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -47,22 +47,7 @@ def parse_chat(body: dict[str, Any]) -> tuple[list[Message], list[ToolSpec]]:
     messages = [_message(raw, f"messages[{i}]") for i, raw in enumerate(raw_messages)]
     check_tool_sequence(messages, "messages", api="chat")
 
-    tools: list[ToolSpec] = []
-    raw_tools = body.get("tools") or []
-    if not isinstance(raw_tools, list):
-        raise RequestRejected(
-            "Invalid type for 'tools': expected an array.", param="tools", code="invalid_type"
-        )
-    for index, raw in enumerate(raw_tools):
-        spec = tool_spec(raw, where=f"tools[{index}]", nested=True)
-        if spec is not None:
-            if spec.strict:
-                check_strict_schema(
-                    spec.parameters,
-                    label=f"function '{spec.name}'",
-                    param=f"tools[{index}].function.parameters",
-                )
-            tools.append(spec)
+    tools = tool_specs(body, nested=True)
     _check_tool_choice(body.get("tool_choice"), tools)
     _check_response_format(body.get("response_format"))
     return messages, tools

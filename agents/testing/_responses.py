@@ -20,7 +20,7 @@ from ._wire import (
     iter_json_objects,
     new_id,
     text_pieces,
-    tool_spec,
+    tool_specs,
 )
 
 _ROLES = ("system", "developer", "user", "assistant")
@@ -175,19 +175,7 @@ def parse_responses(
     instructions = body.get("instructions")
     messages = ([Message(role="system", text=str(instructions))] if instructions else []) + conversation
 
-    tools: list[ToolSpec] = []
-    raw_tools = body.get("tools") or []
-    if not isinstance(raw_tools, list):
-        raise RequestRejected(
-            "Invalid type for 'tools': expected an array.", param="tools", code="invalid_type"
-        )
-    for index, raw in enumerate(raw_tools):
-        spec = tool_spec(raw, where=f"tools[{index}]", nested=False)
-        if spec is not None:
-            if spec.strict:
-                label = f"function '{spec.name}'"
-                check_strict_schema(spec.parameters, label=label, param=f"tools[{index}].parameters")
-            tools.append(spec)
+    tools = tool_specs(body, nested=False)
     choice = body.get("tool_choice")
     if (
         isinstance(choice, dict)

@@ -196,6 +196,27 @@ def iter_json_objects(items: list[Any]) -> Iterator[tuple[int, dict[str, Any]]]:
         yield index, item
 
 
+def tool_specs(body: dict[str, Any], *, nested: bool) -> list[ToolSpec]:
+    """The function tools of a Chat (`nested`) or Responses request body, strict schemas checked."""
+    tools: list[ToolSpec] = []
+    raw_tools = body.get("tools") or []
+    if not isinstance(raw_tools, list):
+        raise RequestRejected(
+            "Invalid type for 'tools': expected an array.", param="tools", code="invalid_type"
+        )
+    for index, raw in enumerate(raw_tools):
+        spec = tool_spec(raw, where=f"tools[{index}]", nested=nested)
+        if spec is not None:
+            if spec.strict:
+                check_strict_schema(
+                    spec.parameters,
+                    label=f"function '{spec.name}'",
+                    param=f"tools[{index}].function.parameters" if nested else f"tools[{index}].parameters",
+                )
+            tools.append(spec)
+    return tools
+
+
 def check_strict_schema(schema: dict[str, Any], *, label: str, param: str) -> None:
     """Reject a `strict: true` schema the way OpenAI does: every object closed and fully required."""
     if schema.get("type") != "object":
