@@ -280,26 +280,24 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def chat_usage(usage: Mapping[str, Any] | None) -> Usage | None:
-    """Chat Completions usage as a state Usage."""
+def _usage(usage: Mapping[str, Any] | None, input_key: str, output_key: str) -> Usage | None:
     if not usage:
         return None
     return Usage(
-        input_token_count=_int(usage.get("prompt_tokens")),
-        output_token_count=_int(usage.get("completion_tokens")),
+        input_token_count=_int(usage.get(input_key)),
+        output_token_count=_int(usage.get(output_key)),
         total_token_count=_int(usage.get("total_tokens")),
     )
+
+
+def chat_usage(usage: Mapping[str, Any] | None) -> Usage | None:
+    """Chat Completions usage as a state Usage."""
+    return _usage(usage, "prompt_tokens", "completion_tokens")
 
 
 def responses_usage(usage: Mapping[str, Any] | None) -> Usage | None:
     """Responses API usage as a state Usage."""
-    if not usage:
-        return None
-    return Usage(
-        input_token_count=_int(usage.get("input_tokens")),
-        output_token_count=_int(usage.get("output_tokens")),
-        total_token_count=_int(usage.get("total_tokens")),
-    )
+    return _usage(usage, "input_tokens", "output_tokens")
 
 
 def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
