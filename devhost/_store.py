@@ -86,6 +86,17 @@ class StoredResult:
     result: str | None
 
 
+def _insert_message(conn: sqlite3.Connection, m: NewMessage, is_signal: bool, now: float) -> int:
+    """Insert one message (inside the caller's transaction); returns its sequence number."""
+    cur = conn.execute(
+        "INSERT INTO entity_messages (entity_id, operation, input, request_id, is_signal,"
+        " parent, due_at, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (m.entity_id, m.operation, m.input, m.request_id, int(is_signal), m.parent,
+         m.due_at if m.due_at is not None else now, now),
+    )
+    return int(cur.lastrowid or 0)
+
+
 class EntityStore:
     """The entity tables in the host's SQLite file."""
 
@@ -130,13 +141,7 @@ class EntityStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for m in messages:
-                cur = conn.execute(
-                    "INSERT INTO entity_messages (entity_id, operation, input, request_id, is_signal,"
-                    " parent, due_at, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (m.entity_id, m.operation, m.input, m.request_id, int(m.is_signal), m.parent,
-                     m.due_at if m.due_at is not None else now, now),
-                )
-                seqs.append(int(cur.lastrowid or 0))
+                seqs.append(_insert_message(conn, m, m.is_signal, now))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -223,13 +228,8 @@ class EntityStore:
             )
             seqs = []
             for m in emitted:
-                cur = conn.execute(
-                    "INSERT INTO entity_messages (entity_id, operation, input, request_id, is_signal,"
-                    " parent, due_at, enqueued_at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)",
-                    (m.entity_id, m.operation, m.input, m.request_id, m.parent,
-                     m.due_at if m.due_at is not None else now, now),
-                )
-                seqs.append(int(cur.lastrowid or 0))
+                # An entity can only signal other entities, so all it emits is stored as a signal.
+                seqs.append(_insert_message(conn, m, True, now))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
