@@ -270,28 +270,32 @@ class DurableApi:
         instance_id = request.match_info["instance_id"]
         event = request.match_info["event"]
         value = await self._body_value(request)
+        refused = await self._refuse_finished(instance_id)
+        if refused is not None:
+            return refused
+        if not await self._engine.raise_event(instance_id, event, value):
+            return problem(404, "instance_not_found", f"no instance with id {instance_id!r}")
+        self._log.info("orchestration event %s instance=%s", event, instance_id)
+        return web.Response(status=202)
+
+    async def _refuse_finished(self, instance_id: str) -> web.StreamResponse | None:
+        """The problem (404 unknown, 410 finished) when ``instance_id`` can take no more events."""
         status = await self._existing(instance_id)
         if status is None:
             return problem(404, "instance_not_found", f"no instance with id {instance_id!r}")
         if status.get("runtimeStatus") in _TERMINAL:
             return problem(410, "instance_gone", f"instance {instance_id!r} is "
                            f"{status.get('runtimeStatus')}")
-        if not await self._engine.raise_event(instance_id, event, value):
-            return problem(404, "instance_not_found", f"no instance with id {instance_id!r}")
-        self._log.info("orchestration event %s instance=%s", event, instance_id)
-        return web.Response(status=202)
+        return None
 
     async def _control(
         self, request: web.Request, verb: str, action: Callable[[str, str], Awaitable[bool]]
     ) -> web.StreamResponse:
         instance_id = request.match_info["instance_id"]
         reason = request.query.get("reason", "")
-        status = await self._existing(instance_id)
-        if status is None:
-            return problem(404, "instance_not_found", f"no instance with id {instance_id!r}")
-        if status.get("runtimeStatus") in _TERMINAL:
-            return problem(410, "instance_gone", f"instance {instance_id!r} is "
-                           f"{status.get('runtimeStatus')}")
+        refused = await self._refuse_finished(instance_id)
+        if refused is not None:
+            return refused
         if not await action(instance_id, reason):
             return problem(404, "instance_not_found", f"no instance with id {instance_id!r}")
         self._log.info("orchestration %s instance=%s reason=%s", verb, instance_id, reason)
