@@ -122,8 +122,7 @@ class WorkRunner:
         parent all attempts at once, like a retried activity.
         """
         p = item.payload
-        limit = int(p["retry"].get("maxNumberOfAttempts", 1))
-        interval = float(p["retry"].get("firstRetryIntervalInMilliseconds", 0)) / 1000
+        limit, interval = _retry_options(p["retry"])
         attempts: list[dict[str, Any]] = []
         parent = (item.instance_id, item.execution_id)
         while True:
@@ -144,14 +143,7 @@ class WorkRunner:
             if outcome["ok"] or len(attempts) >= limit:
                 break
             await asyncio.sleep(interval)
-        return "retry", {
-            "task_id": item.task_id,
-            "max": limit,
-            "attempts": attempts,
-            "name": p["name"],
-            "input": p["input"],
-            "instance_id": p["instance_id"],
-        }
+        return _retried(item, limit, attempts, instance_id=p["instance_id"])
 
     async def _finished(self, iid: str) -> dict[str, Any]:
         """Poll until ``iid`` is finished; its outcome as a retry attempt."""
@@ -170,8 +162,7 @@ class WorkRunner:
         p = item.payload
         activity = self._functions.activity(p["name"])
         retry = p.get("retry")
-        limit = int(retry.get("maxNumberOfAttempts", 1)) if retry else 1
-        interval = float(retry.get("firstRetryIntervalInMilliseconds", 0)) / 1000 if retry else 0.0
+        limit, interval = _retry_options(retry)
         attempts: list[dict[str, Any]] = []
         while True:
             try:
@@ -188,13 +179,7 @@ class WorkRunner:
                 break
             await asyncio.sleep(interval)
         if retry:
-            return "retry", {
-                "task_id": item.task_id,
-                "max": limit,
-                "attempts": attempts,
-                "name": p["name"],
-                "input": p["input"],
-            }
+            return _retried(item, limit, attempts)
         outcome = attempts[-1]
         now = utcnow()
         if outcome["ok"]:
@@ -209,3 +194,26 @@ class WorkRunner:
             Details=outcome["details"],
         )
         return "events", [failed]
+
+
+def _retry_options(retry: dict[str, Any] | None) -> tuple[int, float]:
+    """(most attempts, seconds between them) of a task's retry options; one attempt without any."""
+    if not retry:
+        return 1, 0.0
+    return (
+        int(retry.get("maxNumberOfAttempts", 1)),
+        float(retry.get("firstRetryIntervalInMilliseconds", 0)) / 1000,
+    )
+
+
+def _retried(item: WorkItem, limit: int, attempts: list[dict[str, Any]], **extra: Any) -> tuple[str, Any]:
+    """The "retry" outcome of a retried task: all its attempts, handed to the orchestration at once."""
+    p = item.payload
+    return "retry", {
+        "task_id": item.task_id,
+        "max": limit,
+        "attempts": attempts,
+        "name": p["name"],
+        "input": p["input"],
+        **extra,
+    }
