@@ -14,6 +14,7 @@ from ._wire import (
     check_strict_schema,
     check_tool_sequence,
     content_text,
+    missing_parameter,
     new_id,
     text_pieces,
     tool_specs,
@@ -25,14 +26,10 @@ _ROLES = ("system", "developer", "user", "assistant", "tool")
 def parse_chat(body: dict[str, Any]) -> tuple[list[Message], list[ToolSpec]]:
     """Normalised messages and tools of a Chat Completions request; rejects what OpenAI rejects."""
     if not isinstance(body.get("model"), str) or not body["model"]:
-        raise RequestRejected(
-            "Missing required parameter: 'model'.", param="model", code="missing_required_parameter"
-        )
+        raise missing_parameter("model")
     raw_messages = body.get("messages")
     if raw_messages is None:
-        raise RequestRejected(
-            "Missing required parameter: 'messages'.", param="messages", code="missing_required_parameter"
-        )
+        raise missing_parameter("messages")
     if not isinstance(raw_messages, list):
         raise RequestRejected(
             "Invalid type for 'messages': expected an array.", param="messages", code="invalid_type"
@@ -67,11 +64,7 @@ def _message(raw: Any, where: str) -> Message:
     if role == "tool":
         call_id = raw.get("tool_call_id")
         if not isinstance(call_id, str):
-            raise RequestRejected(
-                f"Missing required parameter: '{where}.tool_call_id'.",
-                param=f"{where}.tool_call_id",
-                code="missing_required_parameter",
-            )
+            raise missing_parameter(f"{where}.tool_call_id")
         return Message(role="tool", text=text, call_id=call_id, name=raw.get("name"))
     calls: list[ToolCall] = []
     if role == "assistant":
@@ -86,11 +79,7 @@ def _message(raw: Any, where: str) -> Message:
                 ToolCall(name=str(fn["name"]), arguments=str(fn.get("arguments", "")), call_id=call["id"])
             )
     elif raw.get("content") is None:
-        raise RequestRejected(
-            f"Missing required parameter: '{where}.content'.",
-            param=f"{where}.content",
-            code="missing_required_parameter",
-        )
+        raise missing_parameter(f"{where}.content")
     return Message(role=role, text=text, tool_calls=tuple(calls), name=raw.get("name"))
 
 
@@ -127,11 +116,7 @@ def _check_response_format(fmt: Any) -> None:
     if fmt["type"] == "json_schema":
         inner = fmt.get("json_schema")
         if not isinstance(inner, dict) or not isinstance(inner.get("name"), str):
-            raise RequestRejected(
-                "Missing required parameter: 'response_format.json_schema.name'.",
-                param="response_format.json_schema.name",
-                code="missing_required_parameter",
-            )
+            raise missing_parameter("response_format.json_schema.name")
         if "schema" in inner and not isinstance(inner["schema"], dict):
             raise RequestRejected(
                 "Invalid type for 'response_format.json_schema.schema': expected an object.",

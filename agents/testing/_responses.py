@@ -18,6 +18,7 @@ from ._wire import (
     check_tool_sequence,
     content_text,
     iter_json_objects,
+    missing_parameter,
     new_id,
     text_pieces,
     tool_specs,
@@ -124,11 +125,7 @@ def items_to_messages(items: list[dict[str, Any]]) -> list[Message]:
         elif kind == "function_call_output":
             call_id = item.get("call_id")
             if not isinstance(call_id, str):
-                raise RequestRejected(
-                    f"Missing required parameter: '{where}.call_id'.",
-                    param=f"{where}.call_id",
-                    code="missing_required_parameter",
-                )
+                raise missing_parameter(f"{where}.call_id")
             output = content_text(item.get("output"), where=f"{where}.output")
             messages.append(Message(role="tool", text=output, call_id=call_id, name=names.get(call_id)))
         # Reasoning and other item kinds carry nothing the offline model reads.
@@ -143,9 +140,7 @@ def parse_responses(
     The context comes from `previous_response_id` (the stored chain) or `conversation` (its items).
     """
     if not isinstance(body.get("model"), str) or not body["model"]:
-        raise RequestRejected(
-            "Missing required parameter: 'model'.", param="model", code="missing_required_parameter"
-        )
+        raise missing_parameter("model")
     new_items = input_items(body)
     context: list[dict[str, Any]] = []
     previous = body.get("previous_response_id")
@@ -169,9 +164,7 @@ def parse_responses(
     if not any(m.role in ("user", "tool", "system", "developer") for m in conversation) and not body.get(
         "instructions"
     ):
-        raise RequestRejected(
-            "Missing required parameter: 'input'.", param="input", code="missing_required_parameter"
-        )
+        raise missing_parameter("input")
     instructions = body.get("instructions")
     messages = ([Message(role="system", text=str(instructions))] if instructions else []) + conversation
 
@@ -194,11 +187,7 @@ def parse_responses(
             "Invalid value for 'text.format.type'.", param="text.format.type", code="invalid_value"
         )
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and not isinstance(fmt.get("name"), str):
-        raise RequestRejected(
-            "Missing required parameter: 'text.format.name'.",
-            param="text.format.name",
-            code="missing_required_parameter",
-        )
+        raise missing_parameter("text.format.name")
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and fmt.get("strict") is True:
         schema = fmt.get("schema")
         check_strict_schema(

@@ -27,6 +27,13 @@ class RequestRejected(Exception):
         )
 
 
+def missing_parameter(param: str) -> RequestRejected:
+    """The service's error for an absent required field (named by its path, e.g. ``messages[0].content``)."""
+    return RequestRejected(
+        f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter"
+    )
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}{secrets.token_hex(12)}"
 
@@ -117,18 +124,10 @@ def tool_spec(raw: Any, *, where: str, nested: bool) -> ToolSpec | None:
         return None
     fn = raw.get("function") if nested else raw
     if not isinstance(fn, dict):
-        raise RequestRejected(
-            f"Missing required parameter: '{where}.function'.",
-            param=f"{where}.function",
-            code="missing_required_parameter",
-        )
+        raise missing_parameter(f"{where}.function")
     name = fn.get("name")
     if not isinstance(name, str):
-        raise RequestRejected(
-            f"Missing required parameter: '{where}.name'.",
-            param=f"{where}.name",
-            code="missing_required_parameter",
-        )
+        raise missing_parameter(f"{where}.name")
     if not _TOOL_NAME.match(name):
         raise RequestRejected(
             f"Invalid '{where}.name': string does not match pattern. Expected a string that matches the "
