@@ -63,6 +63,15 @@ def _error_response(spec: ErrorSpec) -> web.Response:
     return web.json_response(spec.body(), status=spec.status, headers=headers)
 
 
+def _deletion(
+    deleted: bool, object_id: str, kind: str, missing: Callable[[str], RequestRejected]
+) -> web.Response:
+    """The service's answer to a DELETE: the deletion receipt, or 404 when nothing had that id."""
+    if not deleted:
+        return _error_response(missing(object_id).spec)
+    return web.json_response({"id": object_id, "object": f"{kind}.deleted", "deleted": True})
+
+
 def _item_list(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "object": "list",
@@ -437,9 +446,7 @@ class ModelServer:
 
     async def _delete_response(self, http: web.Request) -> web.Response:
         response_id = http.match_info["response_id"]
-        if not self.responses.delete(response_id):
-            return _error_response(not_found(response_id).spec)
-        return web.json_response({"id": response_id, "object": "response.deleted", "deleted": True})
+        return _deletion(self.responses.delete(response_id), response_id, "response", not_found)
 
     async def _create_conversation(self, http: web.Request) -> web.Response:
         try:
@@ -459,9 +466,8 @@ class ModelServer:
 
     async def _delete_conversation(self, http: web.Request) -> web.Response:
         conversation_id = http.match_info["conversation_id"]
-        if not self.conversations.delete(conversation_id):
-            return _error_response(conversation_not_found(conversation_id).spec)
-        return web.json_response({"id": conversation_id, "object": "conversation.deleted", "deleted": True})
+        deleted = self.conversations.delete(conversation_id)
+        return _deletion(deleted, conversation_id, "conversation", conversation_not_found)
 
     async def _list_items(self, http: web.Request) -> web.Response:
         try:
