@@ -163,8 +163,9 @@ def test_kill_9_mid_operation_redelivers_once(tmp_path: pathlib.Path) -> None:
         slow = {"sleep": 2, "item": "slow", "marker": str(marker)}
         assert _request("POST", f"{proc.url}/api/counter/k/slow_append", slow)[0] == 202
         assert _request("POST", f"{proc.url}/api/counter/k/append", "after")[0] == 202
+        # Wait for the line, not the file: open(..., "a") creates it before the write lands.
         deadline = time.monotonic() + 10
-        while not marker.exists() and time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (marker.exists() and marker.read_text()):
             time.sleep(0.02)
         assert marker.read_text() == "started\n"
         proc.popen.send_signal(signal.SIGKILL)
