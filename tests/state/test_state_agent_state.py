@@ -83,6 +83,8 @@ def test_append_records_runs_and_survives_reload() -> None:
         assert run.request is not None and run.request.messages[0].text == "hi"
         assert run.response.messages[0].text == "hello"
         assert run.request_hash == request_hash(json.loads(dump_state(s))["data"]["conversationHistory"][0])
+    run = state.find_run("c1")
+    assert run is not None
     doc = json.loads(dump_state(state))
     assert doc["data"]["runs"]["c1"] == {
         "status": "succeeded",

@@ -49,11 +49,13 @@ def test_each_written_content_matches_exactly_one_reference_branch(
     assert None not in [v for k, v in written.items() if k != "content"]
     assert _errors(our_schema, doc) == []
     assert _errors(reference_schema, doc) == []
-    branches = reference_schema.schema["$defs"]["chatContentItem"]["oneOf"]
+    reference = reference_schema.schema
+    assert isinstance(reference, dict)
+    branches = reference["$defs"]["chatContentItem"]["oneOf"]
     matching = [
         b["$ref"]
         for b in branches
-        if Draft202012Validator({"$defs": reference_schema.schema["$defs"], "$ref": b["$ref"]}).is_valid(
+        if Draft202012Validator({"$defs": reference["$defs"], "$ref": b["$ref"]}).is_valid(
             written
         )
     ]
