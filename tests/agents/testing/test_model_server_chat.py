@@ -8,11 +8,16 @@ from typing import Any
 import jsonschema
 import pytest
 from openai import AsyncOpenAI, BadRequestError, OpenAI
+from openai.types.chat import (
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageToolCallUnion,
+)
 from pydantic import BaseModel
 
 from agents.testing import ModelServer, Reply
 
-ADD_TOOL: dict[str, Any] = {
+ADD_TOOL: ChatCompletionFunctionToolParam = {
     "type": "function",
     "function": {
         "name": "add",
@@ -24,13 +29,23 @@ ADD_TOOL: dict[str, Any] = {
         },
     },
 }
-WEATHER_TOOL: dict[str, Any] = {
+WEATHER_TOOL: ChatCompletionFunctionToolParam = {
     "type": "function",
     "function": {
         "name": "weather",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
     },
 }
+
+
+def function_calls(
+    calls: list[ChatCompletionMessageToolCallUnion] | None,
+) -> list[ChatCompletionMessageFunctionToolCall]:
+    """The tool calls of a reply, each required to be a function call (the server sends no custom calls)."""
+    assert calls is not None
+    for call in calls:
+        assert isinstance(call, ChatCompletionMessageFunctionToolCall), call
+    return [call for call in calls if isinstance(call, ChatCompletionMessageFunctionToolCall)]
 
 
 def test_scripted_text_reply_with_usage(client: OpenAI, model: ModelServer) -> None:
@@ -98,8 +113,7 @@ def test_parallel_tool_calls_get_distinct_ids(client: OpenAI, model: ModelServer
     completion = client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "weather?"}], tools=[WEATHER_TOOL, ADD_TOOL]
     )
-    calls = completion.choices[0].message.tool_calls
-    assert calls is not None
+    calls = function_calls(completion.choices[0].message.tool_calls)
     assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
         ("weather", {"city": "Oslo"}),
         ("weather", {"city": "Rome"}),
@@ -114,8 +128,7 @@ def test_malformed_tool_arguments_are_sent_verbatim(client: OpenAI, model: Model
     completion = client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "add"}], tools=[ADD_TOOL]
     )
-    calls = completion.choices[0].message.tool_calls
-    assert calls is not None
+    calls = function_calls(completion.choices[0].message.tool_calls)
     assert calls[0].function.arguments == '{"a": 1, "b": '
     with pytest.raises(json.JSONDecodeError):
         json.loads(calls[0].function.arguments)
@@ -328,7 +341,10 @@ def test_strict_schemas_must_be_closed_and_fully_required(
 
 
 def test_strict_tool_parameters_are_checked(client: OpenAI, model: ModelServer) -> None:
-    tool = {"type": "function", "function": {"name": "f", "parameters": OPEN_SCHEMA, "strict": True}}
+    tool: ChatCompletionFunctionToolParam = {
+        "type": "function",
+        "function": {"name": "f", "parameters": OPEN_SCHEMA, "strict": True},
+    }
     with pytest.raises(BadRequestError, match="Invalid schema for function 'f'"):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], tools=[tool])
     with pytest.raises(BadRequestError, match="Invalid schema for function 'f'"):

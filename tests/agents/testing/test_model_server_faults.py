@@ -8,10 +8,11 @@ import time
 import openai
 import pytest
 from openai import AsyncOpenAI, OpenAI
+from openai.types.chat import ChatCompletionMessageParam
 
 from agents.testing import ModelRequest, ModelServer, Reply
 
-USER = [{"role": "user", "content": "hello"}]
+USER: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hello"}]
 
 
 @pytest.mark.parametrize(
@@ -181,12 +182,14 @@ def test_handler_error_is_reported_not_retried(client: OpenAI, model: ModelServe
 
 async def test_fifty_concurrent_requests(aclient: AsyncOpenAI, model: ModelServer) -> None:
     gate: dict[str, asyncio.Event] = {}
-    arrived: list[str | None] = []
+    arrived: list[str] = []
 
     async def handler(request: ModelRequest) -> Reply:
         # Every call waits until all 50 are in flight: serial handling would time out here.
         event = gate.setdefault("all_in", asyncio.Event())
-        arrived.append(request.last_user_text)
+        text = request.last_user_text
+        assert text is not None  # each request carries one user message
+        arrived.append(text)
         if len(arrived) == 50:
             event.set()
         await asyncio.wait_for(event.wait(), 10)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import enum
 import json
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai import OpenAI
+from openai.types.chat import ChatCompletionMessageFunctionToolCall
+from openai.types.responses import FunctionToolParam
 from pydantic import BaseModel, Field
 
 from agents.testing import ModelServer, SchemaInstanceError, count_tokens, schema_instance
@@ -65,11 +67,11 @@ def test_trigger_calls_tool_then_reports_results(offline_client: OpenAI) -> None
     first = offline_client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
     calls = first.choices[0].message.tool_calls
     assert calls is not None
-    assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
-        ("lookup", {"key": "colour"})
-    ]
+    [call] = calls
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
+    assert (call.function.name, json.loads(call.function.arguments)) == ("lookup", {"key": "colour"})
     messages.append(first.choices[0].message.model_dump(exclude_none=True))
-    messages.append({"role": "tool", "tool_call_id": calls[0].id, "content": "blue"})
+    messages.append({"role": "tool", "tool_call_id": call.id, "content": "blue"})
     second = offline_client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
     assert second.choices[0].message.content == "tool results: lookup: blue"
 
@@ -119,7 +121,9 @@ def test_tool_choice_none_and_forced(offline_client: OpenAI) -> None:
 
 def test_offline_responses_echo_and_trigger(offline: ModelServer, offline_client: OpenAI) -> None:
     assert offline_client.responses.create(model="m", input="plain words").output_text == "echo: plain words"
-    tool = {"type": "function", "name": "lookup", "parameters": TOOLS[0]["function"]["parameters"]}
+    # The SDK's TypedDict marks `strict` required; the wire lets it be left out, which this exercises.
+    parameters = TOOLS[0]["function"]["parameters"]
+    tool = cast(FunctionToolParam, {"type": "function", "name": "lookup", "parameters": parameters})
     response = offline_client.responses.create(model="m", input='call:lookup {"key": "k"}', tools=[tool])
     [call] = response.output
     assert call.type == "function_call" and json.loads(call.arguments) == {"key": "k"}

@@ -9,11 +9,12 @@ import jsonschema
 import openai
 import pytest
 from openai import AsyncOpenAI, OpenAI
+from openai.types.responses import FunctionToolParam, ResponseInputParam
 from pydantic import BaseModel
 
 from agents.testing import ModelServer, Reply
 
-ADD_TOOL: dict[str, Any] = {
+ADD_TOOL: FunctionToolParam = {
     "type": "function",
     "name": "add",
     "description": "Add two integers.",
@@ -72,14 +73,14 @@ def test_function_call_round_trip_with_service_side_history(client: OpenAI, mode
     model.script(
         Reply.tool_calls([("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4})]), Reply.text("3 and 7")
     )
-    first = client.responses.create(model="m", input="two sums please", tools=[ADD_TOOL])  # type: ignore[list-item]
+    first = client.responses.create(model="m", input="two sums please", tools=[ADD_TOOL])
     calls = [item for item in first.output if item.type == "function_call"]
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [
         ("add", {"a": 1, "b": 2}),
         ("add", {"a": 3, "b": 4}),
     ]
     assert len({c.call_id for c in calls}) == 2
-    outputs = [
+    outputs: ResponseInputParam = [
         {
             "type": "function_call_output",
             "call_id": c.call_id,
@@ -89,9 +90,9 @@ def test_function_call_round_trip_with_service_side_history(client: OpenAI, mode
     ]
     second = client.responses.create(
         model="m",
-        input=outputs,  # type: ignore[arg-type]
+        input=outputs,
         previous_response_id=first.id,
-        tools=[ADD_TOOL],  # type: ignore[list-item]
+        tools=[ADD_TOOL],
     )
     assert second.output_text == "3 and 7"
     tool_messages = [m for m in model.requests[1].messages if m.role == "tool"]
@@ -102,7 +103,7 @@ def test_offline_tool_results_are_reported_after_local_history(offline_client: O
     first = offline_client.responses.create(
         model="m",
         input='call:add {"a": 20, "b": 22}',
-        tools=[ADD_TOOL],  # type: ignore[list-item]
+        tools=[ADD_TOOL],
     )
     [call] = [item for item in first.output if item.type == "function_call"]
     # Local history mode: send the whole conversation again, without previous_response_id.
@@ -111,7 +112,7 @@ def test_offline_tool_results_are_reported_after_local_history(offline_client: O
         {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments},
         {"type": "function_call_output", "call_id": call.call_id, "output": "42"},
     ]
-    second = offline_client.responses.create(model="m", input=history, tools=[ADD_TOOL])  # type: ignore[list-item]
+    second = offline_client.responses.create(model="m", input=history, tools=[ADD_TOOL])
     assert second.output_text == "tool results: add: 42"
 
 
@@ -143,7 +144,7 @@ def test_store_false_is_not_retrievable(client: OpenAI, model: ModelServer) -> N
 
 def test_unanswered_function_call_is_rejected(client: OpenAI, model: ModelServer) -> None:
     model.script(Reply.tool_call("add", {"a": 1, "b": 1}))
-    first = client.responses.create(model="m", input="sum", tools=[ADD_TOOL])  # type: ignore[list-item]
+    first = client.responses.create(model="m", input="sum", tools=[ADD_TOOL])
     with pytest.raises(openai.BadRequestError, match="No tool output found for function call"):
         client.responses.create(model="m", input="ignore the call", previous_response_id=first.id)
     with pytest.raises(openai.BadRequestError, match="No tool call found for function call output"):
@@ -212,7 +213,7 @@ def test_streamed_text_events_and_final_response(client: OpenAI, model: ModelSer
 def test_streamed_function_call_events(client: OpenAI, model: ModelServer) -> None:
     args = {"a": 123456789, "b": 987654321}
     model.script(Reply.tool_call("add", args, call_id="call_stream"))
-    stream = client.responses.create(model="m", input="sum", tools=[ADD_TOOL], stream=True)  # type: ignore[list-item]
+    stream = client.responses.create(model="m", input="sum", tools=[ADD_TOOL], stream=True)
     events = list(stream)
     deltas = [e.delta for e in events if e.type == "response.function_call_arguments.delta"]
     assert len(deltas) > 1 and json.loads("".join(deltas)) == args
