@@ -6,7 +6,9 @@ import asyncio
 import json
 import threading
 import uuid
+from typing import Any
 
+import azure.durable_functions as df
 import pytest
 from hosting_support import functions, run_batch, run_op
 
@@ -18,7 +20,7 @@ from state import AgentState, dump_state, load_state
 ENTITY = "dafx-assistant"
 
 
-def test_every_agent_has_an_entity_named_after_it(app):
+def test_every_agent_has_an_entity_named_after_it(app: df.DFApp) -> None:
     names = functions(app)
     for agent in ("assistant", "writer", "reviewer"):
         assert entity_name(agent) == f"dafx-{agent}"
@@ -32,7 +34,7 @@ def test_every_agent_has_an_entity_named_after_it(app):
     assert OPERATIONS == ("run", "reset", "delete", "get")
 
 
-def test_first_turn_creates_the_session_state(app, model: ModelServer):
+def test_first_turn_creates_the_session_state(app: df.DFApp, model: ModelServer) -> None:
     model.script(Reply.text("hello there"))
     out = run_batch(app, ENTITY, "s1", None, [("run", run_op("hi", "c1"))])
     assert out.exists is True
@@ -41,14 +43,17 @@ def test_first_turn_creates_the_session_state(app, model: ModelServer):
     assert result.value["status"] == "succeeded"
     assert result.value["correlationId"] == "c1"
     assert result.value["text"] == "hello there"
+    assert out.state is not None
     state = load_state(out.state)
     assert [e.type for e in state.entries] == ["request", "response"]
-    assert state.find_run("c1").status == "succeeded"
+    c1 = state.find_run("c1")
+    assert c1 is not None
+    assert c1.status == "succeeded"
     # Stored as the state document itself, not a JSON string wrapping it.
     assert json.loads(out.state)["schemaVersion"] == "1.2.0"
 
 
-def test_several_operations_in_one_batch_see_each_others_state(app, model: ModelServer):
+def test_several_operations_in_one_batch_see_each_others_state(app: df.DFApp, model: ModelServer) -> None:
     model.script(Reply.text("one"), Reply.text("two"))
     out = run_batch(
         app,
@@ -60,6 +65,7 @@ def test_several_operations_in_one_batch_see_each_others_state(app, model: Model
     assert [r.is_error for r in out.results] == [False, False, False]
     assert [r.value["text"] for r in out.results[:2]] == ["one", "two"]
     got = out.results[2].value
+    assert out.state is not None
     assert got == json.loads(out.state)
     assert len(got["data"]["conversationHistory"]) == 4
     # The second turn was sent the first turn's history.
@@ -70,7 +76,9 @@ def test_several_operations_in_one_batch_see_each_others_state(app, model: Model
     ]
 
 
-def test_redelivered_run_returns_the_stored_answer_without_a_second_turn(app, model: ModelServer):
+def test_redelivered_run_returns_the_stored_answer_without_a_second_turn(
+    app: df.DFApp, model: ModelServer
+) -> None:
     model.script(Reply.text("only once"))
     first = run_batch(app, ENTITY, "s3", None, [("run", run_op("hi", "dup")), ("run", run_op("hi", "dup"))])
     assert first.results[0].value["text"] == "only once"
@@ -78,10 +86,13 @@ def test_redelivered_run_returns_the_stored_answer_without_a_second_turn(app, mo
     again = run_batch(app, ENTITY, "s3", first.state, [("run", run_op("hi", "dup"))])
     assert again.results[0].value == first.results[0].value
     assert len(model.requests) == 1
+    assert again.state is not None
     assert len(load_state(again.state).entries) == 2
 
 
-def test_same_correlation_id_with_another_message_is_a_conflict_and_changes_nothing(app, model: ModelServer):
+def test_same_correlation_id_with_another_message_is_a_conflict_and_changes_nothing(
+    app: df.DFApp, model: ModelServer
+) -> None:
     model.script(Reply.text("answer"))
     first = run_batch(app, ENTITY, "s4", None, [("run", run_op("question", "same"))])
     out = run_batch(app, ENTITY, "s4", first.state, [("run", run_op("another question", "same"))])
@@ -92,7 +103,9 @@ def test_same_correlation_id_with_another_message_is_a_conflict_and_changes_noth
     assert len(model.requests) == 1
 
 
-def test_failed_model_call_is_recorded_in_history_and_reported_as_failed(app, model: ModelServer):
+def test_failed_model_call_is_recorded_in_history_and_reported_as_failed(
+    app: df.DFApp, model: ModelServer
+) -> None:
     model.script(Reply.error(500, "the model broke", code="server_error"))
     out = run_batch(app, ENTITY, "s5", None, [("run", run_op("hi", "bad"))])
     [result] = out.results
@@ -101,8 +114,10 @@ def test_failed_model_call_is_recorded_in_history_and_reported_as_failed(app, mo
     assert result.value["error"]["status"] == 500
     assert result.value["error"]["code"] == "server_error"
     assert "the model broke" in result.value["error"]["message"]
+    assert out.state is not None
     state = load_state(out.state)
     run = state.find_run("bad")
+    assert run is not None
     assert run.status == "failed"
     assert run.response.failure is not None
     assert list(state.replay_messages()) == []
@@ -121,8 +136,8 @@ def test_failed_model_call_is_recorded_in_history_and_reported_as_failed(app, mo
 )
 @pytest.mark.parametrize("operation", ["run", "reset"])
 def test_unreadable_state_fails_the_operation_and_stays_byte_identical(
-    app, model: ModelServer, stored, operation
-):
+    app: df.DFApp, model: ModelServer, stored: str, operation: str
+) -> None:
     value = run_op("hi") if operation == "run" else None
     out = run_batch(app, ENTITY, "broken", stored, [(operation, value), ("run", run_op("again"))])
     assert [r.is_error for r in out.results] == [True, True]
@@ -134,11 +149,12 @@ def test_unreadable_state_fails_the_operation_and_stays_byte_identical(
     assert model.requests == []
 
 
-def test_an_error_after_a_good_turn_keeps_the_good_turn(app, model: ModelServer):
+def test_an_error_after_a_good_turn_keeps_the_good_turn(app: df.DFApp, model: ModelServer) -> None:
     model.script(Reply.text("fine"))
     out = run_batch(app, ENTITY, "s6", None, [("run", run_op("hi", "ok")), ("explode", None)])
     assert [r.is_error for r in out.results] == [False, True]
     assert "no operation 'explode'" in out.results[1].value
+    assert out.state is not None
     assert load_state(out.state).find_run("ok") is not None
 
 
@@ -151,7 +167,9 @@ def test_an_error_after_a_good_turn_keeps_the_good_turn(app, model: ModelServer)
         "not an object",
     ],
 )
-def test_invalid_run_input_fails_without_touching_state(app, model: ModelServer, bad_input):
+def test_invalid_run_input_fails_without_touching_state(
+    app: df.DFApp, model: ModelServer, bad_input: Any
+) -> None:
     state = dump_state(AgentState.new())
     out = run_batch(app, ENTITY, "s7", state, [("run", bad_input)])
     assert out.results[0].is_error is True
@@ -159,18 +177,20 @@ def test_invalid_run_input_fails_without_touching_state(app, model: ModelServer,
     assert model.requests == []
 
 
-def test_reset_empties_history_and_state_bag(app, model: ModelServer):
+def test_reset_empties_history_and_state_bag(app: df.DFApp, model: ModelServer) -> None:
     model.script(Reply.text("x"))
     first = run_batch(app, ENTITY, "s8", None, [("run", run_op("hi"))])
+    assert first.state is not None
     doc = json.loads(first.state)
     doc["data"]["stateBag"] = {"memory": {"facts": ["likes tea"]}}
     out = run_batch(app, ENTITY, "s8", json.dumps(doc), [("reset", None), ("get", None)])
     assert [r.is_error for r in out.results] == [False, False]
+    assert out.state is not None
     state = load_state(out.state)
     assert state.entries == () and state.state_bag == {}
 
 
-def test_delete_removes_the_entity(app, model: ModelServer):
+def test_delete_removes_the_entity(app: df.DFApp, model: ModelServer) -> None:
     model.script(Reply.text("x"))
     first = run_batch(app, ENTITY, "s9", None, [("run", run_op("hi"))])
     out = run_batch(app, ENTITY, "s9", first.state, [("delete", None)])
@@ -179,16 +199,19 @@ def test_delete_removes_the_entity(app, model: ModelServer):
     assert out.state in (None, "null")
 
 
-def test_delete_then_run_in_one_batch_starts_afresh(app, model: ModelServer):
+def test_delete_then_run_in_one_batch_starts_afresh(app: df.DFApp, model: ModelServer) -> None:
     model.script(Reply.text("x"), Reply.text("y"))
     first = run_batch(app, ENTITY, "s10", None, [("run", run_op("hi", "old"))])
     out = run_batch(app, ENTITY, "s10", first.state, [("delete", None), ("run", run_op("new", "new"))])
+    assert out.state is not None
     state = load_state(out.state)
     assert out.exists is True
     assert state.find_run("old") is None and state.find_run("new") is not None
 
 
-def test_orchestration_id_and_response_format_reach_the_request_entry(app, model: ModelServer):
+def test_orchestration_id_and_response_format_reach_the_request_entry(
+    app: df.DFApp, model: ModelServer
+) -> None:
     schema = {
         "type": "object",
         "properties": {"n": {"type": "integer"}},
@@ -205,12 +228,17 @@ def test_orchestration_id_and_response_format_reach_the_request_entry(app, model
     )
     result = out.results[0].value
     assert result["status"] == "succeeded" and result["structured"] == {"n": 3}
-    request = load_state(out.state).find_run("o1").request
+    assert out.state is not None
+    record = load_state(out.state).find_run("o1")
+    assert record is not None and record.request is not None
+    request = record.request
     assert request.orchestration_id == "orch-1"
     assert model.requests[0].response_format is not None
 
 
-def test_entities_run_concurrently_on_worker_threads_each_with_its_own_loop(app, model: ModelServer):
+def test_entities_run_concurrently_on_worker_threads_each_with_its_own_loop(
+    app: df.DFApp, model: ModelServer
+) -> None:
     model.handler = lambda request: Reply.delay(0.05, then=Reply.text("done"))
     outputs: dict[str, object] = {}
     errors: list[BaseException] = []
@@ -221,6 +249,7 @@ def test_entities_run_concurrently_on_worker_threads_each_with_its_own_loop(app,
             for _ in range(2):
                 out = run_batch(app, ENTITY, key, state, [("run", run_op(f"hi {key}"))])
                 state = out.state
+            assert state is not None
             outputs[key] = load_state(state)
         except BaseException as error:  # pragma: no cover - reported below
             errors.append(error)
@@ -236,14 +265,16 @@ def test_entities_run_concurrently_on_worker_threads_each_with_its_own_loop(app,
     assert all(len(state.entries) == 4 for state in outputs.values())  # type: ignore[attr-defined]
 
 
-async def test_entity_called_from_a_thread_running_a_loop_still_works(app, model: ModelServer):
+async def test_entity_called_from_a_thread_running_a_loop_still_works(
+    app: df.DFApp, model: ModelServer
+) -> None:
     # A host that calls the synchronous entity function straight from async code.
     model.script(Reply.text("from a loop"))
     out = run_batch(app, ENTITY, "s12", None, [("run", run_op("hi"))])
     assert out.results[0].value["text"] == "from a loop"
 
 
-def test_run_sync_keeps_one_loop_per_thread():
+def test_run_sync_keeps_one_loop_per_thread() -> None:
     async def current() -> asyncio.AbstractEventLoop:
         return asyncio.get_running_loop()
 
@@ -257,7 +288,7 @@ def test_run_sync_keeps_one_loop_per_thread():
     assert seen[0] is not first
 
 
-def test_unique_keys(app, model: ModelServer):
+def test_unique_keys(app: df.DFApp, model: ModelServer) -> None:
     # Sessions are independent entity instances.
     model.script(Reply.text("a"), Reply.text("b"))
     one = run_batch(app, ENTITY, uuid.uuid4().hex, None, [("run", run_op("x", "c"))])

@@ -70,7 +70,9 @@ def fill(app: df.DFApp, model: ModelServer, key: str) -> tuple[str, dict[str, An
     raise AssertionError("the session never reached its limit")
 
 
-def test_the_turn_crossing_the_limit_is_recorded_as_session_too_large(app, model: ModelServer):
+def test_the_turn_crossing_the_limit_is_recorded_as_session_too_large(
+    app: df.DFApp, model: ModelServer
+) -> None:
     before, refused = fill(app, model, "full-1")
     result, after = refused["result"], refused["state"]
     error = result["error"]
@@ -97,7 +99,9 @@ def test_the_turn_crossing_the_limit_is_recorded_as_session_too_large(app, model
     assert schema_errors(json.loads(after)) == []
     assert json.loads(after)["data"].get("stateBag") == json.loads(before)["data"].get("stateBag")
     stored = load_state(after)
-    assert stored.find_run(result["correlationId"]).status == "failed"
+    refusal = stored.find_run(result["correlationId"])
+    assert refusal is not None
+    assert refusal.status == "failed"
     assert list(stored.replay_messages()) == list(load_state(before).replay_messages())
 
     # A next run that cannot fit (stored bytes + its own text over the limit) is refused the same
@@ -124,15 +128,18 @@ def test_the_turn_crossing_the_limit_is_recorded_as_session_too_large(app, model
     assert redelivered.state == again.state
 
 
-def test_a_refusal_in_a_batch_leaves_the_other_operations_alone(app, model: ModelServer):
+def test_a_refusal_in_a_batch_leaves_the_other_operations_alone(app: df.DFApp, model: ModelServer) -> None:
     before, _ = fill(app, model, "full-2")
     model.script(Reply.text(BIG_REPLY))
     out = run_batch(app, ENTITY, "full-2", before, [("run", run_op("big", "x")), ("get", None)])
     assert out.results[0].value["error"]["code"] == "session_too_large"
+    assert out.state is not None
     assert out.results[1].value == json.loads(out.state)
 
 
-def test_a_refusal_whose_record_would_not_fit_saves_nothing_and_fails(app, model: ModelServer):
+def test_a_refusal_whose_record_would_not_fit_saves_nothing_and_fails(
+    app: df.DFApp, model: ModelServer
+) -> None:
     model.script(Reply.text("short"))
     first = run_batch(app, ENTITY, "huge", None, [("run", run_op("hello", "a"))])
     huge = "z" * (LIMIT + RECORD_HEADROOM + 1)
@@ -144,10 +151,13 @@ def test_a_refusal_whose_record_would_not_fit_saves_nothing_and_fails(app, model
     assert len(model.requests) == 1
 
 
-def test_an_empty_session_takes_a_first_turn_over_the_limit_as_a_refusal(app, model: ModelServer):
+def test_an_empty_session_takes_a_first_turn_over_the_limit_as_a_refusal(
+    app: df.DFApp, model: ModelServer
+) -> None:
     model.script(Reply.text("x" * (LIMIT * 2)))
     out = run_batch(app, ENTITY, "first-big", None, [("run", run_op("hi", "first"))])
     assert out.results[0].value["error"]["code"] == "session_too_large"
+    assert out.state is not None
     entries = load_state(out.state).entries
     assert [e.type for e in entries] == ["request", "response"]
     assert len(out.state.encode()) < LIMIT
@@ -179,7 +189,9 @@ def buggy_app(model_server: ModelServer) -> df.DFApp:
     return build_app([assistant, buggy], settings=ApiSettings(max_session_bytes=LIMIT))
 
 
-def test_an_exception_from_the_agent_run_is_recorded_as_internal_error(buggy_app, model: ModelServer):
+def test_an_exception_from_the_agent_run_is_recorded_as_internal_error(
+    buggy_app: df.DFApp, model: ModelServer
+) -> None:
     model.script(Reply.text("a good turn"))
     good = run_batch(buggy_app, ENTITY, "bug", None, [("run", run_op("hello", "good"))])
     stored = good.state
@@ -191,6 +203,7 @@ def test_an_exception_from_the_agent_run_is_recorded_as_internal_error(buggy_app
     error = result.value["error"]
     assert error["code"] == "internal_error"
     assert error["message"] == "RuntimeError: the agent lost its marbles"
+    assert out.state is not None
     old, new = history(stored), history(out.state)
     assert new[: len(old)] == old and len(new) == len(old) + 2
     assert "half a turn" not in out.state
@@ -201,7 +214,7 @@ def test_an_exception_from_the_agent_run_is_recorded_as_internal_error(buggy_app
     assert schema_errors(document) == []
 
 
-def test_an_unreadable_state_still_fails_the_operation_untouched(app, model: ModelServer):
+def test_an_unreadable_state_still_fails_the_operation_untouched(app: df.DFApp, model: ModelServer) -> None:
     stored = '{"schemaVersion": "9.0.0", "data": {"conversationHistory": []}}'
     out = run_batch(app, ENTITY, "unreadable", stored, [("run", run_op("hi"))])
     assert out.results[0].is_error is True
@@ -211,7 +224,7 @@ def test_an_unreadable_state_still_fails_the_operation_untouched(app, model: Mod
 # -- settings ------------------------------------------------------------------------------------
 
 
-def test_the_limit_defaults_under_one_mib_and_reads_the_environment(monkeypatch: pytest.MonkeyPatch):
+def test_the_limit_defaults_under_one_mib_and_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DURABLE_AGENTS_MAX_SESSION_BYTES", raising=False)
     assert ApiSettings().max_session_bytes == 960 * 1024
     monkeypatch.setenv("DURABLE_AGENTS_MAX_SESSION_BYTES", "5000")
@@ -227,7 +240,7 @@ def test_the_limit_defaults_under_one_mib_and_reads_the_environment(monkeypatch:
 # -- HTTP ----------------------------------------------------------------------------------------
 
 
-async def test_a_waiting_run_on_a_full_session_is_a_409_at_once(api: Api, model: ModelServer):
+async def test_a_waiting_run_on_a_full_session_is_a_409_at_once(api: Api, model: ModelServer) -> None:
     session = "http-full"
     for turn in range(20):
         model.script(Reply.text(BIG_REPLY))
@@ -277,7 +290,9 @@ async def buggy_api(buggy_app: df.DFApp, tmp_path: pathlib.Path) -> AsyncIterato
         await local.stop()
 
 
-async def test_a_run_hitting_a_bug_is_a_500_internal_error_and_recorded(buggy_api: Api, model: ModelServer):
+async def test_a_run_hitting_a_bug_is_a_500_internal_error_and_recorded(
+    buggy_api: Api, model: ModelServer
+) -> None:
     started = time.monotonic()
     answer = await buggy_api.post("api/agents/buggy/run", json_body={"message": "crash", "session_id": "b1"})
     assert answer.status == 500, answer.body

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import azure.durable_functions as df
 import pytest
 from hosting_support import all_functions, make_agents
 
@@ -11,7 +12,7 @@ from agents.testing import ModelServer
 from hosting import ReviewWorkflow, build_app
 
 
-def test_all_is_pinned():
+def test_all_is_pinned() -> None:
     assert sorted(hosting.__all__) == [
         "APPROVAL_EVENT",
         "AgentEntity",
@@ -41,7 +42,7 @@ def test_all_is_pinned():
         assert getattr(hosting, name) is not None
 
 
-def test_errors_share_one_base():
+def test_errors_share_one_base() -> None:
     for error in (
         hosting.AgentRunFailed,
         hosting.InvalidOperation,
@@ -51,11 +52,11 @@ def test_errors_share_one_base():
         assert issubclass(error, hosting.HostingError)
 
 
-def _names(app) -> set[str]:
+def _names(app: df.DFApp) -> set[str]:
     return {f.get_function_name() for f in all_functions(app)}
 
 
-def test_workflow_is_registered_only_with_a_writer_and_a_reviewer(model_server: ModelServer):
+def test_workflow_is_registered_only_with_a_writer_and_a_reviewer(model_server: ModelServer) -> None:
     agents = make_agents(model_server)
     assert "review_workflow" in _names(build_app(agents))
     only_assistant = build_app(agents[:1])
@@ -68,7 +69,7 @@ def test_workflow_is_registered_only_with_a_writer_and_a_reviewer(model_server: 
         build_app(agents, review_workflow=ReviewWorkflow(writer="writer", reviewer="critic"))
 
 
-def test_bad_agent_sets_fail_at_build_time(model_server: ModelServer):
+def test_bad_agent_sets_fail_at_build_time(model_server: ModelServer) -> None:
     settings = ModelSettings(model="m", base_url=model_server.base_url)
     with pytest.raises(AgentConfigurationError, match="at least one"):
         build_app([])
@@ -78,7 +79,7 @@ def test_bad_agent_sets_fail_at_build_time(model_server: ModelServer):
         build_app([Agent(name="9lives", model=settings)])
 
 
-def test_an_agent_without_a_model_fails_at_startup(monkeypatch):
+def test_an_agent_without_a_model_fails_at_startup(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (
         "OPENAI_CHAT_MODEL_ID",
         "AZURE_OPENAI_CHAT_DEPLOYMENT_NAME",
@@ -91,7 +92,9 @@ def test_an_agent_without_a_model_fails_at_startup(monkeypatch):
         build_app([Agent(name="lost")])
 
 
-def test_function_app_module_builds_the_catalogue(monkeypatch, model_server: ModelServer):
+def test_function_app_module_builds_the_catalogue(
+    monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
+) -> None:
     import importlib
     import sys
 

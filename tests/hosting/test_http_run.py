@@ -18,12 +18,16 @@ from state import load_state
 RUN = "/api/agents/assistant/run"
 
 
-async def stored_state(host: Any, agent: str, session: str) -> str | None:
-    """The state text the host committed for a session."""
-    return await host._store.run(host._store.load_state, f"@dafx-{agent}@{session}")
+async def stored_state(host: Any, agent: str, session: str) -> str:
+    """The state text the host committed for a session (which must have one)."""
+    text: str | None = await host._store.run(host._store.load_state, f"@dafx-{agent}@{session}")
+    assert text is not None, f"no state stored for {agent}/{session}"
+    return text
 
 
-async def test_first_message_starts_a_session_and_waits_for_the_answer(api: Api, host, model: ModelServer):
+async def test_first_message_starts_a_session_and_waits_for_the_answer(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     model.script(Reply.text("Hello!"))
     response = await api.post(RUN, json_body={"message": "Hi"})
     assert response.status == 200, response.body
@@ -41,7 +45,9 @@ async def test_first_message_starts_a_session_and_waits_for_the_answer(api: Api,
     assert len(state.entries) == 2
 
 
-async def test_sessions_continue_and_new_sessions_get_fresh_ids(api: Api, host, model: ModelServer):
+async def test_sessions_continue_and_new_sessions_get_fresh_ids(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     model.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
     first = (await api.post(RUN, json_body={"message": "a"})).json()
     second = await api.post(RUN, json_body={"message": "b", "session_id": first["session_id"]})
@@ -52,7 +58,9 @@ async def test_sessions_continue_and_new_sessions_get_fresh_ids(api: Api, host, 
     assert [m.text for m in state.replay_messages()] == ["a", "one", "b", "two"]
 
 
-async def test_thread_id_alias_query_parameter_and_text_plain(api: Api, host, model: ModelServer):
+async def test_thread_id_alias_query_parameter_and_text_plain(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     model.script(Reply.text("x"), Reply.text("y"), Reply.text("z"))
     r1 = await api.post(RUN, json_body={"message": "hi", "thread_id": "thread-1"})
     assert r1.status == 200 and r1.json()["session_id"] == "thread-1"
@@ -74,7 +82,9 @@ async def test_thread_id_alias_query_parameter_and_text_plain(api: Api, host, mo
 
 
 @pytest.mark.parametrize("how", ["body", "header", "query"])
-async def test_not_waiting_answers_202_with_a_location_to_poll(api: Api, host, model: ModelServer, how):
+async def test_not_waiting_answers_202_with_a_location_to_poll(
+    api: Api, host: Any, model: ModelServer, how: str
+) -> None:
     model.script(Reply.delay(0.3, then=Reply.text("later")))
     kwargs: dict[str, Any] = {"json_body": {"message": "hi", "session_id": f"nw-{how}"}}
     if how == "body":
@@ -96,7 +106,9 @@ async def test_not_waiting_answers_202_with_a_location_to_poll(api: Api, host, m
     assert done.json()["response"]["text"] == "later"
 
 
-async def test_run_resource_is_pending_until_done_and_validates_its_wait(api: Api, host, model: ModelServer):
+async def test_run_resource_is_pending_until_done_and_validates_its_wait(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     path = "/api/agents/assistant/sessions/never/runs/nothing"
     pending = await api.get(path)
     assert pending.status == 200 and pending.json()["status"] == "pending"
@@ -112,7 +124,9 @@ async def test_run_resource_is_pending_until_done_and_validates_its_wait(api: Ap
     assert bad_id.status == 400 and bad_id.json()["code"] == "invalid_correlation_id"
 
 
-async def test_failed_model_call_is_a_502_problem_and_stays_in_history(api: Api, host, model: ModelServer):
+async def test_failed_model_call_is_a_502_problem_and_stays_in_history(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     model.script(Reply.error(429, "slow down", code="rate_limit_exceeded"))
     response = await api.post(RUN, json_body={"message": "hi", "session_id": "fails"})
     assert response.status == 502
@@ -128,10 +142,14 @@ async def test_failed_model_call_is_a_502_problem_and_stays_in_history(api: Api,
     session = (await api.get("/api/agents/assistant/sessions/fails")).json()
     assert [t["status"] for t in session["turns"]] == ["failed"]
     state = load_state(await stored_state(host, "assistant", "fails"))
-    assert state.find_run(problem["correlation_id"]).response.failure is not None
+    failed = state.find_run(problem["correlation_id"])
+    assert failed is not None
+    assert failed.response.failure is not None
 
 
-async def test_idempotency_key_runs_once_and_conflicts_on_another_body(api: Api, host, model: ModelServer):
+async def test_idempotency_key_runs_once_and_conflicts_on_another_body(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     model.script(Reply.text("once"))
     headers = {"Idempotency-Key": "order-42"}
     first = await api.post(RUN, json_body={"message": "book it"}, headers=headers)
@@ -154,7 +172,7 @@ async def test_idempotency_key_runs_once_and_conflicts_on_another_body(api: Api,
     assert len(state.entries) == 2
 
 
-async def test_client_correlation_id_is_retry_safe(api: Api, host, model: ModelServer):
+async def test_client_correlation_id_is_retry_safe(api: Api, host: Any, model: ModelServer) -> None:
     model.script(Reply.text("done"))
     body = {"message": "hi", "session_id": "cid", "correlation_id": "my-run-1"}
     first = await api.post(RUN, json_body=body)
@@ -165,7 +183,9 @@ async def test_client_correlation_id_is_retry_safe(api: Api, host, model: ModelS
     assert different.status == 409
 
 
-async def test_same_key_sent_concurrently_with_another_body_is_a_conflict(api: Api, host, model: ModelServer):
+async def test_same_key_sent_concurrently_with_another_body_is_a_conflict(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     model.handler = lambda request: Reply.delay(0.1, then=Reply.text("ok"))
     bodies = [{"message": "first", "session_id": "race"}, {"message": "second", "session_id": "race"}]
     responses = await asyncio.gather(
@@ -176,7 +196,9 @@ async def test_same_key_sent_concurrently_with_another_body_is_a_conflict(api: A
     assert len(state.entries) == 2
 
 
-async def test_a_burst_to_one_session_runs_every_turn_once_in_order(api: Api, host, model: ModelServer):
+async def test_a_burst_to_one_session_runs_every_turn_once_in_order(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     model.handler = lambda request: Reply.text(f"re: {request.last_user_text}")
     count = 20
     responses = await asyncio.gather(
@@ -189,13 +211,13 @@ async def test_a_burst_to_one_session_runs_every_turn_once_in_order(api: Api, ho
     entries = state.entries
     assert len(entries) == 2 * count
     # Strictly one turn after another: each request is directly followed by its response.
-    for request, response in zip(entries[0::2], entries[1::2], strict=True):
-        assert request.type == "request" and response.type == "response"
-        assert request.correlation_id == response.correlation_id
+    for asked, answered in zip(entries[0::2], entries[1::2], strict=True):
+        assert asked.type == "request" and answered.type == "response"
+        assert asked.correlation_id == answered.correlation_id
     assert len({e.correlation_id for e in entries}) == count
 
 
-async def test_a_wait_that_runs_out_is_a_202_never_a_500(model: ModelServer, tmp_path: pathlib.Path):
+async def test_a_wait_that_runs_out_is_a_202_never_a_500(model: ModelServer, tmp_path: pathlib.Path) -> None:
     from devhost import LocalHost
 
     app = build_app(make_agents(model), settings=ApiSettings(response_wait_seconds=0.2))
@@ -252,7 +274,9 @@ async def drained(host: Any, agent: str, session: str, timeout: float = 10.0) ->
         await asyncio.sleep(0.02)
 
 
-async def test_unreadable_stored_state_is_a_409_and_is_never_replaced(api: Api, host, model: ModelServer):
+async def test_unreadable_stored_state_is_a_409_and_is_never_replaced(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     await plant_state(host, "assistant", "future", BROKEN)
     response = await api.post(RUN, json_body={"message": "hi", "session_id": "future"})
     assert response.status == 409
@@ -272,7 +296,7 @@ async def test_unreadable_stored_state_is_a_409_and_is_never_replaced(api: Api, 
     assert model.requests == []
 
 
-async def test_text_plain_body_is_the_message_verbatim(api: Api, host, model: ModelServer):
+async def test_text_plain_body_is_the_message_verbatim(api: Api, host: Any, model: ModelServer) -> None:
     model.script(Reply.text("ok"))
     text = '{"message": "this is text, not JSON"}'
     response = await api.post(RUN, body=text, headers={"Content-Type": "text/plain"})
@@ -284,8 +308,8 @@ BAD_ENTRY = '{"schemaVersion": "1.0.0", "data": {"conversationHistory": [{"$type
 
 
 async def test_a_state_with_an_unreadable_entry_is_reported_not_waited_on_forever(
-    api: Api, host, model: ModelServer
-):
+    api: Api, host: Any, model: ModelServer
+) -> None:
     await plant_state(host, "assistant", "odd", BAD_ENTRY)
     queued = await api.post(RUN, json_body={"message": "hi", "session_id": "odd", "wait_for_response": False})
     assert queued.status == 202
@@ -297,7 +321,7 @@ async def test_a_state_with_an_unreadable_entry_is_reported_not_waited_on_foreve
     assert model.requests == []
 
 
-async def test_run_options_reach_the_model(api: Api, host, model: ModelServer):
+async def test_run_options_reach_the_model(api: Api, host: Any, model: ModelServer) -> None:
     model.script(Reply.text("ok"))
     body = {"message": "hi", "session_id": "opts", "options": {"temperature": 0.25, "max_output_tokens": 50}}
     response = await api.post(RUN, json_body=body)

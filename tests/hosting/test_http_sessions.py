@@ -6,6 +6,7 @@ import asyncio
 import json
 from typing import Any
 
+import azure.durable_functions as df
 import pytest
 from hosting_support import Api, all_functions
 
@@ -25,7 +26,7 @@ async def eventually(check: Any, timeout: float = 5.0) -> Any:
         await asyncio.sleep(0.02)
 
 
-async def test_session_shows_history_usage_and_state_bag(api: Api, host, model: ModelServer):
+async def test_session_shows_history_usage_and_state_bag(api: Api, host: Any, model: ModelServer) -> None:
     model.script(Reply.text("one"), Reply.text("two").with_usage(11, 3))
     first = (await api.post(RUN, json_body={"message": "a", "session_id": "show"})).json()
     await api.post(RUN, json_body={"message": "b", "session_id": "show"})
@@ -45,7 +46,7 @@ async def test_session_shows_history_usage_and_state_bag(api: Api, host, model: 
     assert body["state"] == json.loads(stored)
 
 
-async def test_unknown_session_is_404(api: Api, host):
+async def test_unknown_session_is_404(api: Api, host: Any) -> None:
     for method in ("GET", "DELETE"):
         response = await api.request(method, "/api/agents/assistant/sessions/nobody")
         assert response.status == 404 and response.json()["code"] == "session_not_found"
@@ -53,7 +54,9 @@ async def test_unknown_session_is_404(api: Api, host):
     assert response.status == 404
 
 
-async def test_reset_empties_the_session_and_later_turns_start_fresh(api: Api, host, model: ModelServer):
+async def test_reset_empties_the_session_and_later_turns_start_fresh(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     model.script(Reply.text("one"), Reply.text("after reset"))
     await api.post(RUN, json_body={"message": "remember me", "session_id": "rs"})
     reset = await api.post("/api/agents/assistant/sessions/rs/reset")
@@ -66,7 +69,7 @@ async def test_reset_empties_the_session_and_later_turns_start_fresh(api: Api, h
     assert len(stored.entries) == 2
 
 
-async def test_delete_removes_the_session(api: Api, host, model: ModelServer):
+async def test_delete_removes_the_session(api: Api, host: Any, model: ModelServer) -> None:
     model.script(Reply.text("x"))
     await api.post(RUN, json_body={"message": "hi", "session_id": "gone"})
     deleted = await api.delete("/api/agents/assistant/sessions/gone")
@@ -78,7 +81,7 @@ async def test_delete_removes_the_session(api: Api, host, model: ModelServer):
     assert await eventually(is_gone)
 
 
-async def test_agents_lists_what_each_agent_offers(api: Api):
+async def test_agents_lists_what_each_agent_offers(api: Api) -> None:
     response = await api.get("/api/agents")
     assert response.status == 200
     agents = {a["name"]: a for a in response.json()["agents"]}
@@ -90,7 +93,7 @@ async def test_agents_lists_what_each_agent_offers(api: Api):
     assert agents["writer"]["run_url"] == "http://localhost:7071/api/agents/writer/run"
 
 
-async def test_health_checks_configuration_and_storage_for_real(api: Api, offline_api: Api):
+async def test_health_checks_configuration_and_storage_for_real(api: Api, offline_api: Api) -> None:
     healthy = await api.get("/api/health")
     assert healthy.status == 200
     body = healthy.json()
@@ -102,7 +105,7 @@ async def test_health_checks_configuration_and_storage_for_real(api: Api, offlin
     assert unhealthy.json()["checks"]["configuration"]["ok"] is True
 
 
-def test_auth_levels(app):
+def test_auth_levels(app: df.DFApp) -> None:
     levels = {}
     for function in all_functions(app):
         trigger = function.get_trigger()
@@ -115,7 +118,9 @@ def test_auth_levels(app):
     assert levels and set(levels.values()) == {"FUNCTION"}
 
 
-async def test_openapi_document_matches_the_registered_routes_exactly(offline_api: Api, app):
+async def test_openapi_document_matches_the_registered_routes_exactly(
+    offline_api: Api, app: df.DFApp
+) -> None:
     response = await offline_api.get("/api/openapi.json")
     assert response.status == 200
     document = response.json()
@@ -149,5 +154,5 @@ def _refs(value: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("path", ["/api/openapi.json", "/api/agents"])
-async def test_routes_without_a_client_need_no_storage(offline_api: Api, path):
+async def test_routes_without_a_client_need_no_storage(offline_api: Api, path: str) -> None:
     assert (await offline_api.get(path)).status == 200

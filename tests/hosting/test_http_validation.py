@@ -176,7 +176,9 @@ CASES: list[tuple[str, dict[str, Any], int, str, str]] = [
 
 
 @pytest.mark.parametrize(("name", "kwargs", "status", "code", "field"), CASES, ids=[c[0] for c in CASES])
-async def test_bad_run_requests_are_named_problems(offline_api: Api, name, kwargs, status, code, field):
+async def test_bad_run_requests_are_named_problems(
+    offline_api: Api, name: str, kwargs: dict[str, Any], status: int, code: str, field: str
+) -> None:
     response = await offline_api.post(RUN, **kwargs)
     assert response.status == status, response.body
     assert response.mimetype == "application/problem+json"
@@ -188,7 +190,7 @@ async def test_bad_run_requests_are_named_problems(offline_api: Api, name, kwarg
     assert problem["detail"]
 
 
-async def test_unknown_agent_is_404_on_every_agent_route(offline_api: Api):
+async def test_unknown_agent_is_404_on_every_agent_route(offline_api: Api) -> None:
     for method, path in [
         ("POST", "/api/agents/ghost/run"),
         ("GET", "/api/agents/ghost/sessions/s"),
@@ -202,7 +204,7 @@ async def test_unknown_agent_is_404_on_every_agent_route(offline_api: Api):
         assert "assistant" in response.json()["detail"]
 
 
-async def test_bad_session_ids_in_paths(offline_api: Api):
+async def test_bad_session_ids_in_paths(offline_api: Api) -> None:
     for method, path in [
         ("GET", "/api/agents/assistant/sessions/a~b@c"),
         ("DELETE", "/api/agents/assistant/sessions/a@c"),
@@ -213,14 +215,14 @@ async def test_bad_session_ids_in_paths(offline_api: Api):
         assert response.json()["field"] == "session_id"
 
 
-async def test_an_unreachable_backend_is_a_503_problem(offline_api: Api):
+async def test_an_unreachable_backend_is_a_503_problem(offline_api: Api) -> None:
     response = await offline_api.post(RUN, json_body={"message": "hi"})
     assert response.status == 503
     assert response.json()["code"] == "storage_unavailable"
     assert response.headers["retry-after"] == "1"
 
 
-async def test_nothing_is_stored_for_rejected_requests(api: Api, host):
+async def test_nothing_is_stored_for_rejected_requests(api: Api, host: Any) -> None:
     for _, kwargs, _status, _code, _field in CASES:
         await api.post(RUN, **kwargs)
     listed = await host._store.run(

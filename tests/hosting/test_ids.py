@@ -21,7 +21,7 @@ SAFE = re.compile(r"[A-Za-z0-9._~-]{1,128}")
 
 @settings(max_examples=200)
 @given(st.text(max_size=140))
-def test_an_id_is_accepted_exactly_when_it_is_short_url_safe_text(value: str):
+def test_an_id_is_accepted_exactly_when_it_is_short_url_safe_text(value: str) -> None:
     problem = id_problem(value)
     assert (problem is None) == (SAFE.fullmatch(value) is not None)
     if any(c in value for c in "@/ \x00\n\t") or not value or len(value) > MAX_ID_LENGTH:
@@ -34,7 +34,7 @@ def test_an_id_is_accepted_exactly_when_it_is_short_url_safe_text(value: str):
         min_size=1, max_size=MAX_ID_LENGTH, alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E)
     )
 )
-def test_printable_keys_are_accepted_and_derive_stable_valid_ids(key: str):
+def test_printable_keys_are_accepted_and_derive_stable_valid_ids(key: str) -> None:
     assert idempotency_key_problem(key) is None
     session = session_id_for_key("assistant", key)
     assert session == session_id_for_key("assistant", key)
@@ -45,11 +45,11 @@ def test_printable_keys_are_accepted_and_derive_stable_valid_ids(key: str):
 
 
 @given(st.text(max_size=5).filter(lambda k: any(not 0x21 <= ord(c) <= 0x7E for c in k) or not k))
-def test_keys_with_spaces_or_control_characters_are_refused(key: str):
+def test_keys_with_spaces_or_control_characters_are_refused(key: str) -> None:
     assert idempotency_key_problem(key) is not None
 
 
-def test_new_session_ids_are_unique_and_valid():
+def test_new_session_ids_are_unique_and_valid() -> None:
     ids = {new_session_id() for _ in range(1000)}
     assert len(ids) == 1000
     assert all(len(i) == 32 and id_problem(i) is None for i in ids)

@@ -17,7 +17,7 @@ def schema_for(document: dict[str, Any], path: str, method: str, status: int) ->
     return {**body["schema"], "components": document["components"]}, media
 
 
-async def test_component_schemas_are_valid_json_schema(offline_api: Api):
+async def test_component_schemas_are_valid_json_schema(offline_api: Api) -> None:
     document = (await offline_api.get("/api/openapi.json")).json()
     for schema in document["components"]["schemas"].values():
         jsonschema.Draft202012Validator.check_schema(schema)
@@ -25,7 +25,7 @@ async def test_component_schemas_are_valid_json_schema(offline_api: Api):
     assert agent["schema"]["enum"] == ["assistant", "writer", "reviewer"]
 
 
-async def test_real_answers_validate_against_the_document(api: Api, host, model: ModelServer):
+async def test_real_answers_validate_against_the_document(api: Api, host: Any, model: ModelServer) -> None:
     document = (await api.get("/api/openapi.json")).json()
     model.script(Reply.text("hi"), Reply.error(500, "down"))
     cases = [
@@ -84,7 +84,7 @@ async def test_real_answers_validate_against_the_document(api: Api, host, model:
     assert sorted(set(statuses)) == [200, 202, 400, 502]
 
 
-async def test_documented_id_and_key_parameters_accept_exactly_what_the_api_accepts(offline_api: Api):
+async def test_documented_id_and_key_parameters_accept_exactly_what_the_api_accepts(offline_api: Api) -> None:
     # Found by the API fuzzer: the Idempotency-Key header was documented as any string, so an
     # empty key was "schema-valid" but answered 400.
     document = (await offline_api.get("/api/openapi.json")).json()
@@ -107,7 +107,7 @@ async def test_documented_id_and_key_parameters_accept_exactly_what_the_api_acce
             assert validator.is_valid(value) == accepted, (name, value, answer.body)
 
 
-async def test_bounds_are_published_as_json_schema_keywords(offline_api: Api):
+async def test_bounds_are_published_as_json_schema_keywords(offline_api: Api) -> None:
     # A bound on an optional field once came out as pydantic's "ge", which JSON Schema ignores:
     # the fuzzer then sent 0 as a "valid" max_tool_rounds.
     document = (await offline_api.get("/api/openapi.json")).json()

@@ -39,7 +39,7 @@ def orchestrator(context: Any) -> Any:
 
 async def test_agent_handle_runs_signals_and_raises_typed_failures(
     model: ModelServer, tmp_path: pathlib.Path
-):
+) -> None:
     from devhost import LocalHost
 
     def handler(request: ModelRequest) -> Reply:
@@ -69,10 +69,17 @@ async def test_agent_handle_runs_signals_and_raises_typed_failures(
         assert output["failure"]["status"] == 500 and output["failure"]["agent"] == "assistant"
         assert output["failure"]["code"] == "server_error"  # the model error's own code
         assert "bad/session" in output["invalid"]
-        state = load_state(await host._store.run(host._store.load_state, "@dafx-assistant@helpers"))
+        store = host._store
+        assert store is not None  # the host is running
+        stored = await store.run(store.load_state, "@dafx-assistant@helpers")
+        assert stored is not None
+        state = load_state(stored)
         signalled = state.find_run(output["signalled"])
-        assert signalled is not None and signalled.request.orchestration_id == instance
-        assert state.find_run(output["cid"]).request.orchestration_id == instance
+        assert signalled is not None and signalled.request is not None
+        assert signalled.request.orchestration_id == instance
+        called = state.find_run(output["cid"])
+        assert called is not None and called.request is not None
+        assert called.request.orchestration_id == instance
         assert len(state.entries) == 6
     finally:
         await host.stop()

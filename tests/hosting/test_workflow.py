@@ -6,6 +6,7 @@ import asyncio
 import json
 from typing import Any
 
+import azure.durable_functions as df
 from hosting_support import Api
 
 from agents.testing import ModelRequest, ModelServer, Reply
@@ -52,7 +53,9 @@ def finished(status: dict[str, Any]) -> bool:
     return status["runtime_status"] in ("Completed", "Failed", "Terminated")
 
 
-async def test_writer_and_reviewer_loop_then_a_human_approves(api: Api, host, model: ModelServer):
+async def test_writer_and_reviewer_loop_then_a_human_approves(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     script_review(
         model, [{"approved": False, "feedback": "Shorter."}, {"approved": True, "feedback": "Good."}]
     )
@@ -87,7 +90,7 @@ async def test_writer_and_reviewer_loop_then_a_human_approves(api: Api, host, mo
     assert late.status == 409 and late.json()["code"] == "workflow_finished"
 
 
-async def test_rejection_and_round_limit(api: Api, host, model: ModelServer):
+async def test_rejection_and_round_limit(api: Api, host: Any, model: ModelServer) -> None:
     script_review(model, [{"approved": False, "feedback": "No."}])
     started = await api.post(START, json_body={"topic": "tea", "max_rounds": 1})
     instance = started.json()["instance_id"]
@@ -99,7 +102,7 @@ async def test_rejection_and_round_limit(api: Api, host, model: ModelServer):
     assert output["status"] == "rejected" and len(output["reviews"]) == 1
 
 
-async def test_no_human_answer_times_out(api: Api, host, model: ModelServer):
+async def test_no_human_answer_times_out(api: Api, host: Any, model: ModelServer) -> None:
     script_review(model, [{"approved": True, "feedback": "Fine."}])
     started = await api.post(START, json_body={"topic": "tea", "approval_timeout_seconds": 1})
     instance = started.json()["instance_id"]
@@ -108,7 +111,9 @@ async def test_no_human_answer_times_out(api: Api, host, model: ModelServer):
     assert output["status"] == "timed_out"
 
 
-async def test_a_failed_agent_turn_ends_the_workflow_with_the_error(api: Api, host, model: ModelServer):
+async def test_a_failed_agent_turn_ends_the_workflow_with_the_error(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     model.script(Reply.error(500, "model down", code="server_error"))
     started = await api.post(START, json_body={"topic": "tea"})
     instance = started.json()["instance_id"]
@@ -120,7 +125,7 @@ async def test_a_failed_agent_turn_ends_the_workflow_with_the_error(api: Api, ho
     assert [t["status"] for t in writer["turns"]] == ["failed"]
 
 
-async def test_workflow_routes_validate_their_input(api: Api, host):
+async def test_workflow_routes_validate_their_input(api: Api, host: Any) -> None:
     assert (await api.post(START, json_body={"topic": ""})).json()["field"] == "topic"
     assert (await api.post(START, json_body={"topic": "x", "max_rounds": 0})).json()["field"] == "max_rounds"
     assert (await api.get(f"{START}/no-such-instance")).status == 404
@@ -132,7 +137,9 @@ async def test_workflow_routes_validate_their_input(api: Api, host):
     assert wrong.status == 400 and wrong.json()["field"] == "approved"
 
 
-async def test_integer_fields_take_json_numbers_without_a_fraction(api: Api, host, model: ModelServer):
+async def test_integer_fields_take_json_numbers_without_a_fraction(
+    api: Api, host: Any, model: ModelServer
+) -> None:
     # Found by the API fuzzer: the OpenAPI document says "integer", and JSON Schema counts 2.0
     # as one, but the strict body model refused it.
     script_review(model, [{"approved": True, "feedback": "Good."}])
@@ -146,7 +153,7 @@ async def test_integer_fields_take_json_numbers_without_a_fraction(api: Api, hos
         assert rejected.status == 400 and rejected.json()["field"] == "max_rounds", (bad, rejected.body)
 
 
-def test_the_orchestrator_is_registered(app):
+def test_the_orchestrator_is_registered(app: df.DFApp) -> None:
     from hosting_support import functions
 
     binding = json.loads(str(functions(app)[WORKFLOW_NAME]))["bindings"][0]
