@@ -179,6 +179,8 @@ def test_chat_answer_to_state() -> None:
     reasoning, text, a, b, h = message.contents
     assert reasoning == ReasoningContent(text="think")
     assert text == TextContent(text="checking")
+    assert isinstance(a, FunctionCallContent) and isinstance(b, FunctionCallContent)
+    assert isinstance(h, FunctionCallContent)
     assert (a.call_id, a.name, a.arguments, a.model_extra) == ("a", "f", {"x": 1}, {})
     assert (b.arguments, b.model_extra) == ({}, {"rawArguments": "[1,2]"})
     assert h.call_id.startswith("call_") and h.arguments == {}
@@ -197,6 +199,7 @@ def test_responses_output_to_state() -> None:
     reasoning, text, call = message.contents
     assert reasoning == ReasoningContent(text="plan")
     assert text == TextContent(text="Hi")
+    assert isinstance(call, FunctionCallContent)
     assert (call.call_id, call.arguments, call.model_extra) == ("call_1", {}, {"rawArguments": "{bad"})
 
 

@@ -4,6 +4,7 @@ built with the API (fresh models and models mixed with stored dicts, as a turn s
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -21,15 +22,15 @@ _STATE_TESTS = Path(__file__).resolve().parents[1] / "state"
 if str(_STATE_TESTS) not in sys.path:
     sys.path.insert(0, str(_STATE_TESTS))
 
-from state_strategies import (  # noqa: E402
-    SETTINGS,
-    api_message,
-    content,
-    json_value,
-    request_entry,
-    response_entry,
-    text,
-)
+# Imported by name at run time: the module lives in tests/state, outside this suite's mypy path.
+_strategies = importlib.import_module("state_strategies")
+SETTINGS = _strategies.SETTINGS
+api_message = _strategies.api_message
+content = _strategies.content
+json_value = _strategies.json_value
+request_entry = _strategies.request_entry
+response_entry = _strategies.response_entry
+text = _strategies.text
 
 STATE_FIXTURES = sorted((_STATE_TESTS / "fixtures").glob("state-*.json"))
 

@@ -11,6 +11,7 @@ from agents import (
     Agent,
     AgentConfigurationError,
     ContextProvider,
+    FunctionTool,
     HistoryReducer,
     MemoryProvider,
     ModelSettings,
@@ -38,7 +39,8 @@ class Verdict(BaseModel):
 
 def test_minimal_agent_and_normalisation() -> None:
     agent = Agent(name="helper", instructions="Be nice.", tools=[plain_function])
-    assert agent.tools[0].name == "plain_function"  # plain functions become tools
+    [only] = agent.tools
+    assert isinstance(only, FunctionTool) and only.name == "plain_function"  # plain functions become tools
     assert agent.format is None and agent.history_mode == "local"
     described = agent.describe()
     assert described["tools"] == [

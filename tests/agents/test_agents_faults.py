@@ -9,7 +9,7 @@ import pytest
 
 from agents import Agent, InputMessage, ModelSettings, RetryPolicy, TurnRequest
 from agents.testing import ModelServer, Reply
-from state import AgentState, dump_state, load_state
+from state import AgentResponse, AgentState, dump_state, load_state
 
 
 def ask(cid: str, text: str = "hi") -> TurnRequest:
@@ -39,7 +39,9 @@ async def test_5xx_exhausting_retries_is_a_retryable_failed_turn(
     assert "3 attempts" in result.error.message
     assert len(model.requests) == 3  # = RetryPolicy.max_attempts
     stored = load_state(dump_state(state))
-    failure = stored.entries[1].failure
+    response_entry = stored.entries[1]
+    assert isinstance(response_entry, AgentResponse)
+    failure = response_entry.failure
     assert failure is not None and (failure.code, failure.retryable, failure.status) == (
         result.error.code,
         True,

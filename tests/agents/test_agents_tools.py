@@ -204,7 +204,7 @@ def _positional(x: int, /) -> None:
     """Positional."""
 
 
-def _unschemable(lock: threading.Lock) -> None:  # type: ignore[valid-type]
+def _unschemable(lock: threading.Lock) -> None:
     """No schema for a lock."""
 
 

@@ -13,6 +13,8 @@ from pydantic import BaseModel
 from agents import Agent, ContextProvider, InputMessage, ModelSettings, ProviderContext, TurnRequest, tool
 from agents.testing import ModelServer, Reply
 from state import (
+    AgentRequest,
+    AgentResponse,
     AgentState,
     FunctionCallContent,
     FunctionResultContent,
@@ -55,6 +57,7 @@ async def test_plain_turn_is_recorded(model: ModelServer, settings: ModelSetting
     assert sent["model"] == "test-model"
     assert sent["messages"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
     request_entry, response_entry = state.entries
+    assert isinstance(request_entry, AgentRequest) and isinstance(response_entry, AgentResponse)
     assert request_entry.correlation_id == response_entry.correlation_id == "c1"
     assert request_entry.response_type == "text"
     assert response_entry.usage is not None and response_entry.usage.total_token_count == 9
@@ -145,7 +148,9 @@ async def test_parallel_tool_calls_run_concurrently(model: ModelServer, settings
     state = AgentState.new()
     result = await agent.run(state, ask("c1", "go"))
     assert result.text == "done"
-    results = {c.call_id: c.result for c in state.entries[1].messages[1].contents}
+    contents = state.entries[1].messages[1].contents
+    assert all(isinstance(c, FunctionResultContent) for c in contents)
+    results = {c.call_id: c.result for c in contents if isinstance(c, FunctionResultContent)}
     assert results == {"c_a": "sync a", "c_b": "sync b", "c_c": "async c", "c_d": "async d"}
 
 
@@ -232,8 +237,10 @@ async def test_structured_output_valid(model: ModelServer, settings: ModelSettin
     assert result.structured == {"approved": True, "feedback": "Ship it."}
     fmt = model.requests[0].response_format
     assert fmt is not None and fmt["type"] == "json_schema" and fmt["name"] == "Verdict"
-    assert state.entries[0].response_type == "json"
-    assert state.entries[0].response_schema == Verdict.model_json_schema()
+    request_entry = state.entries[0]
+    assert isinstance(request_entry, AgentRequest)
+    assert request_entry.response_type == "json"
+    assert request_entry.response_schema == Verdict.model_json_schema()
 
 
 async def test_structured_output_invalid_fails_the_turn(model: ModelServer, settings: ModelSettings) -> None:
@@ -247,7 +254,9 @@ async def test_structured_output_invalid_fails_the_turn(model: ModelServer, sett
     assert result.error is not None and result.error.code == "invalid_structured_output"
     assert "feedback" in result.error.message
     assert [r.status for r in (state.find_run("c1"), state.find_run("c2")) if r] == ["failed", "failed"]
-    failure = state.entries[1].failure
+    response_entry = state.entries[1]
+    assert isinstance(response_entry, AgentResponse)
+    failure = response_entry.failure
     assert failure is not None and failure.code == "invalid_structured_output"
 
 
@@ -446,7 +455,7 @@ def test_turns_on_many_event_loops_in_worker_threads(model: ModelServer, setting
     def worker(n: int) -> None:
         async def turns() -> list[str]:
             state = AgentState.new()
-            out = []
+            out: list[str] = []
             for i in range(3):
                 result = await agent.run(state, ask(f"t{n}-{i}", "weather?"))
                 out.append(result.status)
