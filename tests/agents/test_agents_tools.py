@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 import pytest
@@ -187,9 +188,9 @@ def test_explicit_schema_tool_validates_with_jsonschema() -> None:
         ),
     ],
 )
-def test_bad_tools_fail_at_definition(make: object, message: str) -> None:
+def test_bad_tools_fail_at_definition(make: Callable[[], object], message: str) -> None:
     with pytest.raises(AgentConfigurationError, match=message):
-        make()  # type: ignore[operator]
+        make()
 
 
 def _no_hint(x) -> None:  # type: ignore[no-untyped-def]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
@@ -418,9 +418,9 @@ async def test_service_mode_failed_turn_keeps_the_thread_id(
 
 
 @pytest.mark.parametrize("wire_api", ["chat", "responses"])
-async def test_offline_server_drives_tools_deterministically(wire_api: str) -> None:
+async def test_offline_server_drives_tools_deterministically(wire_api: Literal["chat", "responses"]) -> None:
     async with ModelServer(mode="offline") as offline:
-        settings = ModelSettings(model="offline", base_url=offline.base_url, wire_api=wire_api)  # type: ignore[arg-type]
+        settings = ModelSettings(model="offline", base_url=offline.base_url, wire_api=wire_api)
         agent = Agent(name="weather", model=settings, tools=[get_weather])
         state = AgentState.new()
         result = await agent.run(state, ask("c1", 'call:get_weather {"city": "Lima"}'))

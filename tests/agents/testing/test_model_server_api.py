@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -121,9 +122,9 @@ def test_azure_deployment_route(model: ModelServer) -> None:
         lambda: Reply.reasoning("x", then=Reply.hang()),
     ],
 )
-def test_reply_argument_errors(make: object) -> None:
+def test_reply_argument_errors(make: Callable[[], object]) -> None:
     with pytest.raises(ValueError):
-        make()  # type: ignore[operator]
+        make()
 
 
 def test_reply_constructors() -> None:
