@@ -20,6 +20,7 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from agents import Agent
+from state import response_failed
 
 from ._entity import MIN_SESSION_BYTES, entity_name, max_session_bytes_from_env
 from ._errors import HostingConfigurationError, ProblemError
@@ -37,7 +38,7 @@ from ._models import (
 )
 from ._problems import json_response, problem_response
 from ._requests import CORRELATION_HEADER, MAX_BODY_BYTES, SESSION_HEADER, RunCall, check_id, parse_run
-from ._results import StoredRun, failure_of, find_stored_run, response_failed, result_from_stored
+from ._results import StoredRun, failure_of, find_stored_run, result_from_stored
 from ._waiting import Snapshot, check_same_request, read_session, state_problem, unreadable, wait_for_run
 
 log = logging.getLogger("hosting.http")

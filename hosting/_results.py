@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from state import response_failed
+
 JSON = Any
 
 
@@ -27,14 +29,6 @@ class StoredRun:
     def failed(self) -> bool:
         """True when the turn failed (a `failure`, or an older writer's all-error response)."""
         return response_failed(self.response)
-
-
-def response_failed(response: dict[str, JSON]) -> bool:
-    """Whether a response entry (wire form) records a failed turn."""
-    if response.get("failure"):
-        return True
-    contents = [c for m in response.get("messages") or [] for c in (m.get("contents") or [])]
-    return bool(contents) and all(isinstance(c, dict) and c.get("$type") == "error" for c in contents)
 
 
 def _entry(history: list[Any], index: Any, kind: str, correlation_id: str) -> dict[str, JSON] | None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import azure.durable_functions as df
 
-from state import CURRENT_SCHEMA_VERSION, StateError, load_state
+from state import StateError, check_root, load_state
 
 from ._errors import ProblemError
 from ._results import StoredRun, find_stored_run, same_request
@@ -27,9 +26,6 @@ FIRST_DELAY = 0.004
 """Seconds before the first re-read after a signal."""
 MAX_DELAY = 0.1
 """Cap of the gap between reads while waiting."""
-
-_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:[-+].*)?")
-_MAJOR = CURRENT_SCHEMA_VERSION.split(".", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -41,25 +37,16 @@ class Snapshot:
 
 
 def state_problem(document: Any) -> str | None:
-    """Why a stored state cannot be used by this build, or None if it looks readable.
+    """Why a stored state cannot be used by this build, or None if its root looks readable.
 
-    A cheap check of the root (the entity itself does the full load); enough to answer a waiting
-    client at once instead of letting it wait for a turn that will never run.
+    `state.check_root` (shape and version policy, not the entries; the entity does the full
+    load): enough to answer a waiting client at once instead of letting it wait for a turn that
+    will never run.
     """
-    if not isinstance(document, dict):
-        return f"the stored state is a JSON {type(document).__name__}, not an object"
-    version = document.get("schemaVersion")
-    match = _VERSION.fullmatch(version) if isinstance(version, str) else None
-    if match is None:
-        return f"the stored state has no readable schemaVersion (found {version!r})"
-    if match.group(1) != _MAJOR:
-        return (
-            f"the stored state has schemaVersion {version}; this build reads "
-            f"{_MAJOR}.x (current {CURRENT_SCHEMA_VERSION})"
-        )
-    data = document.get("data")
-    if not isinstance(data, dict) or not isinstance(data.get("conversationHistory"), list):
-        return "the stored state has no data.conversationHistory list"
+    try:
+        check_root(document)
+    except StateError as error:
+        return str(error)
     return None
 
 

@@ -25,7 +25,15 @@ from ._models import (
     Usage,
     UsageContent,
 )
-from ._state import AgentState, RunRecord, dump_state, load_state, request_hash
+from ._state import (
+    AgentState,
+    RunRecord,
+    check_root,
+    dump_state,
+    load_state,
+    request_hash,
+    response_failed,
+)
 from ._versions import CHANGELOG, CURRENT_SCHEMA_VERSION
 
 __all__ = [
@@ -55,7 +63,9 @@ __all__ = [
     "UriContent",
     "Usage",
     "UsageContent",
+    "check_root",
     "dump_state",
     "load_state",
     "request_hash",
+    "response_failed",
 ]

@@ -142,7 +142,7 @@ class AgentState:
                 pending[cid] = i
                 continue
             request_index = pending.pop(cid, None)
-            if _raw_failed(raw):
+            if response_failed(raw):
                 continue
             if request_index is not None:
                 order.append(request_index)
@@ -219,15 +219,19 @@ class AgentState:
         return self._runs
 
 
-def _raw_failed(raw: Doc) -> bool:
-    if raw.get("failure") is not None:
+def response_failed(response: Mapping[str, Any]) -> bool:
+    """Whether a response entry (wire form) records a failed turn.
+
+    A `failure` marks one (1.2.0 on); writers before 1.2.0 recorded a failed turn as a response
+    whose contents are all `error` contents. Safe on entries that were not validated.
+    """
+    if response.get("failure") is not None:
         return True
-    # Writers before 1.2.0 recorded a failed turn as a response whose contents are all errors.
     # Runs once per stored response on every replay, so it stops at the first non-error content.
     seen = False
-    for m in raw.get("messages", ()):
-        for c in m.get("contents", ()):
-            if c["$type"] != "error":
+    for m in response.get("messages") or ():
+        for c in (m.get("contents") or ()) if isinstance(m, dict) else ():
+            if not isinstance(c, dict) or c.get("$type") != "error":
                 return False
             seen = True
     return seen
@@ -243,7 +247,7 @@ def _run_for(history: list[Doc], response_index: int, response: Doc) -> Doc:
                 request_index = i
             break
     run: Doc = {
-        "status": "failed" if _raw_failed(response) else "succeeded",
+        "status": "failed" if response_failed(response) else "succeeded",
         "requestIndex": request_index,
         "responseIndex": response_index,
         "requestHash": request_hash(history[request_index]) if request_index is not None else None,
@@ -331,6 +335,16 @@ def _diagnose(root: Any) -> Doc:
     # The slow path: find the first problem in the order a reader cares about (JSON, root
     # shape, version, then content) and raise it; or, if the document is fine after all
     # (e.g. JSON the fast parser refuses), return it validated.
+    check_root(root)
+    return validate_doc(root)
+
+
+def check_root(root: Any) -> None:
+    """Check a parsed state document's root shape and version policy, without its entries.
+
+    Raises InvalidState or IncompatibleStateVersion as `load_state` would; a cheap first look
+    for readers that poll a state (the full check is `load_state`).
+    """
     if not isinstance(root, dict):
         raise InvalidState(
             f"the state root must be an object with 'schemaVersion' and 'data', found {json_kind(root)}"
@@ -343,7 +357,6 @@ def _diagnose(root: Any) -> Doc:
         raise InvalidState(f"expected an object, found {json_kind(data)}", path="data")
     if _HISTORY in data and not isinstance(data[_HISTORY], list):
         raise InvalidState(f"expected an array, found {json_kind(data[_HISTORY])}", path=f"data.{_HISTORY}")
-    return validate_doc(root)
 
 
 def dump_state(state: AgentState) -> str:

@@ -296,6 +296,26 @@ async def test_unreadable_stored_state_is_a_409_and_is_never_replaced(
     assert model.requests == []
 
 
+SUFFIXED = '{"schemaVersion": "1.2.0-beta", "data": {"conversationHistory": []}}'
+
+
+async def test_a_version_the_state_package_refuses_is_refused_before_waiting(
+    api: Api, host: Any, model: ModelServer
+) -> None:
+    # The HTTP side's first look uses the state package's own version policy, so a version the
+    # entity will refuse is answered at once, not after the wait (`1.2.0-beta` is no 1.x.y).
+    await plant_state(host, "assistant", "beta", SUFFIXED)
+    started = time.monotonic()
+    response = await api.post(RUN, json_body={"message": "hi", "session_id": "beta"})
+    assert response.status == 409
+    assert response.json()["code"] == "state_unreadable"
+    assert "'1.2.0-beta' is not a <major>.<minor>.<patch> version" in response.json()["detail"]
+    assert time.monotonic() - started < 5
+    await drained(host, "assistant", "beta")
+    assert await stored_state(host, "assistant", "beta") == SUFFIXED
+    assert model.requests == []
+
+
 async def test_text_plain_body_is_the_message_verbatim(api: Api, host: Any, model: ModelServer) -> None:
     model.script(Reply.text("ok"))
     text = '{"message": "this is text, not JSON"}'

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from state import IncompatibleStateVersion, InvalidState, StateError, load_state
+from state import IncompatibleStateVersion, InvalidState, StateError, check_root, load_state, response_failed
 
 
 def _doc(history: Any = None, version: Any = "1.1.0", **data: Any) -> str:
@@ -244,3 +244,56 @@ def test_the_first_problem_in_history_order_is_reported() -> None:
 def test_not_text_at_all_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         load_state({"schemaVersion": "1.1.0"})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"), [c[1:] for c in VERSION_CASES], ids=[c[0] for c in VERSION_CASES]
+)
+def test_check_root_refuses_every_version_load_state_refuses(text: str, message: str) -> None:
+    # Pollers (the HTTP side) look only at the root; they must refuse exactly what load_state does.
+    with pytest.raises(IncompatibleStateVersion) as info:
+        check_root(json.loads(text))
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("root", "message"),
+    [
+        (["not", "an", "object"], "the state root must be an object"),
+        ({"schemaVersion": "1.2.0"}, "data: required property is missing"),
+        ({"schemaVersion": "1.2.0", "data": []}, "data: expected an object"),
+        ({"schemaVersion": "1.2.0", "data": {"conversationHistory": {}}}, f"{H}: expected an array"),
+    ],
+)
+def test_check_root_names_the_root_problem(root: Any, message: str) -> None:
+    with pytest.raises(InvalidState) as info:
+        check_root(root)
+    assert message in str(info.value)
+
+
+def test_check_root_accepts_a_readable_root_without_reading_entries() -> None:
+    # Entries are load_state's business: a bad entry behind a good root passes this cheap check.
+    root = json.loads(_doc([_req(), {"$type": "nonsense"}], version="1.9.3"))
+    check_root(root)
+    with pytest.raises(InvalidState):
+        load_state(json.dumps(root))
+
+
+@pytest.mark.parametrize(
+    ("response", "failed"),
+    [
+        (_resp(), False),
+        (_resp(failure={"code": "c", "message": "m"}), True),
+        (_resp(messages=[{"role": "assistant", "contents": [{"$type": "error", "message": "x"}]}]), True),
+        (
+            _resp(messages=[{"role": "assistant", "contents": [{"$type": "error"}, {"$type": "text"}]}]),
+            False,
+        ),
+        (_resp(messages=[]), False),
+        # Not validated: odd shapes answer without raising.
+        (_resp(messages=["x", {"contents": "y"}]), False),
+        (_resp(messages=[{"contents": [None]}]), False),
+    ],
+)
+def test_response_failed(response: dict[str, Any], failed: bool) -> None:
+    assert response_failed(response) is failed

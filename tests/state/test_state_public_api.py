@@ -29,9 +29,11 @@ EXPECTED = {
     "UriContent",
     "Usage",
     "UsageContent",
+    "check_root",
     "dump_state",
     "load_state",
     "request_hash",
+    "response_failed",
 }
 
 
