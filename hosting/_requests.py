@@ -108,6 +108,16 @@ def _decode_object(body: bytes) -> dict[str, Any]:
             f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
             field="body",
         ) from error
+    except RecursionError as error:
+        # The parser recurses per nesting level; Python's recursion limit ends it (about 1,000).
+        raise ProblemError(
+            400, "invalid_json", "the body's JSON is nested deeper than the parser allows", field="body"
+        ) from error
+    except ValueError as error:
+        # Valid JSON that Python refuses to convert, e.g. an integer of more than 4,300 digits.
+        raise ProblemError(
+            400, "invalid_json", f"the body's JSON cannot be read: {error}", field="body"
+        ) from error
     if not isinstance(value, dict):
         raise ProblemError(400, "invalid_type", "the body must be a JSON object", field="body")
     return value

@@ -24,6 +24,23 @@ CASES: list[tuple[str, dict[str, Any], int, str, str]] = [
     ("invalid json", {"body": "{not json", "headers": json_headers()}, 400, "invalid_json", "body"),
     ("empty body", {"body": "", "headers": json_headers()}, 400, "invalid_json", "body"),
     ("array body", {"json_body": ["hi"]}, 400, "invalid_type", "body"),
+    (
+        "json nested too deep",
+        {
+            "body": '{"message": "hi", "options": {"a": ' + "[" * 5000 + "]" * 5000 + "}}",
+            "headers": json_headers(),
+        },
+        400,
+        "invalid_json",
+        "body",
+    ),
+    (
+        "integer beyond the digit limit",
+        {"body": '{"message": "hi", "options": {"seed": ' + "1" * 5000 + "}}", "headers": json_headers()},
+        400,
+        "invalid_json",
+        "body",
+    ),
     ("missing message", {"json_body": {"session_id": "s"}}, 400, "missing_field", "message"),
     ("empty message", {"json_body": {"message": ""}}, 400, "empty_message", "message"),
     ("blank message", {"json_body": {"message": "  \n "}}, 400, "empty_message", "message"),
