@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck unit bench clean
+.PHONY: run test test-lowest install lint typecheck unit bench clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -37,10 +37,20 @@ unit: install
 
 test: lint typecheck unit
 
+# The suite again, in a second environment holding the lowest version of every direct requirement
+# that requirements*.txt allow (uv's lowest-direct resolution): those bounds must really work.
+# .ci/run runs it after `make test`.
+LOWEST := .venv-lowest
+test-lowest: install
+	rm -rf $(LOWEST)
+	$(PY) -m uv venv --quiet --python $(PYTHON) $(LOWEST)
+	VIRTUAL_ENV=$(CURDIR)/$(LOWEST) $(PY) -m uv pip install --quiet --resolution lowest-direct -r requirements-dev.txt
+	$(LOWEST)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
 bench: install
 	$(PY) bench/state_bench.py
 	$(PY) bench/host_bench.py
 	$(PY) bench/wait_bench.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LOWEST) .pytest_cache .mypy_cache .ruff_cache .hypothesis

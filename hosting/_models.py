@@ -51,7 +51,11 @@ class RunRequestBody(_Body):
     """Body of `POST /api/agents/{agent}/run` (also accepted as `text/plain`: the whole body is
     the message)."""
 
-    message: str = Field(min_length=1, description="What to say to the agent.")
+    # The pattern documents the not-blank rule for clients and request generators; the validator
+    # below enforces it (with the `empty_message` code rather than a pattern mismatch).
+    message: str = Field(
+        min_length=1, description="What to say to the agent.", json_schema_extra={"pattern": r"\S"}
+    )
     session_id: str | None = Field(default=None, **_ID_FIELD, description="Omit to start a new session.")
     thread_id: str | None = Field(default=None, **_ID_FIELD, description="Alias of session_id.")
     role: Literal["user", "system"] = "user"

@@ -8,7 +8,6 @@ import threading
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
-import httpx2
 import openai
 import pytest
 
@@ -16,13 +15,19 @@ from agents import ModelCallError, ModelSettings, RetryPolicy
 from agents._client import backoff_delay, call_with_retries, classify_error, get_client, retry_after_seconds
 from agents._settings import resolve_endpoint
 
-_REQUEST = httpx2.Request("POST", "http://127.0.0.1/v1/chat/completions")
+# openai 1.x and 2.x build on httpx, 3.x on httpx2: the errors take the transport's own types.
+try:
+    import httpx2 as _transport
+except ImportError:  # the lowest openai requirements.txt allows
+    import httpx as _transport  # type: ignore[no-redef]
+
+_REQUEST = _transport.Request("POST", "http://127.0.0.1/v1/chat/completions")
 
 
 def _status_error(
     status: int, body: object = None, headers: dict[str, str] | None = None
 ) -> openai.APIStatusError:
-    response = httpx2.Response(status, headers=headers or {}, request=_REQUEST)
+    response = _transport.Response(status, headers=headers or {}, request=_REQUEST)
     return openai.APIStatusError(f"Error code: {status}", response=response, body=body)
 
 
