@@ -9,9 +9,11 @@ from typing import Any
 
 import jsonschema
 import pydantic
+import referencing.exceptions
 from pydantic import BaseModel
 
 from ._errors import AgentConfigurationError
+from ._schemas import check_schema_references, schema_validator
 
 _NAME_OK = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -81,6 +83,7 @@ class ResponseFormat:
             jsonschema.Draft202012Validator.check_schema(schema)
         except jsonschema.SchemaError as exc:
             raise ValueError(f"not a valid JSON schema: {exc.message}") from None
+        check_schema_references(schema)  # UnsafeSchema is a ValueError naming the $ref or pattern
         if not any(
             k in schema for k in ("type", "properties", "$ref", "anyOf", "oneOf", "allOf", "enum", "const")
         ):
@@ -123,7 +126,11 @@ class ResponseFormat:
                 )
                 raise StructuredOutputError(f"the answer does not fit {self.name}: {details}") from None
         elif self.schema is not None:
-            errors = list(jsonschema.Draft202012Validator(self.schema).iter_errors(value))
+            try:
+                errors = list(schema_validator(self.schema).iter_errors(value))
+            except referencing.exceptions.Unresolvable as exc:
+                # Up-front checks resolve '#/...' pointers; an anchor or embedded $id may still miss.
+                raise StructuredOutputError(f"the schema's reference {exc.ref!r} does not resolve") from None
             if errors:
                 details = "; ".join(
                     f"{'.'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:5]

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._docstrings import parse_docstring
 from ._errors import AgentConfigurationError, ToolExecutionError
+from ._schemas import UnsafeSchema, check_schema_references, schema_validator
 
 TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Attribute that marks a type (ProviderContext) whose parameter is injected, not asked of the model.
@@ -141,10 +142,13 @@ class FunctionTool:
             )
         try:
             jsonschema.Draft202012Validator.check_schema(self.parameters)
+            check_schema_references(self.parameters)
         except jsonschema.SchemaError as exc:
             raise AgentConfigurationError(
                 f"tool {self.name!r}: invalid parameters schema: {exc.message}"
             ) from exc
+        except UnsafeSchema as exc:
+            raise AgentConfigurationError(f"tool {self.name!r}: parameters schema: {exc}") from exc
 
     @classmethod
     def from_function(
@@ -218,7 +222,7 @@ class FunctionTool:
                 ) from exc
             return {name: getattr(validated, name) for name in type(validated).model_fields}
         errors = sorted(
-            jsonschema.Draft202012Validator(self.parameters).iter_errors(dict(arguments)),
+            schema_validator(self.parameters).iter_errors(dict(arguments)),
             key=lambda e: e.path,
         )
         if errors:

@@ -28,8 +28,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import jsonschema
-
+from .._schemas import schema_validator
 from ._replies import Message, ModelRequest, Reply, ToolCall, ToolSpec
 
 _TRIGGER = re.compile(r"call:([A-Za-z0-9_.\-]+)")
@@ -101,7 +100,7 @@ def _valid(root: dict[str, Any], schema: dict[str, Any], value: Any) -> bool:
     for key in ("$defs", "definitions"):
         if key in root and key not in probe:
             probe[key] = root[key]
-    return bool(jsonschema.Draft202012Validator(probe).is_valid(value))
+    return bool(schema_validator(probe).is_valid(value))
 
 
 def _instance(root: dict[str, Any], schema: Any, depth: int) -> Any:

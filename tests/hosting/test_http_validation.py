@@ -207,6 +207,24 @@ async def test_bad_run_requests_are_named_problems(
     assert problem["detail"]
 
 
+@pytest.mark.parametrize(
+    ("schema", "named"),
+    [
+        ({"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:1/x.json"}}}, "http://127.0.0.1:1/x.json"),
+        ({"type": "object", "properties": {"a": {"$ref": "file:///etc/passwd"}}}, "file:///etc/passwd"),
+        ({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=a)a"}}}, "(?=a)a"),
+    ],
+)
+async def test_caller_schemas_that_would_read_or_backtrack_are_400s_naming_the_part(
+    offline_api: Api, schema: dict[str, Any], named: str
+) -> None:
+    response = await offline_api.post(RUN, json_body={"message": "x", "response_format": schema})
+    assert response.status == 400, response.body
+    problem = response.json()
+    assert (problem["code"], problem["field"]) == ("invalid_field", "response_format")
+    assert named in problem["detail"]
+
+
 async def test_unknown_agent_is_404_on_every_agent_route(offline_api: Api) -> None:
     for method, path in [
         ("POST", "/api/agents/ghost/run"),
