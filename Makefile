@@ -44,7 +44,7 @@ LOWEST := .venv-lowest
 test-lowest: install
 	rm -rf $(LOWEST)
 	$(PY) -m uv venv --quiet --python $(PYTHON) $(LOWEST)
-	VIRTUAL_ENV=$(CURDIR)/$(LOWEST) $(PY) -m uv pip install --quiet --resolution lowest-direct -r requirements-dev.txt
+	$(PY) -m uv pip install --quiet --python $(LOWEST)/bin/python --resolution lowest-direct -r requirements-dev.txt
 	$(LOWEST)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: install
