@@ -155,7 +155,7 @@ def classify_error(exc: BaseException) -> ModelCallError:
         detail = f": {cause}" if cause else ""
         return ModelCallError("connection_error", f"cannot reach the model service{detail}", retryable=True)
     if isinstance(exc, openai.APIResponseValidationError):
-        return ModelCallError("invalid_model_response", exc.message, retryable=False, status=exc.status_code)
+        return ModelCallError("invalid_model_response", exc.message, retryable=True, status=exc.status_code)
     if isinstance(exc, openai.OpenAIError):
         return ModelCallError("model_client_error", str(exc), retryable=False)
     raise TypeError(f"not a model call error: {exc!r}")
@@ -222,7 +222,7 @@ async def call_with_retries(
             # The SDK timeout bounds each HTTP phase; this one bounds the whole attempt.
             async with asyncio.timeout(attempt_timeout + 0.05):
                 return await call(attempt_timeout)
-        except (openai.OpenAIError, TimeoutError) as exc:
+        except (openai.OpenAIError, TimeoutError, ModelCallError) as exc:
             error = classify_error(exc)
             if not error.retryable or attempt >= policy.max_attempts:
                 raise _final(error, attempt) from exc

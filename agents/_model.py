@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from state import ChatMessage, Usage
 
@@ -24,6 +24,8 @@ from ._errors import ModelCallError
 from ._settings import Endpoint, ModelSettings
 from ._structured import ResponseFormat
 from ._tools import FunctionTool
+
+T = TypeVar("T")
 
 
 def now_iso() -> str:
@@ -92,17 +94,30 @@ class ModelCaller:
             params.update(self.settings.extra_body)
         return params
 
-    async def _post(self, path: str, body: dict[str, Any]) -> Any:
+    async def _post(self, path: str, body: dict[str, Any], read: Callable[[dict[str, Any]], T]) -> T:
         """POST the request body through the SDK client (its auth, Azure routing and errors).
 
         ``client.post`` rather than ``chat.completions.create``: the typed methods walk the whole
         request through the SDK's TypedDict transform (about 0.2 ms per message, CPU time on the
-        entity's worker thread); our body is already wire JSON.
+        entity's worker thread); our body is already wire JSON. ``read`` turns the answer into
+        ours inside the attempt, so an answer that is not JSON or not of the expected shape is an
+        ``invalid_model_response`` retried like any transient failure (a proxy cut the body short,
+        the service had a bad moment), never an internal error.
         """
         client = get_client(self.endpoint)
 
-        async def attempt(timeout: float) -> Any:
-            return await client.post(path, cast_to=object, body=body, options={"timeout": timeout})
+        async def attempt(timeout: float) -> T:
+            try:
+                response = await client.post(path, cast_to=object, body=body, options={"timeout": timeout})
+            except ValueError as exc:  # the SDK could not decode the 200's body
+                raise _invalid(f"the model's answer is not JSON ({exc})") from exc
+            try:
+                return read(_as_dict(response))
+            except ModelCallError:
+                raise
+            except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+                shape = f"{type(exc).__name__}: {exc}"
+                raise _invalid(f"the model's answer has an unexpected shape ({shape})") from exc
 
         return await call_with_retries(attempt, self.settings.retry, self.settings.timeout)
 
@@ -128,13 +143,12 @@ class ModelCaller:
         if response_format is not None:
             params["response_format"] = response_format.chat_param()
         self._extra(params)
-        response = await self._post("/chat/completions", params)
-        data = _as_dict(response)
+        return await self._post("/chat/completions", params, self._read_chat)
+
+    def _read_chat(self, data: dict[str, Any]) -> ModelOutput:
         choices = data.get("choices") or []
         if not choices or not isinstance(choices[0], Mapping):
-            raise ModelCallError(
-                "invalid_model_response", "the model answered without a choice", retryable=True
-            )
+            raise _invalid("the model answered without a choice")
         choice = choices[0]
         message = from_chat_message(choice.get("message") or {}, self.author_name, now_iso())
         return ModelOutput(
@@ -169,8 +183,9 @@ class ModelCaller:
         if response_format is not None:
             params["text"] = {"format": response_format.responses_param()}
         self._extra(params)
-        response = await self._post("/responses", params)
-        data = _as_dict(response)
+        return await self._post("/responses", params, self._read_responses)
+
+    def _read_responses(self, data: dict[str, Any]) -> ModelOutput:
         error = data.get("error")
         if isinstance(error, Mapping) and error:
             raise ModelCallError(
@@ -188,10 +203,15 @@ class ModelCaller:
         return ModelOutput(message, responses_usage(data.get("usage")), data.get("id"), finish)
 
 
+def _invalid(message: str) -> ModelCallError:
+    # Status 200: the service answered, but not with something we can read.
+    return ModelCallError("invalid_model_response", message, retryable=True, status=200)
+
+
 def _as_dict(response: Any) -> dict[str, Any]:
     if isinstance(response, dict):
         return response
     dump = getattr(response, "model_dump", None)
     if dump is None:
-        raise ModelCallError("invalid_model_response", "the model answer is not an object", retryable=False)
+        raise _invalid("the model's answer is not a JSON object")
     return cast(dict[str, Any], dump(mode="json"))

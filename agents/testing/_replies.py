@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-ReplyKind = Literal["message", "error", "delay", "hang", "disconnect"]
+ReplyKind = Literal["message", "error", "delay", "hang", "disconnect", "raw"]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
 
 # OpenAI's error `type` per HTTP status, so clients that branch on it see familiar values.
@@ -193,6 +193,11 @@ class Reply:
     def hang(cls) -> Reply:
         """Never answer: the request stays open until the client gives up or the server stops."""
         return cls(kind="hang")
+
+    @classmethod
+    def raw(cls, body: str) -> Reply:
+        """Answer 200 ``application/json`` with exactly ``body``: a truncated or wrongly shaped answer."""
+        return cls(kind="raw", content=body)
 
     @classmethod
     def disconnect(cls) -> Reply:

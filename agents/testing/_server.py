@@ -367,6 +367,8 @@ class ModelServer:
         if reply.kind == "error":
             assert reply.failure is not None
             return _error_response(reply.failure)
+        if reply.kind == "raw":
+            return web.Response(status=200, text=reply.content or "", content_type="application/json")
         reply = self._finish(request, reply)
         if request.api == "chat":
             return await self._send_chat(http, request, reply)

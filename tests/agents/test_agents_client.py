@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
+import importlib.util
 import random
 import threading
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from typing import Any
 
 import openai
 import pytest
@@ -16,10 +19,7 @@ from agents._client import backoff_delay, call_with_retries, classify_error, get
 from agents._settings import resolve_endpoint
 
 # openai 1.x and 2.x build on httpx, 3.x on httpx2: the errors take the transport's own types.
-try:
-    import httpx2 as _transport
-except ImportError:  # the lowest openai requirements.txt allows
-    import httpx as _transport  # type: ignore[no-redef]
+_transport: Any = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")
 
 _REQUEST = _transport.Request("POST", "http://127.0.0.1/v1/chat/completions")
 

@@ -158,3 +158,42 @@ async def test_azure_deployment_route(model: ModelServer, monkeypatch: pytest.Mo
     assert result.text == "from azure"
     assert model.requests[0].path == "/openai/deployments/my-deployment/chat/completions"
     assert model.requests[0].headers.get("api-key") == "azure-key"
+
+
+MALFORMED_200S = [
+    '{"id": "chatcmpl-1", "choices": [{"message": {"role": "assist',  # cut short
+    "<html>502 Bad Gateway</html>",
+    '{"id": "chatcmpl-1", "choices": "none"}',
+    '{"id": "chatcmpl-1", "choices": [{"message": 5}]}',
+    '["not", "an", "object"]',
+]
+
+
+@pytest.mark.parametrize("body", MALFORMED_200S)
+async def test_a_malformed_200_is_retried_then_a_retryable_invalid_model_response(
+    model: ModelServer, settings: ModelSettings, body: str
+) -> None:
+    agent = Agent(name="helper", model=settings)
+    model.script(Reply.raw(body), Reply.raw(body), Reply.raw(body))
+    state = AgentState.new()
+    result = await agent.run(state, ask("c1"))
+    assert result.status == "failed" and result.error is not None
+    assert (result.error.code, result.error.retryable, result.error.status) == (
+        "invalid_model_response",
+        True,
+        200,
+    )
+    assert len(model.requests) == 3  # retried like any transient failure
+    run = load_state(dump_state(state)).find_run("c1")
+    assert run is not None and run.status == "failed"
+
+
+@pytest.mark.parametrize("wire_api", ["chat", "responses"])
+async def test_a_malformed_200_then_a_good_answer_succeeds(
+    model: ModelServer, settings: ModelSettings, wire_api: str
+) -> None:
+    agent = Agent(name="helper", model=settings.replace(wire_api=wire_api))
+    model.script(Reply.raw('{"output": [{"type": "mess'), Reply.text("fine now"))
+    result = await agent.run(AgentState.new(), ask("c1"))
+    assert result.status == "succeeded" and result.text == "fine now"
+    assert len(model.requests) == 2

@@ -147,6 +147,18 @@ async def test_failed_model_call_is_a_502_problem_and_stays_in_history(
     assert failed.response.failure is not None
 
 
+async def test_a_malformed_model_answer_is_a_502_invalid_model_response(api: Api, model: ModelServer) -> None:
+    truncated = '{"id": "chatcmpl-1", "choices": [{"mess'
+    model.script(Reply.raw(truncated), Reply.raw(truncated), Reply.raw(truncated))
+    response = await api.post(RUN, json_body={"message": "hi", "session_id": "garbled"})
+    assert response.status == 502, response.body
+    problem = response.json()
+    assert problem["code"] == "invalid_model_response"
+    assert (problem["retryable"], problem["model_status"]) == (True, 200)
+    run = await api.get(f"/api/agents/assistant/sessions/garbled/runs/{problem['correlation_id']}")
+    assert run.json()["status"] == "failed" and run.json()["error"]["code"] == "invalid_model_response"
+
+
 async def test_idempotency_key_runs_once_and_conflicts_on_another_body(
     api: Api, host: Any, model: ModelServer
 ) -> None:
