@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from ._errors import ModelCallError
 from ._settings import Endpoint, ModelSettings
 from ._structured import ResponseFormat
 from ._tools import FunctionTool
+from ._unicode import without_lone_surrogates
 
 T = TypeVar("T")
 
@@ -109,10 +111,10 @@ class ModelCaller:
         async def attempt(timeout: float) -> T:
             try:
                 response = await client.post(path, cast_to=object, body=body, options={"timeout": timeout})
-            except ValueError as exc:  # the SDK could not decode the 200's body
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # the 200's body did not decode
                 raise _invalid(f"the model's answer is not JSON ({exc})") from exc
             try:
-                return read(_as_dict(response))
+                return read(without_lone_surrogates(_as_dict(response), "the model's answer"))
             except ModelCallError:
                 raise
             except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:

@@ -32,6 +32,7 @@ from ._settings import ModelSettings, resolve_endpoint
 from ._structured import ResponseFormat, StructuredOutputError
 from ._tools import FunctionTool, parse_arguments, to_jsonable
 from ._turns import TurnError, TurnRequest, TurnResult, final_text, usage_json
+from ._unicode import without_lone_surrogates
 
 if TYPE_CHECKING:
     from ._agent import Agent
@@ -205,7 +206,8 @@ class _Turn:
             invocation = tool.invoke(call.arguments or {})
             timeout = self.agent.tool_timeout
             value = await (asyncio.wait_for(invocation, timeout) if timeout else invocation)
-            return FunctionResultContent(call_id=call.call_id, result=to_jsonable(value))
+            result = without_lone_surrogates(to_jsonable(value), f"tool {call.name!r}'s result")
+            return FunctionResultContent(call_id=call.call_id, result=result)
         except ToolExecutionError as exc:
             message = str(exc)
         except TimeoutError:
@@ -213,7 +215,8 @@ class _Turn:
         except Exception as exc:
             log.info("tool %s raised %s", call.name, exc, exc_info=True)
             message = f"tool {call.name!r} raised {type(exc).__name__}: {exc}"
-        return FunctionResultContent(call_id=call.call_id, result=f"Error: {message}", isError=True)
+        text = without_lone_surrogates(f"Error: {message}", f"tool {call.name!r}'s error")
+        return FunctionResultContent(call_id=call.call_id, result=text, isError=True)
 
     def commit_provider_states(self) -> None:
         updates: dict[str, JSON] = {}

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from ._errors import AgentConfigurationError
 from ._schemas import check_schema_references, schema_validator
+from ._unicode import without_lone_surrogates
 
 _NAME_OK = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -113,9 +114,11 @@ class ResponseFormat:
     def parse_answer(self, text: str) -> Any:
         """The answer as JSON, validated; StructuredOutputError says why it does not fit."""
         try:
-            value = json.loads(_unfence(text))
+            value = without_lone_surrogates(json.loads(_unfence(text)), "the model's structured answer")
         except json.JSONDecodeError as exc:
             raise StructuredOutputError(f"the answer is not JSON ({exc.msg}: character {exc.pos})") from None
+        except (ValueError, RecursionError) as exc:  # an integer past the digit limit, deep nesting
+            raise StructuredOutputError(f"the answer cannot be read as JSON ({exc})") from None
         if self.model is not None:
             try:
                 self.model.model_validate(value)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ._docstrings import parse_docstring
 from ._errors import AgentConfigurationError, ToolExecutionError
 from ._schemas import UnsafeSchema, check_schema_references, schema_validator
+from ._unicode import without_lone_surrogates
 
 TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Attribute that marks a type (ProviderContext) whose parameter is injected, not asked of the model.
@@ -271,6 +272,9 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any] | None, str | None]
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"arguments are not valid JSON ({exc.msg}: character {exc.pos})"
+    except (ValueError, RecursionError) as exc:  # an integer past the digit limit, deep nesting
+        return None, f"arguments cannot be read ({exc})"
     if not isinstance(value, dict):
         return None, f"arguments must be a JSON object, got {type(value).__name__}"
-    return value, None
+    # \uXXXX escapes inside the argument text can spell lone surrogates.
+    return without_lone_surrogates(value, "the model's tool arguments"), None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import azure.functions as func
+import orjson
 from pydantic import ValidationError
 
 from agents import InputMessage, InvalidTurnRequest, TurnRequest
@@ -120,7 +121,30 @@ def _decode_object(body: bytes) -> dict[str, Any]:
         ) from error
     if not isinstance(value, dict):
         raise ProblemError(400, "invalid_type", "the body must be a JSON object", field="body")
+    _refuse_lone_surrogates(value)
     return value
+
+
+def _refuse_lone_surrogates(body: dict[str, Any]) -> None:
+    """A `\\ud800`-style escape decodes to text UTF-8 cannot carry: refused, naming the field.
+
+    orjson refuses such strings, so one encode answers "is there any?" for the common body.
+    """
+    try:
+        orjson.dumps(body)
+        return
+    except TypeError:
+        pass
+    for field, value in body.items():
+        try:
+            orjson.dumps({field: value})
+        except TypeError:
+            raise ProblemError(
+                400,
+                "invalid_encoding",
+                f"{field!r} holds a lone UTF-16 surrogate escape, which is not text",
+                field=str(field),
+            ) from None
 
 
 def _run_body(req: func.HttpRequest, max_bytes: int) -> RunRequestBody:

@@ -185,3 +185,10 @@ class Api:
 
     async def delete(self, path: str, **kwargs: Any) -> Response:
         return await self.request("DELETE", path, **kwargs)
+
+
+async def stored_state(host: Any, agent: str, session: str) -> str:
+    """The state text the host committed for a session (which must have one)."""
+    text: str | None = await host._store.run(host._store.load_state, f"@dafx-{agent}@{session}")
+    assert text is not None, f"no state stored for {agent}/{session}"
+    return text

@@ -9,20 +9,13 @@ import time
 from typing import Any
 
 import pytest
-from hosting_support import ROOT, Api, make_agents
+from hosting_support import ROOT, Api, make_agents, stored_state
 
 from agents.testing import ModelServer, Reply
 from hosting import ApiSettings, build_app
 from state import load_state
 
 RUN = "/api/agents/assistant/run"
-
-
-async def stored_state(host: Any, agent: str, session: str) -> str:
-    """The state text the host committed for a session (which must have one)."""
-    text: str | None = await host._store.run(host._store.load_state, f"@dafx-{agent}@{session}")
-    assert text is not None, f"no state stored for {agent}/{session}"
-    return text
 
 
 async def test_first_message_starts_a_session_and_waits_for_the_answer(
