@@ -110,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ensure_importable(str(project))
         load_local_settings(project, log)
         os.environ.setdefault("FUNCTIONS_WORKER_RUNTIME", "python")
+        # As func start does (localhost:7071) and Azure does (<app>.azurewebsites.net): the
+        # address clients reach the app at, for the URLs it hands out.
+        os.environ.setdefault("WEBSITE_HOSTNAME", f"{args.host}:{args.port}")
         model_server = start_offline_model(log)
         kwargs = {}
         if args.max_batch is not None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 import azure.durable_functions as df
@@ -46,6 +46,21 @@ log = logging.getLogger("hosting.http")
 Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse]]
 
 
+PUBLIC_BASE_URL_ENV = "DURABLE_AGENTS_PUBLIC_BASE_URL"
+
+
+def public_base_url_from_env() -> str | None:
+    """The app's public origin from the environment (see `ApiSettings.public_base_url`)."""
+    explicit = os.environ.get(PUBLIC_BASE_URL_ENV, "").strip().rstrip("/")
+    if explicit:
+        return explicit
+    hostname = os.environ.get("WEBSITE_HOSTNAME", "").strip()
+    if not hostname:
+        return None
+    local = hostname.split(":", 1)[0] in ("localhost", "127.0.0.1", "[::1]", "0.0.0.0")
+    return f"{'http' if local else 'https'}://{hostname}"
+
+
 @dataclass(frozen=True)
 class ApiSettings:
     """Limits of the HTTP API and of a session's stored state (all documented in docs/hosting.md)."""
@@ -57,9 +72,21 @@ class ApiSettings:
     max_poll_wait_seconds: float = 60.0
     """Upper bound of `?wait=` on the run resource."""
     health_timeout_seconds: float = 5.0
+    public_base_url: str | None = field(default_factory=public_base_url_from_env)
+    """Origin of the URLs the API hands out (`Location`, run links): `DURABLE_AGENTS_PUBLIC_BASE_URL`,
+    else from `WEBSITE_HOSTNAME` (set by Azure, func start and the local host); None gives
+    relative URLs. Never taken from a request's Host header."""
     max_session_bytes: int = field(default_factory=max_session_bytes_from_env)
     """Largest stored session state (UTF-8 bytes) a turn may leave; a turn that would exceed it is
     recorded as failed (`session_too_large`). Default 960 KiB or `DURABLE_AGENTS_MAX_SESSION_BYTES`."""
+
+    def url(self, path: str) -> str:
+        """The public URL of an API path (``agents/a/sessions/s``), for Location headers and links.
+
+        Never built from a request's Host header: a caller must not choose where it points.
+        """
+        prefix = f"/{self.route_prefix}" if self.route_prefix else ""
+        return f"{self.public_base_url or ''}{prefix}/{path}"
 
     def __post_init__(self) -> None:
         if isinstance(self.max_session_bytes, bool) or not isinstance(self.max_session_bytes, int):
@@ -127,10 +154,7 @@ class Api:
         return agent
 
     def _url(self, req: func.HttpRequest, path: str) -> str:
-        parts = urlsplit(req.url)
-        origin = f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""
-        prefix = f"/{self.settings.route_prefix}" if self.settings.route_prefix else ""
-        return f"{origin}{prefix}/{path}"
+        return self.settings.url(path)
 
     def _run_url(self, req: func.HttpRequest, agent: str, session_id: str, correlation_id: str) -> str:
         return self._url(req, f"agents/{agent}/sessions/{session_id}/runs/{correlation_id}")

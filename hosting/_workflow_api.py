@@ -33,8 +33,7 @@ class WorkflowApi:
         self.settings = settings
 
     def _location(self, req: func.HttpRequest, instance_id: str) -> str:
-        base = req.url.split("/workflows/review", 1)[0]
-        return f"{base}/workflows/review/{instance_id}"
+        return self.settings.url(f"workflows/review/{instance_id}")
 
     async def _status(self, client: Any, instance_id: str) -> Any:
         status = await client.get_status(instance_id)

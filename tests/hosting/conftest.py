@@ -12,13 +12,22 @@ import pytest
 from hosting_support import ROOT, Api, make_agents
 
 from agents.testing import ModelServer
-from hosting import build_app
+from hosting import ApiSettings, build_app
+
+
+@pytest.fixture(autouse=True)
+def public_origin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What func start sets: apps built in a test hand out URLs under http://localhost:7071."""
+    monkeypatch.delenv("DURABLE_AGENTS_PUBLIC_BASE_URL", raising=False)
+    monkeypatch.setenv("WEBSITE_HOSTNAME", "localhost:7071")
 
 
 @pytest.fixture(scope="session")
 def hosted_app(model_server: ModelServer) -> df.DFApp:
     """The function app hosting the test agents (built once; the model server is reset per test)."""
-    return build_app(make_agents(model_server))
+    # The public origin func start announces (WEBSITE_HOSTNAME=localhost:7071): Location headers
+    # point there, whatever Host header a request carries.
+    return build_app(make_agents(model_server), settings=ApiSettings(public_base_url="http://localhost:7071"))
 
 
 @pytest.fixture

@@ -146,6 +146,7 @@ class Api:
         body: bytes | str | None = None,
         headers: dict[str, str] | None = None,
         params: dict[str, str] | None = None,
+        origin: str = "http://localhost:7071",
     ) -> Response:
         headers = dict(headers or {})
         if json_body is not None:
@@ -159,7 +160,7 @@ class Api:
                 continue
             req = func.HttpRequest(
                 method=method.upper(),
-                url=f"http://localhost:7071/{path}",
+                url=f"{origin}/{path}",
                 headers=headers,
                 params=params or {},
                 route_params=match.groupdict(),

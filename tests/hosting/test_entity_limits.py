@@ -45,7 +45,7 @@ def history(text: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def limited_app(model_server: ModelServer) -> df.DFApp:
-    return build_app(make_agents(model_server), settings=ApiSettings(max_session_bytes=LIMIT))
+    return build_app(make_agents(model_server), settings=ApiSettings(max_session_bytes=LIMIT, public_base_url="http://localhost:7071"))
 
 
 @pytest.fixture
@@ -186,7 +186,7 @@ class BuggyAgent(Agent):
 def buggy_app(model_server: ModelServer) -> df.DFApp:
     [assistant, *_] = make_agents(model_server)
     buggy = BuggyAgent(name="buggy", instructions="Be buggy.", model=assistant.model)
-    return build_app([assistant, buggy], settings=ApiSettings(max_session_bytes=LIMIT))
+    return build_app([assistant, buggy], settings=ApiSettings(max_session_bytes=LIMIT, public_base_url="http://localhost:7071"))
 
 
 def test_an_exception_from_the_agent_run_is_recorded_as_internal_error(

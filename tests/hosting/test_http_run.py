@@ -74,6 +74,34 @@ async def test_thread_id_alias_query_parameter_and_text_plain(
     assert "the body's 'session_id' and the query's 'session_id'" in r4.json()["detail"]
 
 
+async def test_location_points_at_the_configured_origin_whatever_the_host_header(
+    api: Api, model: ModelServer
+) -> None:
+    model.script(Reply.text("hi"))
+    response = await api.post(
+        RUN,
+        json_body={"message": "x", "wait_for_response": False},
+        headers={"Host": "evil.example", "X-Forwarded-Host": "evil.example"},
+        origin="http://evil.example",
+    )
+    assert response.status == 202, response.body
+    assert response.headers["location"].startswith("http://localhost:7071/api/agents/assistant/sessions/")
+    assert "evil" not in response.body.decode()
+
+
+def test_the_public_origin_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DURABLE_AGENTS_PUBLIC_BASE_URL", raising=False)
+    monkeypatch.setenv("WEBSITE_HOSTNAME", "myapp.azurewebsites.net")
+    assert ApiSettings().url("agents/a/run") == "https://myapp.azurewebsites.net/api/agents/a/run"
+    monkeypatch.setenv("WEBSITE_HOSTNAME", "localhost:7071")
+    assert ApiSettings().url("x") == "http://localhost:7071/api/x"
+    monkeypatch.setenv("DURABLE_AGENTS_PUBLIC_BASE_URL", "https://agents.example.com/")
+    assert ApiSettings().url("x") == "https://agents.example.com/api/x"
+    monkeypatch.delenv("DURABLE_AGENTS_PUBLIC_BASE_URL")
+    monkeypatch.delenv("WEBSITE_HOSTNAME")
+    assert ApiSettings().url("x") == "/api/x"  # relative: still never the caller's Host
+
+
 @pytest.mark.parametrize("how", ["body", "header", "query"])
 async def test_not_waiting_answers_202_with_a_location_to_poll(
     api: Api, host: Any, model: ModelServer, how: str
