@@ -14,7 +14,14 @@ MAX_ID_LENGTH = 128
 _ID_PATTERN = re.compile(rf"[A-Za-z0-9._~-]{{1,{MAX_ID_LENGTH}}}")
 _KEY_PATTERN = re.compile(rf"[\x21-\x7e]{{1,{MAX_ID_LENGTH}}}")
 
-ID_PATTERN_TEXT = f"^{_ID_PATTERN.pattern}$"
+_DOT_SEGMENTS = (".", "..")
+
+# The same rule with "." and ".." excluded, without lookaround (pydantic's regex engine has none).
+_C, _N = "[A-Za-z0-9._~-]", "[A-Za-z0-9_~-]"
+ID_PATTERN_TEXT = (
+    f"^(?:{_N}{_C}{{0,{MAX_ID_LENGTH - 1}}}|\\.{_N}{_C}{{0,{MAX_ID_LENGTH - 2}}}"
+    f"|\\.\\.{_C}{{1,{MAX_ID_LENGTH - 2}}})$"
+)
 """The accepted shape of ids, as a regular expression (published in the OpenAPI document)."""
 
 IDEMPOTENCY_KEY_PATTERN_TEXT = f"^{_KEY_PATTERN.pattern}$"
@@ -30,6 +37,10 @@ def id_problem(value: str) -> str | None:
     if _ID_PATTERN.fullmatch(value) is None:
         bad = next(c for c in value if _ID_PATTERN.fullmatch(c) is None)
         return f"contains {bad!r}; only letters, digits, '.', '_', '~' and '-' are allowed"
+    if value in _DOT_SEGMENTS:
+        # Ids become URL path segments on the way to the entity, where '.' and '..' are dot
+        # segments that URL normalisation removes: the request would reach another resource.
+        return f"must not be {value!r} (a URL dot segment)"
     return None
 
 

@@ -188,6 +188,13 @@ CASES: list[tuple[str, dict[str, Any], int, str, str]] = [
         "invalid_encoding",
         "body",
     ),
+    (
+        "dot session id",
+        {"json_body": {"message": "x", "session_id": ".."}},
+        400,
+        "invalid_session_id",
+        "session_id",
+    ),
     ("too large", {"json_body": {"message": "x" * (MAX_BODY_BYTES + 1)}}, 413, "body_too_large", "body"),
 ]
 
@@ -244,6 +251,8 @@ async def test_bad_session_ids_in_paths(offline_api: Api) -> None:
         ("GET", "/api/agents/assistant/sessions/a~b@c"),
         ("DELETE", "/api/agents/assistant/sessions/a@c"),
         ("POST", "/api/agents/assistant/sessions/a%00c/reset"),
+        ("GET", "/api/agents/assistant/sessions/.."),
+        ("DELETE", "/api/agents/assistant/sessions/."),
     ]:
         response = await offline_api.request(method, path)
         assert response.status == 400, (method, path)

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hosting._ids import (
+    ID_PATTERN_TEXT,
     MAX_ID_LENGTH,
     correlation_id_for_key,
     id_problem,
@@ -23,9 +24,24 @@ SAFE = re.compile(r"[A-Za-z0-9._~-]{1,128}")
 @given(st.text(max_size=140))
 def test_an_id_is_accepted_exactly_when_it_is_short_url_safe_text(value: str) -> None:
     problem = id_problem(value)
-    assert (problem is None) == (SAFE.fullmatch(value) is not None)
+    assert (problem is None) == (SAFE.fullmatch(value) is not None and value not in (".", ".."))
     if any(c in value for c in "@/ \x00\n\t") or not value or len(value) > MAX_ID_LENGTH:
         assert problem is not None
+    # The pattern published in the OpenAPI document says the same.
+    assert (problem is None) == (re.fullmatch(ID_PATTERN_TEXT, value) is not None)
+
+
+@settings(max_examples=200)
+@given(st.text(alphabet="._~a-", max_size=6))
+def test_the_published_pattern_agrees_on_dot_heavy_ids(value: str) -> None:
+    assert (id_problem(value) is None) == (re.fullmatch(ID_PATTERN_TEXT, value) is not None)
+
+
+def test_dot_segments_are_refused() -> None:
+    for value in (".", ".."):
+        problem = id_problem(value)
+        assert problem is not None and "dot segment" in problem
+    assert id_problem("...") is None and id_problem(".a") is None
 
 
 @settings(max_examples=100)
