@@ -231,18 +231,18 @@ class Api:
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
         entity_id = df.EntityId(entity_name(agent.name), call.session_id)
         asked = call.operation.asked()
-        if call.retry_safe:
-            # A named run may be a retry of one that already finished: answer from the history
-            # without sending the turn again.
-            snapshot = await read_session(client, entity_id)
-            if snapshot.exists:
-                reason = state_problem(snapshot.document)
-                if reason is not None:
-                    raise unreadable(agent.name, call.session_id, reason)
-                done = find_stored_run(snapshot.document, call.correlation_id)
-                if done is not None:
-                    check_same_request(done, asked, agent.name, call.session_id)
-                    return self._finished(req, agent.name, call.session_id, done)
+        # Look before sending: a session the entity cannot read is answered 409 at once (no run
+        # id is handed out that would stay pending), and a named run may be a retry of one that
+        # already finished, answered from the history without sending the turn again.
+        snapshot = await read_session(client, entity_id)
+        if snapshot.exists:
+            reason = state_problem(snapshot.document)
+            if reason is not None:
+                raise unreadable(agent.name, call.session_id, reason)
+            done = find_stored_run(snapshot.document, call.correlation_id) if call.retry_safe else None
+            if done is not None:
+                check_same_request(done, asked, agent.name, call.session_id)
+                return self._finished(req, agent.name, call.session_id, done)
         await client.signal_entity(entity_id, "run", call.operation.model_dump(mode="json", by_alias=True))
         log.info(
             "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
@@ -256,6 +256,7 @@ class Api:
                 correlation_id=call.correlation_id,
                 timeout=self.settings.response_wait_seconds,
                 asked=asked,
+                state_checked=True,  # checked above; a session created since is the entity's own
             )
             if run is not None:
                 return self._finished(req, agent.name, call.session_id, run)

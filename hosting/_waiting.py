@@ -9,7 +9,6 @@ about ten reads a second, each of which looks only at the run's two entries via 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from state import StateError, check_root, load_state
+from state import StateError, check_state
 
 from ._errors import ProblemError
 from ._results import StoredRun, find_stored_run, same_request
@@ -37,39 +36,46 @@ class Snapshot:
 
 
 def state_problem(document: Any) -> str | None:
-    """Why a stored state cannot be used by this build, or None if its root looks readable.
+    """Why a stored state cannot be used by this build, or None when the entity can read it.
 
-    `state.check_root` (shape and version policy, not the entries; the entity does the full
-    load): enough to answer a waiting client at once instead of letting it wait for a turn that
-    will never run.
+    `state.check_state`: the very check `load_state` applies in the entity, on the parsed
+    document, so the HTTP side refuses exactly what the entity would refuse, at once, instead
+    of letting a client wait for a turn that will never run.
     """
+    if isinstance(document, Unparsable):
+        return document.reason
     try:
-        check_root(document)
+        check_state(document)
     except StateError as error:
         return str(error)
     return None
 
 
+@dataclass(frozen=True)
+class Unparsable:
+    """The document of a session whose stored state is not JSON at all (why, in `reason`)."""
+
+    reason: str
+
+
 async def read_session(client: Any, entity_id: df.EntityId) -> Snapshot:
     """Read a session's entity state once."""
-    response = await client.read_entity_state(entity_id)
+    try:
+        response = await client.read_entity_state(entity_id)
+    except json.JSONDecodeError as error:
+        # The SDK parses the state it reads: the entity exists, its state is not JSON.
+        reason = f"the state is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        return Snapshot(True, Unparsable(reason))
     if not response.entity_exists:
         return Snapshot(False, None)
     document = response.entity_state
     if isinstance(document, str | bytes):
         # Some hosts hand back the raw text instead of the parsed document.
-        with contextlib.suppress(ValueError):
+        try:
             document = json.loads(document)
+        except ValueError as error:
+            return Snapshot(True, Unparsable(f"the state is not valid JSON: {error}"))
     return Snapshot(True, document)
-
-
-def _check_fully(document: Any, agent: str, session_id: str) -> None:
-    """Load the whole state once: a run that never finishes may be waiting on a state whose root
-    looks fine but whose entries the entity cannot read (it refuses every turn then)."""
-    try:
-        load_state(json.dumps(document))
-    except StateError as error:
-        raise unreadable(agent, session_id, str(error)) from error
 
 
 def unreadable(agent: str, session_id: str, reason: str) -> ProblemError:
@@ -109,28 +115,31 @@ async def wait_for_run(
     correlation_id: str,
     timeout: float,
     asked: list[tuple[str, str]] | None = None,
+    state_checked: bool = False,
 ) -> StoredRun | None:
     """The finished run, or None when `timeout` seconds pass first.
 
-    Raises a 409 problem when the session's state is unreadable or the id answered another
-    request.
+    Raises a 409 problem when the session's state is unreadable (checked on the first read,
+    unless the caller has just done so: `state_checked`) or the id answered another request.
     """
     deadline = time.monotonic() + max(0.0, timeout)
     delay = FIRST_DELAY
+    checked = state_checked
     while True:
         snapshot = await read_session(client, entity_id)
         if snapshot.exists:
-            reason = state_problem(snapshot.document)
-            if reason is not None:
-                raise unreadable(agent, session_id, reason)
+            if not checked:
+                # Once per wait: what the entity writes afterwards it could read itself.
+                reason = state_problem(snapshot.document)
+                if reason is not None:
+                    raise unreadable(agent, session_id, reason)
+                checked = True
             run = find_stored_run(snapshot.document, correlation_id)
             if run is not None:
                 check_same_request(run, asked, agent, session_id)
                 return run
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            if snapshot.exists:
-                _check_fully(snapshot.document, agent, session_id)
             return None
         await asyncio.sleep(min(delay, remaining))
         delay = min(delay * 2, MAX_DELAY)

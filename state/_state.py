@@ -318,6 +318,26 @@ def load_state(text: str | bytes) -> AgentState:
     return AgentState(doc, loaded_version=version)
 
 
+def check_state(document: Any) -> None:
+    """Check a parsed state document exactly as `load_state` checks what it parsed.
+
+    Raises what `load_state` would (InvalidState, IncompatibleStateVersion) and builds nothing:
+    for readers that hold the parsed document (the HTTP side polls entity state through the
+    durable client) and must refuse precisely what the entity refuses.
+    """
+    with _gc_paused():
+        ok = document_ok(document)
+    if not ok:
+        _diagnose(document)
+    parse_version(document["schemaVersion"])  # the version policy, as load_state applies it
+    try:
+        # A lenient parser (the SDK's json.loads) admits NaN and Infinity, which load_state's
+        # parser refuses: refuse them here too, with load_state's words.
+        json.dumps(document, allow_nan=False)
+    except ValueError as exc:
+        raise InvalidState(f"the state is not valid JSON: {exc}") from None
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     # Parsing allocates one container per JSON object and creates no reference cycles, so the

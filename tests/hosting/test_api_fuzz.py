@@ -68,12 +68,14 @@ KEY = {"x-functions-key": FUNCTION_KEY}
 # Rejections of schema-valid requests that a JSON schema cannot express: a response format must be
 # a usable JSON Schema (validated with `jsonschema`), an Idempotency-Key header excludes a
 # `correlation_id` in the body, and `session_id` and its alias `thread_id` (body or query) must
-# agree. Any other 4xx of a schema-valid request fails the fuzzer.
+# agree; and free-form text must not hold a lone UTF-16 surrogate escape (JSON Schema strings
+# cannot say so). Any other 4xx of a schema-valid request fails the fuzzer.
 _SEMANTIC_REJECTIONS = {
     ("invalid_field", "response_format"),
     ("conflicting_fields", "correlation_id"),
     ("conflicting_fields", "thread_id"),
     ("conflicting_fields", "session_id"),
+    *(("invalid_encoding", field) for field in ("message", "response_format", "options")),
 }
 
 _FUZZ_SETTINGS = settings(

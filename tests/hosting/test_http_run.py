@@ -315,13 +315,12 @@ async def test_unreadable_stored_state_is_a_409_and_is_never_replaced(
     assert response.status == 409
     assert response.json()["code"] == "state_unreadable"
     assert "9.0.0" in response.json()["detail"]
-    # Even if the entity gets the turn (not waiting), it refuses and keeps the bytes.
+    # Not waiting changes nothing: no run id is handed out for a turn that could never run.
     queued = await api.post(
         RUN, json_body={"message": "hi", "session_id": "future", "wait_for_response": False}
     )
-    assert queued.status == 202
-    path = queued.headers["location"].split("localhost:7071", 1)[1]
-    assert (await api.get(path)).status == 409
+    assert queued.status == 409 and queued.json()["code"] == "state_unreadable"
+    assert (await api.get("/api/agents/assistant/sessions/future/runs/c1")).status == 409
     assert (await api.get("/api/agents/assistant/sessions/future")).status == 409
     assert (await api.post("/api/agents/assistant/sessions/future/reset")).status == 409
     await drained(host, "assistant", "future")
@@ -360,18 +359,44 @@ async def test_text_plain_body_is_the_message_verbatim(api: Api, host: Any, mode
 BAD_ENTRY = '{"schemaVersion": "1.0.0", "data": {"conversationHistory": [{"$type": "mystery"}]}}'
 
 
-async def test_a_state_with_an_unreadable_entry_is_reported_not_waited_on_forever(
-    api: Api, host: Any, model: ModelServer
+UNREADABLE = {
+    "entry": BAD_ENTRY,
+    "broken json": '{"schemaVersion": "1.2.0", "data": {"conversationHistory": [',
+    "not an object": '["schemaVersion", "1.2.0"]',
+    "nan": '{"schemaVersion": "1.2.0", "data": {"conversationHistory": [], "x": NaN}}',
+}
+
+
+@pytest.mark.parametrize("text", list(UNREADABLE.values()), ids=list(UNREADABLE))
+async def test_an_unreadable_state_is_a_409_on_every_route_at_once_and_delete_clears_it(
+    api: Api, host: Any, model: ModelServer, text: str
 ) -> None:
-    await plant_state(host, "assistant", "odd", BAD_ENTRY)
-    queued = await api.post(RUN, json_body={"message": "hi", "session_id": "odd", "wait_for_response": False})
-    assert queued.status == 202
-    path = queued.headers["location"].split("localhost:7071", 1)[1]
-    response = await api.get(path, params={"wait": "0.2"})
-    assert response.status == 409 and response.json()["code"] == "state_unreadable"
+    await plant_state(host, "assistant", "odd", text)
+    session = "/api/agents/assistant/sessions/odd"
+    started = time.monotonic()
+    answers = [
+        await api.post(RUN, json_body={"message": "hi", "session_id": "odd"}),
+        await api.post(RUN, json_body={"message": "hi", "session_id": "odd", "wait_for_response": False}),
+        await api.get(f"{session}/runs/c1", params={"wait": "5"}),
+        await api.get(session),
+        await api.post(f"{session}/reset"),
+    ]
+    assert time.monotonic() - started < 5  # at once, not after a wait
+    for answer in answers:
+        assert answer.status == 409, answer.body
+        assert answer.mimetype == "application/problem+json"
+        assert answer.json()["code"] == "state_unreadable"
     await drained(host, "assistant", "odd")
-    assert await stored_state(host, "assistant", "odd") == BAD_ENTRY
+    assert await stored_state(host, "assistant", "odd") == text  # never replaced
     assert model.requests == []
+    # DELETE is the way out: the session goes, and the id can start afresh.
+    deleted = await api.delete(session)
+    assert deleted.status == 202, deleted.body
+    await drained(host, "assistant", "odd")
+    assert (await api.get(session)).status == 404
+    model.script(Reply.text("fresh"))
+    fresh = await api.post(RUN, json_body={"message": "hi", "session_id": "odd"})
+    assert fresh.status == 200 and fresh.json()["response"]["text"] == "fresh"
 
 
 async def test_run_options_reach_the_model(api: Api, host: Any, model: ModelServer) -> None:

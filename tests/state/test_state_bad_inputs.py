@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from state import IncompatibleStateVersion, InvalidState, StateError, check_root, load_state, response_failed
+from state import (
+    IncompatibleStateVersion,
+    InvalidState,
+    StateError,
+    check_root,
+    check_state,
+    load_state,
+    response_failed,
+)
 
 
 def _doc(history: Any = None, version: Any = "1.1.0", **data: Any) -> str:
@@ -216,6 +224,32 @@ def test_invalid_states(text: str | bytes, message: str) -> None:
         with pytest.raises(InvalidState) as again:
             load_state(text)
         assert str(again.value) == str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [c[1:] for c in INVALID_CASES + VERSION_CASES],
+    ids=[c[0] for c in INVALID_CASES + VERSION_CASES],
+)
+def test_check_state_refuses_what_load_state_refuses_with_the_same_error(
+    text: str | bytes, message: str
+) -> None:
+    # The HTTP side checks the parsed document it polls with check_state; the entity loads the
+    # text with load_state: neither may accept what the other refuses.
+    try:
+        document = json.loads(text)
+    except ValueError:
+        pytest.skip("not JSON: no parsed document to check")
+    with pytest.raises(StateError) as loaded:
+        load_state(text)
+    with pytest.raises(StateError) as checked:
+        check_state(document)
+    assert type(checked.value) is type(loaded.value)
+    if "not valid JSON" in str(loaded.value):
+        # NaN / Infinity: refused by load_state's parser; the parsed document holds a float.
+        assert "not valid JSON" in str(checked.value)
+    else:
+        assert str(checked.value) == str(loaded.value)
 
 
 def test_error_path_is_data() -> None:

@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from state_helpers import FIXTURES, STATE_FIXTURES, same_except_version
 
-from state import CURRENT_SCHEMA_VERSION, ErrorContent, OpaqueContent, dump_state, load_state
+from state import CURRENT_SCHEMA_VERSION, ErrorContent, OpaqueContent, check_state, dump_state, load_state
 
 
 def test_fixture_set_is_complete() -> None:
@@ -39,6 +39,14 @@ def test_fixture_round_trips_losslessly(path: Path) -> None:
 def test_fixture_loads_from_text_and_bytes_alike(path: Path) -> None:
     from_text = dump_state(load_state(path.read_text(encoding="utf-8")))
     assert from_text == dump_state(load_state(path.read_bytes()))
+
+
+@pytest.mark.parametrize("path", STATE_FIXTURES, ids=lambda p: p.name)
+def test_check_state_accepts_every_fixture_and_changes_nothing(path: Path) -> None:
+    document = json.loads(path.read_bytes())
+    before = json.dumps(document)
+    check_state(document)
+    assert json.dumps(document) == before
 
 
 @pytest.mark.parametrize("path", STATE_FIXTURES, ids=lambda p: p.name)

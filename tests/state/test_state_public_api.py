@@ -30,6 +30,7 @@ EXPECTED = {
     "Usage",
     "UsageContent",
     "check_root",
+    "check_state",
     "dump_state",
     "load_state",
     "request_hash",
