@@ -15,12 +15,11 @@ import threading
 import time
 from collections.abc import Sequence
 
-from ._app import ensure_importable
 from ._errors import DevHostError
 from ._host import DB_NAME, LocalHost
-from ._http import KEY_ENV
 from ._model import start_offline_model, stop_model
 from ._settings import load_local_settings
+from .functions import KEY_ENV, ensure_importable
 
 
 def _parser() -> argparse.ArgumentParser:

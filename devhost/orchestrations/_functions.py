@@ -14,7 +14,7 @@ from typing import Any
 from azure.functions import meta
 from azure.functions.durable_functions import ActivityTriggerConverter
 
-from ._app import list_functions
+from ..functions import list_functions
 
 
 @dataclass(frozen=True)

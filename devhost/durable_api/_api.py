@@ -16,9 +16,9 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from ._entities import EntityGateway, make_entity_id
-from ._errors import EntityIdError
-from ._problems import problem
+from .._errors import EntityIdError
+from .._problems import problem
+from ..entities import EntityGateway, make_entity_id
 
 RPC_PREFIX = "/durabletask/"
 WEBHOOK_PREFIX = "/runtime/webhooks/durabletask/"

@@ -15,9 +15,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from ._orch_functions import DurableFunctions
-from ._orch_store import InboxItem, Instance, OrchestrationStore, WorkItem
-from ._orch_transitions import TERMINAL_STATUSES, Effects, Transitions
+from ._functions import DurableFunctions
 from ._replay import (
     UPPER_SCHEMA_VERSION,
     Action,
@@ -32,6 +30,8 @@ from ._replay import (
     run_episode,
     utcnow,
 )
+from ._store import InboxItem, Instance, OrchestrationStore, WorkItem
+from ._transitions import TERMINAL_STATUSES, Effects, Transitions
 
 HTTP_NOT_SUPPORTED = (
     "context.call_http is not supported by the devhost local host; call the endpoint from an "

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ._orch_status import render_status
-from ._orch_store import Instance, OrchestrationStore, WorkItem
 from ._replay import EventType, event, format_time, utcnow
+from ._status import render_status
+from ._store import Instance, OrchestrationStore, WorkItem
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Terminated"})
 

@@ -22,15 +22,15 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from ._orch_episode import Episodes
-from ._orch_functions import DurableFunctions
-from ._orch_status import render_status
-from ._orch_store import OrchestrationStore, WorkItem
-from ._orch_transitions import TERMINAL_STATUSES, Effects
-from ._orch_work import EntityGateway, WorkRunner
+from ._episodes import Episodes
+from ._functions import DurableFunctions
 from ._replay import parse_time
+from ._status import render_status
+from ._store import OrchestrationStore, WorkItem
+from ._transitions import TERMINAL_STATUSES, Effects
+from ._work import EntityRuntime, WorkRunner
 
-__all__ = ["TERMINAL_STATUSES", "EntityGateway", "OrchestrationEngine"]
+__all__ = ["TERMINAL_STATUSES", "EntityRuntime", "OrchestrationEngine"]
 
 T = TypeVar("T")
 
@@ -39,7 +39,7 @@ class OrchestrationEngine:
     """Runs the app's orchestrator functions through the SDK's replay protocol."""
 
     def __init__(
-        self, *, db_path: pathlib.Path, app: Any, entities: EntityGateway, logger: logging.Logger
+        self, *, db_path: pathlib.Path, app: Any, entities: EntityRuntime, logger: logging.Logger
     ) -> None:
         self._store = OrchestrationStore(db_path)
         functions = DurableFunctions.index(app)

@@ -1,0 +1,5 @@
+"""Orchestrations: the instance store, SDK replay, episodes, transitions and the work runner."""
+
+from ._engine import TERMINAL_STATUSES, EntityRuntime, OrchestrationEngine
+
+__all__ = ["TERMINAL_STATUSES", "EntityRuntime", "OrchestrationEngine"]
