@@ -39,12 +39,21 @@ HTTP_NOT_SUPPORTED = (
 )
 
 
-class Episodes(Transitions):
-    """Runs episodes (on the engine's database thread)."""
+class Episodes:
+    """Runs episodes (on the engine's database thread); instance state changes go through the
+    engine's ``Transitions``, shared with the control calls."""
 
-    def __init__(self, store: OrchestrationStore, functions: DurableFunctions, log: logging.Logger) -> None:
-        super().__init__(store, log)
+    def __init__(
+        self,
+        store: OrchestrationStore,
+        transitions: Transitions,
+        functions: DurableFunctions,
+        log: logging.Logger,
+    ) -> None:
+        self._store = store
+        self._transitions = transitions
         self._functions = functions
+        self._log = log
         # The replay schema offered to the SDK (tests also run the oldest, list-of-lists one).
         self.replay_schema = UPPER_SCHEMA_VERSION
 
@@ -152,11 +161,11 @@ class Episodes(Transitions):
                 scheduled.extend(self._schedule(inst, task_id, action, now, fx))
         full.extend(scheduled)
         if error is not None:
-            self.complete(inst, full, len(history), now, fx, error=error)
+            self._transitions.complete(inst, full, len(history), now, fx, error=error)
         elif result.is_done and continued:
-            self.continue_as_new(inst, continue_input, now, fx)
+            self._transitions.continue_as_new(inst, continue_input, now, fx)
         elif result.is_done:
-            self.complete(inst, full, len(history), now, fx, output=json.dumps(result.output))
+            self._transitions.complete(inst, full, len(history), now, fx, output=json.dumps(result.output))
         else:
             full.append(event(EventType.ORCHESTRATOR_COMPLETED, now))
             self._store.append_history(inst.instance_id, len(history), full[len(history) :])
@@ -357,6 +366,7 @@ class Episodes(Transitions):
             )
             self._fail_soon(inst, [failed], fx)
         else:
-            self.create(name, child_id, body.get("input"), (inst.instance_id, inst.execution_id, task_id))
+            parent = (inst.instance_id, inst.execution_id, task_id)
+            self._transitions.create(name, child_id, body.get("input"), parent)
             fx.wake.append(child_id)
         return [created]
