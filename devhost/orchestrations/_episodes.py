@@ -30,6 +30,7 @@ from ._replay import (
     run_episode,
     utcnow,
 )
+from ._runtime_status import RuntimeStatus
 from ._store import InboxItem, Instance, OrchestrationStore, WorkItem
 from ._transitions import TERMINAL_STATUSES, Effects, Transitions
 
@@ -67,7 +68,7 @@ class Episodes:
             with self._store.transaction():
                 self._store.remove_inbox([i.id for i in items])
             return fx
-        if inst.status == "Suspended":
+        if inst.status == RuntimeStatus.SUSPENDED:
             return fx
         stale = [i.id for i in items if i.execution_id not in (None, inst.execution_id)]
         live = [i for i in items if i.execution_id in (None, inst.execution_id)]
@@ -138,8 +139,8 @@ class Episodes:
         """Turn the episode's answer into history, work, status (inside the transaction)."""
         if result.has_custom_status:
             inst.custom_status = json.dumps(result.custom_status)
-        if inst.status in ("Pending", "ContinuedAsNew"):
-            inst.status = "Running"
+        if inst.status in (RuntimeStatus.PENDING, RuntimeStatus.CONTINUED_AS_NEW):
+            inst.status = RuntimeStatus.RUNNING
         numbered = [a for a in result.actions if a.numbered]
         error = result.error
         if error is None:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from ._functions import ActivityFailed, DurableFunctions, run_activity
 from ._replay import EventType, event, parse_time, utcnow
+from ._runtime_status import RuntimeStatus
 from ._store import OrchestrationStore, WorkItem
 from ._transitions import TERMINAL_STATUSES, Transitions
 
@@ -151,7 +152,7 @@ class WorkRunner:
             inst = await self._run(self._store.get, iid)
             if inst is None:
                 return {"ok": False, "reason": f"Sub-orchestration {iid!r} was purged", "details": None}
-            if inst.status == "Completed":
+            if inst.status == RuntimeStatus.COMPLETED:
                 return {"ok": True, "result": inst.output}
             if inst.status in TERMINAL_STATUSES:
                 message = _loads(inst.output)
