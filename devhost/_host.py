@@ -143,7 +143,8 @@ class LocalHost:
         try:
             # HTTP and entities stay usable while the engine cannot start; the endpoints say why.
             self.engine = OrchestrationEngine(
-                db_path=self.db_path, app=app, entities=self.entities, logger=self.log
+                db_path=self.db_path, app=app, entities=self.entities, logger=self.log,
+                model=self.model,
             )
         except Exception as exc:
             self.log.exception("the orchestration engine failed to initialise")

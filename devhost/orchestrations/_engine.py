@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
+from ..functions import AppModel, index_app
 from ._episodes import Episodes
 from ._functions import DurableFunctions
 from ._replay import parse_time
@@ -39,10 +40,17 @@ class OrchestrationEngine:
     """Runs the app's orchestrator functions through the SDK's replay protocol."""
 
     def __init__(
-        self, *, db_path: pathlib.Path, app: Any, entities: EntityRuntime, logger: logging.Logger
+        self,
+        *,
+        db_path: pathlib.Path,
+        app: Any,
+        entities: EntityRuntime,
+        logger: logging.Logger,
+        model: AppModel | None = None,
     ) -> None:
+        """``model`` is the host's index of ``app``; without it (tests) the app is indexed here."""
         self._store = OrchestrationStore(db_path)
-        functions = DurableFunctions.index(app)
+        functions = DurableFunctions.of(model if model is not None else index_app(app))
         self._functions = functions
         self._log = logger
         self._db = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="devhost-orch")
