@@ -15,7 +15,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 install: $(STAMP)
 
 run: install
-	$(PY) -m devhost $(ARGS)
+	$(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
 
 lint: install
 	$(PY) -m ruff check .

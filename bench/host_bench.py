@@ -14,7 +14,7 @@ It also prints how long after a turn finished in the entity the waiting HTTP cal
 
 Seeding: the 10-entry sessions get 5 real turns over HTTP. The 1,000-entry sessions get a valid
 state built with the `state` package (500 turns of short text), written while the host is stopped
-through the host's own storage commit (`devhost._store.EntityStore.commit_turn`, the call an entity
+through the host's own storage commit (`devhost.entities._store.EntityStore.commit_turn`, the call an entity
 batch commits with; private API, this script only) under the entity id `@dafx-assistant@{session}`
 — 25,000 real turns for 50 sessions would take too long. The benchmark's own turns on those
 sessions then go through the normal path (load, replay, save), so a state the host could not read
@@ -52,7 +52,7 @@ import aiohttp  # noqa: E402
 
 from agents.testing import ModelRequest, ModelServer, Reply  # noqa: E402
 from devhost import make_entity_id  # noqa: E402
-from devhost._store import EntityStore  # noqa: E402
+from devhost.entities._store import EntityStore  # noqa: E402
 from state import AgentRequest, AgentResponse, AgentState, ChatMessage, TextContent, dump_state  # noqa: E402
 
 AGENT = "assistant"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import importlib
 import json
 import logging
 import os
@@ -17,37 +16,18 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from ._app import AppModel, index_app, load_app
-from ._durable_api import RPC_PREFIX, WEBHOOK_PREFIX, DurableApi, Engine, management_urls
-from ._entities import DEFAULT_MAX_BATCH, DEFAULT_MAX_STATE_BYTES, EntityGateway
 from ._errors import DevHostError
-from ._http import KEY_ENV, HttpDispatcher, key_matches
 from ._settings import HostSettings
-from ._store import EntityStore
+from .durable_api import RPC_PREFIX, WEBHOOK_PREFIX, DurableApi, management_urls
+from .entities import DEFAULT_MAX_BATCH, DEFAULT_MAX_STATE_BYTES, EntityGateway, EntityStore
+from .functions import KEY_ENV, AppModel, HttpDispatcher, index_app, key_matches, load_app
+from .orchestrations import OrchestrationEngine
 
 T = TypeVar("T")
 DB_NAME = "devhost.db"
 _CONNECTION_NAME = "Storage"
 THREAD_COUNT_ENV = "PYTHON_THREADPOOL_THREAD_COUNT"
 MAX_STATE_ENV = "DEVHOST_MAX_STATE_BYTES"
-
-
-def _load_engine_class() -> tuple[Any | None, str | None]:
-    try:
-        module = importlib.import_module("devhost._orchestrations")
-    except ModuleNotFoundError as exc:
-        if exc.name == "devhost._orchestrations":
-            return None, "devhost._orchestrations is not installed"
-        logging.getLogger("devhost").exception("cannot import the orchestration engine")
-        return None, f"importing devhost._orchestrations failed: {exc!r}"
-    except Exception as exc:
-        # HTTP and entities stay usable while the engine is broken; the endpoints say why.
-        logging.getLogger("devhost").exception("cannot import the orchestration engine")
-        return None, f"importing devhost._orchestrations failed: {exc!r}"
-    engine = getattr(module, "OrchestrationEngine", None)
-    if engine is None:
-        return None, "devhost._orchestrations defines no OrchestrationEngine"
-    return engine, None
 
 
 def _reset_sdk_http_session() -> None:
@@ -110,7 +90,7 @@ class LocalHost:
         )
         self.model: AppModel | None = None
         self.entities: EntityGateway | None = None
-        self.engine: Engine | None = None
+        self.engine: OrchestrationEngine | None = None
         self.engine_error: str | None = None
         self._store: EntityStore | None = None
         self._runner: web.AppRunner | None = None
@@ -160,15 +140,15 @@ class LocalHost:
             max_batch=self.max_batch,
             max_state_bytes=self.max_state_bytes,
         )
-        engine_cls, self.engine_error = _load_engine_class()
-        if engine_cls is not None:
-            try:
-                self.engine = engine_cls(
-                    db_path=self.db_path, app=app, entities=self.entities, logger=self.log
-                )
-            except Exception as exc:
-                self.log.exception("the orchestration engine failed to initialise")
-                self.engine_error = f"the orchestration engine failed to initialise: {exc!r}"
+        try:
+            # HTTP and entities stay usable while the engine cannot start; the endpoints say why.
+            self.engine = OrchestrationEngine(
+                db_path=self.db_path, app=app, entities=self.entities, logger=self.log,
+                model=self.model,
+            )
+        except Exception as exc:
+            self.log.exception("the orchestration engine failed to initialise")
+            self.engine_error = f"the orchestration engine failed to initialise: {exc!r}"
         api = DurableApi(
             entities=self.entities,
             engine=self.engine,
@@ -207,7 +187,7 @@ class LocalHost:
             self.log.info("redelivering pending operations of %d entit%s", redelivered,
                           "y" if redelivered == 1 else "ies")
         if self.engine is not None:
-            await self.engine.start()  # type: ignore[attr-defined]
+            await self.engine.start()
         else:
             self.log.warning("orchestrations disabled: %s", self.engine_error)
 
@@ -217,7 +197,7 @@ class LocalHost:
             await self._runner.cleanup()
             self._runner = None
         if self.engine is not None:
-            await self.engine.stop()  # type: ignore[attr-defined]
+            await self.engine.stop()
         if self.entities is not None:
             await self.entities.stop()
         if self._store is not None:

@@ -1,4 +1,4 @@
-"""The command line: ``python -m devhost [--app M] [--port N] [--data-dir DIR] [--reset]``."""
+"""The command line: ``python -m devhost``, options in ``--help`` and docs/devhost.md."""
 
 from __future__ import annotations
 
@@ -15,12 +15,11 @@ import threading
 import time
 from collections.abc import Sequence
 
-from ._app import ensure_importable
 from ._errors import DevHostError
 from ._host import DB_NAME, LocalHost
-from ._http import KEY_ENV
-from ._model import start_offline_model, stop_model
 from ._settings import load_local_settings
+from ._startup_hook import STARTUP_HOOK_ENV, run_startup_hook, stop_startup_hook
+from .functions import KEY_ENV, ensure_importable
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-state-bytes", type=int, default=None,
                         help="largest entity state accepted in bytes (default 1 MiB or "
                         "DEVHOST_MAX_STATE_BYTES)")
+    parser.add_argument("--startup-hook", default=None, metavar="MODULE:FUNCTION",
+                        help="called before the app is imported; its result's stop() at shutdown "
+                        f"(default: {STARTUP_HOOK_ENV}, which local.settings.json may set)")
     return parser
 
 
@@ -113,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # As func start does (localhost:7071) and Azure does (<app>.azurewebsites.net): the
         # address clients reach the app at, for the URLs it hands out.
         os.environ.setdefault("WEBSITE_HOSTNAME", f"{args.host}:{args.port}")
-        model_server = start_offline_model(log)
+        hook_result = run_startup_hook(args.startup_hook or os.environ.get(STARTUP_HOOK_ENV), log)
         kwargs = {}
         if args.max_batch is not None:
             kwargs["max_batch"] = args.max_batch
@@ -124,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             asyncio.run(_serve(host, started))
         finally:
-            stop_model(model_server)
+            stop_startup_hook(hook_result)
         # The pool was shut down without waiting, so idle workers may still be alive for a
         # moment; let them exit (they do at once) so only threads running a function count.
         pool = [t for t in threading.enumerate() if t.name.startswith("devhost-fn")]

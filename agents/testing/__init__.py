@@ -9,6 +9,7 @@ so the official `openai` client works against it unmodified. Replies come from a
 from ._offline import SchemaInstanceError, count_tokens, offline_reply, schema_instance
 from ._replies import Message, ModelRequest, Reply, ToolCall, ToolSpec, UsageOverride
 from ._server import ModelServer, ModelServerError
+from ._startup import start_offline_model_if_unconfigured
 
 __all__ = [
     "Message",
@@ -23,4 +24,5 @@ __all__ = [
     "count_tokens",
     "offline_reply",
     "schema_instance",
+    "start_offline_model_if_unconfigured",
 ]

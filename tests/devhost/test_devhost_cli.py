@@ -47,6 +47,8 @@ def _env(model: bool) -> dict[str, str]:
     if not model:
         # A loopback placeholder: configured, so no model server starts, and nothing is called.
         env["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
+    # What `make run` names; the hook itself leaves a configured model alone.
+    env["DEVHOST_STARTUP_HOOK"] = "agents.testing:start_offline_model_if_unconfigured"
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(APPS)])
     return env
 
@@ -214,6 +216,37 @@ def test_offline_model_server_line(tmp_path: pathlib.Path) -> None:
         _wait_ready(proc)
         out = proc.output()
     assert "no model configured: using the offline model server at http://127.0.0.1:" in out
+
+
+def test_startup_hook_runs_before_the_app_and_stops_with_the_host(tmp_path: pathlib.Path) -> None:
+    marker = tmp_path / "hook-calls.txt"
+    (tmp_path / "project_hook.py").write_text(
+        "import os, pathlib, sys\n"
+        f"MARKER = pathlib.Path({str(marker)!r})\n"
+        "class Started:\n"
+        "    def stop(self):\n"
+        "        MARKER.write_text(MARKER.read_text() + 'stopped\\n')\n"
+        "def start():\n"
+        "    MARKER.write_text('started app_imported=%s\\n' % ('basic_app' in sys.modules))\n"
+        "    return Started()\n"
+    )
+    with devhost(tmp_path, "--startup-hook", "project_hook:start", name="hook") as proc:
+        _wait_ready(proc)
+        proc.popen.send_signal(signal.SIGTERM)
+        assert proc.popen.wait(15) == 0
+    assert marker.read_text() == "started app_imported=False\nstopped\n"
+
+
+@pytest.mark.parametrize("spec", ["no_colon", "no_such_hook_module:start", "json:no_such_function"])
+def test_bad_startup_hook_exits_with_message(tmp_path: pathlib.Path, spec: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "devhost", "--app", "basic_app", "--port", "0",
+         "--data-dir", str(tmp_path / "d"), "--startup-hook", spec],
+        cwd=tmp_path, env=_env(False), capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 2
+    assert "startup hook" in result.stderr and spec.partition(":")[0] in result.stderr
+    assert not (tmp_path / "d").exists()
 
 
 def test_bad_app_exits_with_message(tmp_path: pathlib.Path) -> None:

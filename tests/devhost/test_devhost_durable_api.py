@@ -107,7 +107,7 @@ async def test_rewind_is_reported_unsupported(host: LocalHost, http: aiohttp.Cli
 
 
 async def test_engine_missing_gives_501(host: LocalHost, http: aiohttp.ClientSession) -> None:
-    from devhost._durable_api import DurableApi
+    from devhost.durable_api._api import DurableApi
 
     assert host.entities is not None
     api = DurableApi(entities=host.entities, engine=None, engine_error="not built",

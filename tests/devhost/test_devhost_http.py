@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from devhost import LocalHost, RouteTemplateError
-from devhost._routing import compile_route
+from devhost.functions._routes import compile_route
 
 GUID = "9b2f2a52-6c55-4d3c-8a53-3c8b0a1f0a77"
 

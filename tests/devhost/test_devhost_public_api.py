@@ -19,3 +19,38 @@ def test_devhost_all_is_pinned() -> None:
     ]
     for name in devhost.__all__:
         assert getattr(devhost, name) is not None
+
+
+def test_subpackage_public_names() -> None:
+    import devhost.durable_api
+    import devhost.entities
+    import devhost.functions
+    import devhost.orchestrations
+
+    assert sorted(devhost.durable_api.__all__) == [
+        "DurableApi", "Engine", "RPC_PREFIX", "WEBHOOK_PREFIX", "management_urls",
+    ]
+    assert sorted(devhost.entities.__all__) == [
+        "DEFAULT_MAX_BATCH", "DEFAULT_MAX_STATE_BYTES", "EntityGateway", "EntityStore", "Message",
+        "NewMessage", "StoredResult", "encode_input", "make_entity_id", "parse_entity_id",
+    ]
+    assert sorted(devhost.functions.__all__) == [
+        "AppModel", "HttpDispatcher", "HttpFunction", "InvocationContext", "KEY_ENV", "NamedFunction",
+        "RouteTemplate", "compile_route", "ensure_importable", "index_app", "key_matches",
+        "list_functions", "load_app", "sort_key", "to_aiohttp",
+    ]
+    assert sorted(devhost.orchestrations.__all__) == [
+        "EntityRuntime", "OrchestrationEngine", "RuntimeStatus", "TERMINAL_STATUSES",
+    ]
+    for package in (devhost.durable_api, devhost.entities, devhost.functions, devhost.orchestrations):
+        for name in package.__all__:
+            assert getattr(package, name) is not None
+
+
+def test_runtime_status_has_the_sdk_values() -> None:
+    from azure.durable_functions import OrchestrationRuntimeStatus
+
+    from devhost.orchestrations import RuntimeStatus
+
+    assert {s.value for s in RuntimeStatus} == {s.value for s in OrchestrationRuntimeStatus}
+    assert all(isinstance(s, str) and s == s.value for s in RuntimeStatus)

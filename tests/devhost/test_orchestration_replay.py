@@ -10,7 +10,7 @@ from typing import Any
 import azure.durable_functions as df
 import pytest
 
-from devhost._replay import (
+from devhost.orchestrations._replay import (
     ActionType,
     EventType,
     after,

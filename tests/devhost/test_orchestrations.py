@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from devhost import list_functions
-from devhost._orchestrations import OrchestrationEngine
+from devhost.orchestrations._engine import OrchestrationEngine
 
 APPS = pathlib.Path(__file__).parent / "apps"
 if str(APPS) not in sys.path:

@@ -109,3 +109,23 @@ async def test_unknown_orchestrator_is_a_client_error(
         assert resp.status >= 400
     async with http.get(f"{orch_host.url}/api/instances/not-there") as resp:
         assert resp.status == 404
+
+
+async def test_the_host_indexes_the_app_once(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import orch_app
+
+    calls: list[int] = []
+    original = orch_app.app.get_functions
+
+    def counting() -> Any:
+        calls.append(1)
+        return original()
+
+    monkeypatch.setattr(orch_app.app, "get_functions", counting)
+    host = LocalHost(orch_app, tmp_path / "data", port=0, function_key="", project_dir=tmp_path)
+    await host.start()
+    try:
+        assert host.engine is not None and host.engine_error is None
+        assert len(calls) == 1
+    finally:
+        await host.stop()

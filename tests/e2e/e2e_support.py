@@ -25,6 +25,8 @@ import aiohttp
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 FUNCTION_KEY = "e2e-function-key"
+# What `make run` names: the offline model server when the environment configures no model.
+OFFLINE_MODEL_HOOK = "agents.testing:start_offline_model_if_unconfigured"
 # The repository's copy of the published reference schema (the state tests use it too), so the
 # reference check runs on a clean clone instead of being skipped.
 REFERENCE_SCHEMA = REPO / "tests" / "state" / "fixtures" / "reference-1.1.0.schema.json"
@@ -84,7 +86,8 @@ class HostProcess:
         self.port = free_port()
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "devhost", "--port", str(self.port), "--data-dir", str(self.data_dir)],
+                [sys.executable, "-m", "devhost", "--port", str(self.port), "--data-dir", str(self.data_dir),
+                 "--startup-hook", OFFLINE_MODEL_HOOK],
                 cwd=self.cwd,
                 env=host_env(self.model_base_url, self.function_key),
                 stdout=out,

@@ -32,6 +32,7 @@ def test_public_names() -> None:
         "count_tokens",
         "offline_reply",
         "schema_instance",
+        "start_offline_model_if_unconfigured",
     ]
     for name in agents.testing.__all__:
         assert getattr(agents.testing, name) is not None

@@ -12,14 +12,15 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Protocol
 
-from ._orch_functions import ActivityFailed, DurableFunctions, run_activity
-from ._orch_store import OrchestrationStore, WorkItem
-from ._orch_transitions import TERMINAL_STATUSES, Transitions
+from ._functions import ActivityFailed, DurableFunctions, run_activity
 from ._replay import EventType, event, parse_time, utcnow
+from ._runtime_status import RuntimeStatus
+from ._store import OrchestrationStore, WorkItem
+from ._transitions import TERMINAL_STATUSES, Transitions
 
 
-class EntityGateway(Protocol):
-    """What the engine needs from the entity runtime (``devhost._entities.EntityGateway``).
+class EntityRuntime(Protocol):
+    """What the engine needs from the entity runtime (``devhost.entities.EntityGateway``).
 
     Inputs and results are Python values (JSON-decoded); entity ids are ``@name@key``.
     """
@@ -46,7 +47,7 @@ class WorkRunner:
         store: OrchestrationStore,
         states: Transitions,
         functions: DurableFunctions,
-        entities: EntityGateway,
+        entities: EntityRuntime,
         pool: concurrent.futures.Executor,
         run: Callable[..., Awaitable[Any]],
         wake: Callable[[str], None],
@@ -151,7 +152,7 @@ class WorkRunner:
             inst = await self._run(self._store.get, iid)
             if inst is None:
                 return {"ok": False, "reason": f"Sub-orchestration {iid!r} was purged", "details": None}
-            if inst.status == "Completed":
+            if inst.status == RuntimeStatus.COMPLETED:
                 return {"ok": True, "result": inst.output}
             if inst.status in TERMINAL_STATUSES:
                 message = _loads(inst.output)

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import AppLoadError
-from ._routing import RouteTemplate, compile_route, sort_key
+from .._errors import AppLoadError
+from ._routes import RouteTemplate, compile_route, sort_key
 
 
 @dataclass

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ._orch_status import render_status
-from ._orch_store import Instance, OrchestrationStore, WorkItem
 from ._replay import EventType, event, format_time, utcnow
+from ._runtime_status import RuntimeStatus
+from ._status import render_status
+from ._store import Instance, OrchestrationStore, WorkItem
 
-TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Terminated"})
+TERMINAL_STATUSES = frozenset({RuntimeStatus.COMPLETED, RuntimeStatus.FAILED, RuntimeStatus.TERMINATED})
 
 
 @dataclass
@@ -52,7 +53,7 @@ class Transitions:
                 raise ValueError(f"orchestration instance {iid!r} already exists and is {existing.status}")
             self._store.delete(iid)
         now = format_time(utcnow())
-        inst = Instance(iid, name, uuid.uuid4().hex, "Pending", input_text, None, None, now, now)
+        inst = Instance(iid, name, uuid.uuid4().hex, RuntimeStatus.PENDING, input_text, None, None, now, now)
         if parent is not None:
             inst.parent_instance_id, inst.parent_execution_id, inst.parent_task_id = parent
         self._store.put(inst)
@@ -119,13 +120,13 @@ class Transitions:
                     event(
                         EventType.EXECUTION_COMPLETED,
                         now,
-                        OrchestrationStatus="Terminated",
+                        OrchestrationStatus=RuntimeStatus.TERMINATED,
                         Result=reason_text,
                     ),
                 ],
             )
             self._store.clear_inbox(iid)
-            self.finish(inst, "Terminated", reason_text, now, fx, failure=f"terminated: {reason}")
+            self.finish(inst, RuntimeStatus.TERMINATED, reason_text, now, fx, failure=f"terminated: {reason}")
             self._store.put(inst)
         self._log.info("orchestration %s: terminated (%s)", iid, reason)
         return fx
@@ -155,10 +156,12 @@ class Transitions:
                 return False
             history = self._store.history(iid)
             started = any(e["EventType"] == EventType.EXECUTION_STARTED for e in history)
-            if suspend and inst.status in ("Pending", "Running", "ContinuedAsNew"):
-                inst.status, kind = "Suspended", EventType.EXECUTION_SUSPENDED
-            elif not suspend and inst.status == "Suspended":
-                inst.status, kind = ("Running" if started else "Pending"), EventType.EXECUTION_RESUMED
+            live = (RuntimeStatus.PENDING, RuntimeStatus.RUNNING, RuntimeStatus.CONTINUED_AS_NEW)
+            if suspend and inst.status in live:
+                inst.status, kind = RuntimeStatus.SUSPENDED, EventType.EXECUTION_SUSPENDED
+            elif not suspend and inst.status == RuntimeStatus.SUSPENDED:
+                inst.status = RuntimeStatus.RUNNING if started else RuntimeStatus.PENDING
+                kind = EventType.EXECUTION_RESUMED
             else:
                 return True
             now = utcnow()
@@ -182,21 +185,21 @@ class Transitions:
         error: str | None = None,
     ) -> None:
         if error is not None:
-            status = "Failed"
+            status = RuntimeStatus.FAILED
             message = f"Orchestrator function '{inst.name}' failed: {error}"
             output = json.dumps(message)
             completed = event(
                 EventType.EXECUTION_COMPLETED,
                 now,
-                OrchestrationStatus="Failed",
+                OrchestrationStatus=RuntimeStatus.FAILED,
                 Result=output,
                 FailureDetails={"ErrorType": "OrchestrationFailure", "ErrorMessage": error},
             )
             self._log.warning("orchestration %s: failed: %s", inst.instance_id, error)
         else:
-            status = "Completed"
+            status = RuntimeStatus.COMPLETED
             completed = event(
-                EventType.EXECUTION_COMPLETED, now, OrchestrationStatus="Completed", Result=output
+                EventType.EXECUTION_COMPLETED, now, OrchestrationStatus=RuntimeStatus.COMPLETED, Result=output
             )
             self._log.info("orchestration %s: completed", inst.instance_id)
         full.extend([completed, event(EventType.ORCHESTRATOR_COMPLETED, now)])
@@ -232,7 +235,7 @@ class Transitions:
             )
         else:
             reason = f"Sub-orchestration '{inst.name}' ({inst.instance_id}) {failure}"
-            if status == "Failed":
+            if status == RuntimeStatus.FAILED:
                 reason = f"Orchestrator function '{inst.name}' failed: {failure}"
             note = event(
                 EventType.SUB_ORCHESTRATION_FAILED,
@@ -254,7 +257,7 @@ class Transitions:
         self._store.clear_history(inst.instance_id)
         inst.execution_id = uuid.uuid4().hex
         inst.input = input_text
-        inst.status = "ContinuedAsNew"
+        inst.status = RuntimeStatus.CONTINUED_AS_NEW
         inst.next_id = 0
         inst.actions_log = []
         inst.last_updated_time = format_time(now)

@@ -16,14 +16,17 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from ._entities import EntityGateway, make_entity_id
-from ._errors import EntityIdError
-from ._problems import problem
+from .._errors import EntityIdError
+from .._problems import problem
+from ..entities import EntityGateway, make_entity_id
+from ..orchestrations import RuntimeStatus
 
 RPC_PREFIX = "/durabletask/"
 WEBHOOK_PREFIX = "/runtime/webhooks/durabletask/"
-_TERMINAL = {"Completed", "Failed", "Terminated", "Canceled"}
-_RUNNING_CODES = {"Running", "Pending", "ContinuedAsNew", "Suspended"}
+_TERMINAL = {RuntimeStatus.COMPLETED, RuntimeStatus.FAILED, RuntimeStatus.TERMINATED, RuntimeStatus.CANCELED}
+_RUNNING_CODES = {
+    RuntimeStatus.RUNNING, RuntimeStatus.PENDING, RuntimeStatus.CONTINUED_AS_NEW, RuntimeStatus.SUSPENDED
+}
 
 
 class Engine(Protocol):
@@ -199,7 +202,7 @@ class DurableApi:
         deadline = time.monotonic() + timeout
         while True:
             status = await self._existing(instance_id)
-            if status is not None and status.get("runtimeStatus") == "Completed":
+            if status is not None and status.get("runtimeStatus") == RuntimeStatus.COMPLETED:
                 return status
             if status is not None and status.get("runtimeStatus") in _TERMINAL:
                 return None
@@ -226,7 +229,7 @@ class DurableApi:
             code = 202
             headers = {"Location": self._management_urls(instance_id)["statusQueryGetUri"],
                        "Retry-After": "1"}
-        elif runtime == "Failed":
+        elif runtime == RuntimeStatus.FAILED:
             code = 500
         else:
             code = 200

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import unquote
 
-from ._errors import RouteTemplateError
+from .._errors import RouteTemplateError
 
 _PARAM = re.compile(r"\{([^{}]*(?:\([^()]*\))?[^{}]*)\}")
 _Check = Callable[[str], bool]

@@ -1,4 +1,4 @@
-"""Orchestrator and activity functions of the app, and running an activity as the worker does."""
+"""Orchestrators and activities by the names callers use; running an activity as the worker does."""
 
 from __future__ import annotations
 
@@ -7,24 +7,12 @@ import concurrent.futures
 import functools
 import inspect
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from azure.functions import meta
 from azure.functions.durable_functions import ActivityTriggerConverter
 
-from ._app import list_functions
-
-
-@dataclass(frozen=True)
-class DurableFunction:
-    """An orchestrator or activity function as the app registered it."""
-
-    name: str
-    function_name: str
-    func: Callable[..., Any]
-    param: str
+from ..functions import AppModel, NamedFunction
 
 
 @dataclass
@@ -32,39 +20,29 @@ class DurableFunctions:
     """Orchestrators and activities by the names callers may use (case-insensitive, as in the
     Functions host)."""
 
-    orchestrators: dict[str, DurableFunction]
-    activities: dict[str, DurableFunction]
+    orchestrators: dict[str, NamedFunction]
+    activities: dict[str, NamedFunction]
 
-    def orchestrator(self, name: str) -> DurableFunction | None:
+    def orchestrator(self, name: str) -> NamedFunction | None:
         return self.orchestrators.get(name.lower())
 
-    def activity(self, name: str) -> DurableFunction | None:
+    def activity(self, name: str) -> NamedFunction | None:
         return self.activities.get(name.lower())
 
     @classmethod
-    def index(cls, app: Any) -> DurableFunctions:
-        """Index ``app.get_functions()`` by trigger binding type.
+    def of(cls, model: AppModel) -> DurableFunctions:
+        """The orchestrators and activities of the host's one index of the app.
 
         A binding's ``orchestration``/``activity`` name wins, but the function name is accepted
         too: the SDK resolves ``call_activity(fn)`` (a V2 function object) to the function name.
         """
-        orchestrators: dict[str, DurableFunction] = {}
-        activities: dict[str, DurableFunction] = {}
-        for function in list_functions(app):
-            fname = function.get_function_name()
-            for binding in function.get_bindings():
-                repr_ = binding.get_dict_repr()
-                kind = repr_.get("type")
-                if kind == "orchestrationTrigger":
-                    target, declared = orchestrators, repr_.get("orchestration")
-                elif kind == "activityTrigger":
-                    target, declared = activities, repr_.get("activity")
-                else:
-                    continue
-                entry = DurableFunction(declared or fname, fname, function.get_user_function(), repr_["name"])
-                target.setdefault(fname.lower(), entry)
-                if declared:
-                    target[declared.lower()] = entry
+        orchestrators: dict[str, NamedFunction] = {}
+        activities: dict[str, NamedFunction] = {}
+        for source, target in ((model.orchestrators, orchestrators), (model.activities, activities)):
+            for entry in source.values():
+                target.setdefault(entry.function_name.lower(), entry)
+            for entry in source.values():
+                target[entry.name.lower()] = entry
         return cls(orchestrators, activities)
 
 
@@ -78,7 +56,7 @@ class ActivityFailed(Exception):
 
 
 async def run_activity(
-    activity: DurableFunction, input_text: str | None, executor: concurrent.futures.Executor
+    activity: NamedFunction, input_text: str | None, executor: concurrent.futures.Executor
 ) -> str:
     """Run ``activity`` with its JSON input text; return the result JSON text.
 

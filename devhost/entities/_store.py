@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ._sqlite import open_database
+from .._sqlite import open_database
 
 T = TypeVar("T")
 RESULT_RETENTION_SECONDS = 30 * 24 * 3600

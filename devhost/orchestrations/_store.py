@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._sqlite import open_database
+from .._sqlite import open_database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS orch_instances (

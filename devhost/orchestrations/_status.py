@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._orch_store import Instance
 from ._replay import EVENT_NAMES, EventType
+from ._store import Instance
 
 # Bookkeeping events the Durable HTTP API leaves out of ``historyEvents``; a completion is
 # shown with the name and time of the event that scheduled it instead.

@@ -17,8 +17,8 @@ from typing import Any
 import azure.functions as func
 from aiohttp import web
 
-from ._app import HttpFunction
-from ._problems import problem
+from .._problems import problem
+from ._index import HttpFunction
 
 KEY_ENV = "DEVHOST_FUNCTION_KEY"
 

@@ -22,15 +22,16 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from ._orch_episode import Episodes
-from ._orch_functions import DurableFunctions
-from ._orch_status import render_status
-from ._orch_store import OrchestrationStore, WorkItem
-from ._orch_transitions import TERMINAL_STATUSES, Effects
-from ._orch_work import EntityGateway, WorkRunner
+from ..functions import AppModel, index_app
+from ._episodes import Episodes
+from ._functions import DurableFunctions
 from ._replay import parse_time
+from ._status import render_status
+from ._store import OrchestrationStore, WorkItem
+from ._transitions import TERMINAL_STATUSES, Effects, Transitions
+from ._work import EntityRuntime, WorkRunner
 
-__all__ = ["TERMINAL_STATUSES", "EntityGateway", "OrchestrationEngine"]
+__all__ = ["TERMINAL_STATUSES", "EntityRuntime", "OrchestrationEngine"]
 
 T = TypeVar("T")
 
@@ -39,18 +40,26 @@ class OrchestrationEngine:
     """Runs the app's orchestrator functions through the SDK's replay protocol."""
 
     def __init__(
-        self, *, db_path: pathlib.Path, app: Any, entities: EntityGateway, logger: logging.Logger
+        self,
+        *,
+        db_path: pathlib.Path,
+        app: Any,
+        entities: EntityRuntime,
+        logger: logging.Logger,
+        model: AppModel | None = None,
     ) -> None:
+        """``model`` is the host's index of ``app``; without it (tests) the app is indexed here."""
         self._store = OrchestrationStore(db_path)
-        functions = DurableFunctions.index(app)
+        functions = DurableFunctions.of(model if model is not None else index_app(app))
         self._functions = functions
         self._log = logger
         self._db = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="devhost-orch")
         self._pool = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="devhost-activity")
-        self._episodes = Episodes(self._store, functions, logger)
+        self._transitions = Transitions(self._store, logger)
+        self._episodes = Episodes(self._store, self._transitions, functions, logger)
         self._runner = WorkRunner(
             store=self._store,
-            states=self._episodes,
+            states=self._transitions,
             functions=functions,
             entities=entities,
             pool=self._pool,
@@ -106,7 +115,7 @@ class OrchestrationEngine:
             raise KeyError(name)
         iid = instance_id or uuid.uuid4().hex
         input_text = None if input is None else json.dumps(input)
-        await self._run(self._episodes.create_tx, name, iid, input_text)
+        await self._run(self._transitions.create_tx, name, iid, input_text)
         self._log.debug("orchestration %s: scheduled %s", iid, name)
         self._wake(iid)
         return iid
@@ -116,7 +125,7 @@ class OrchestrationEngine:
     ) -> dict[str, Any] | None:
         """The Durable HTTP API's status object, or None when there is no such instance."""
         return await self._run(
-            self._episodes.status, instance_id, show_history, show_history_output, show_input
+            self._transitions.status, instance_id, show_history, show_history_output, show_input
         )
 
     async def query(
@@ -139,30 +148,30 @@ class OrchestrationEngine:
 
     async def raise_event(self, instance_id: str, event_name: str, data: Any) -> bool:
         """Deliver an external event (buffered by the SDK until the orchestrator waits for it)."""
-        found = await self._run(self._episodes.raise_tx, instance_id, event_name, data)
+        found = await self._run(self._transitions.raise_tx, instance_id, event_name, data)
         if found:
             self._wake(instance_id)
         return found
 
     async def terminate(self, instance_id: str, reason: str) -> bool:
         """Terminate a pending, running or suspended instance (no-op for a finished one)."""
-        fx = await self._run(self._episodes.terminate_tx, instance_id, reason)
+        fx = await self._run(self._transitions.terminate_tx, instance_id, reason)
         self._apply(fx)
         return fx is not None
 
     async def purge(self, instance_id: str) -> bool:
         """Delete an instance with its history; False when there is none."""
-        fx = await self._run(self._episodes.purge_tx, instance_id)
+        fx = await self._run(self._transitions.purge_tx, instance_id)
         self._apply(fx)
         return fx is not None
 
     async def suspend(self, instance_id: str, reason: str) -> bool:
         """Stop running episodes for the instance; messages queue up until ``resume``."""
-        return await self._run(self._episodes.suspend_tx, instance_id, reason, True)
+        return await self._run(self._transitions.suspend_tx, instance_id, reason, True)
 
     async def resume(self, instance_id: str, reason: str) -> bool:
         """Resume a suspended instance and deliver what queued up meanwhile."""
-        found = await self._run(self._episodes.suspend_tx, instance_id, reason, False)
+        found = await self._run(self._transitions.suspend_tx, instance_id, reason, False)
         if found:
             self._wake(instance_id)
         return found
@@ -185,7 +194,7 @@ class OrchestrationEngine:
                 # A bug of ours or an unreadable row: fail the instance visibly rather than
                 # retrying the same messages forever.
                 self._log.exception("orchestration %s: episode failed inside the local host", iid)
-                fx = await self._run(self._episodes.fail_instance, iid, f"local host error: {exc!r}")
+                fx = await self._run(self._transitions.fail_instance, iid, f"local host error: {exc!r}")
             self._apply(fx)
             if fx.more:
                 self._wakes.add(iid)

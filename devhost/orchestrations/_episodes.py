@@ -15,9 +15,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from ._orch_functions import DurableFunctions
-from ._orch_store import InboxItem, Instance, OrchestrationStore, WorkItem
-from ._orch_transitions import TERMINAL_STATUSES, Effects, Transitions
+from ._functions import DurableFunctions
 from ._replay import (
     UPPER_SCHEMA_VERSION,
     Action,
@@ -32,6 +30,9 @@ from ._replay import (
     run_episode,
     utcnow,
 )
+from ._runtime_status import RuntimeStatus
+from ._store import InboxItem, Instance, OrchestrationStore, WorkItem
+from ._transitions import TERMINAL_STATUSES, Effects, Transitions
 
 HTTP_NOT_SUPPORTED = (
     "context.call_http is not supported by the devhost local host; call the endpoint from an "
@@ -39,12 +40,21 @@ HTTP_NOT_SUPPORTED = (
 )
 
 
-class Episodes(Transitions):
-    """Runs episodes (on the engine's database thread)."""
+class Episodes:
+    """Runs episodes (on the engine's database thread); instance state changes go through the
+    engine's ``Transitions``, shared with the control calls."""
 
-    def __init__(self, store: OrchestrationStore, functions: DurableFunctions, log: logging.Logger) -> None:
-        super().__init__(store, log)
+    def __init__(
+        self,
+        store: OrchestrationStore,
+        transitions: Transitions,
+        functions: DurableFunctions,
+        log: logging.Logger,
+    ) -> None:
+        self._store = store
+        self._transitions = transitions
         self._functions = functions
+        self._log = log
         # The replay schema offered to the SDK (tests also run the oldest, list-of-lists one).
         self.replay_schema = UPPER_SCHEMA_VERSION
 
@@ -58,7 +68,7 @@ class Episodes(Transitions):
             with self._store.transaction():
                 self._store.remove_inbox([i.id for i in items])
             return fx
-        if inst.status == "Suspended":
+        if inst.status == RuntimeStatus.SUSPENDED:
             return fx
         stale = [i.id for i in items if i.execution_id not in (None, inst.execution_id)]
         live = [i for i in items if i.execution_id in (None, inst.execution_id)]
@@ -129,8 +139,8 @@ class Episodes(Transitions):
         """Turn the episode's answer into history, work, status (inside the transaction)."""
         if result.has_custom_status:
             inst.custom_status = json.dumps(result.custom_status)
-        if inst.status in ("Pending", "ContinuedAsNew"):
-            inst.status = "Running"
+        if inst.status in (RuntimeStatus.PENDING, RuntimeStatus.CONTINUED_AS_NEW):
+            inst.status = RuntimeStatus.RUNNING
         numbered = [a for a in result.actions if a.numbered]
         error = result.error
         if error is None:
@@ -152,11 +162,11 @@ class Episodes(Transitions):
                 scheduled.extend(self._schedule(inst, task_id, action, now, fx))
         full.extend(scheduled)
         if error is not None:
-            self.complete(inst, full, len(history), now, fx, error=error)
+            self._transitions.complete(inst, full, len(history), now, fx, error=error)
         elif result.is_done and continued:
-            self.continue_as_new(inst, continue_input, now, fx)
+            self._transitions.continue_as_new(inst, continue_input, now, fx)
         elif result.is_done:
-            self.complete(inst, full, len(history), now, fx, output=json.dumps(result.output))
+            self._transitions.complete(inst, full, len(history), now, fx, output=json.dumps(result.output))
         else:
             full.append(event(EventType.ORCHESTRATOR_COMPLETED, now))
             self._store.append_history(inst.instance_id, len(history), full[len(history) :])
@@ -357,6 +367,7 @@ class Episodes(Transitions):
             )
             self._fail_soon(inst, [failed], fx)
         else:
-            self.create(name, child_id, body.get("input"), (inst.instance_id, inst.execution_id, task_id))
+            parent = (inst.instance_id, inst.execution_id, task_id)
+            self._transitions.create(name, child_id, body.get("input"), parent)
             fx.wake.append(child_id)
         return [created]

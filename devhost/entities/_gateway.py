@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ._app import AppModel
-from ._errors import EntityIdError
+from .._errors import EntityIdError
+from ..functions import AppModel
 from ._store import EntityStore, Message, NewMessage, StoredResult
 
 DEFAULT_MAX_BATCH = 50

@@ -1,0 +1,31 @@
+"""The app's functions: loading the FunctionApp, indexing it once, route templates, HTTP triggers, keys."""
+
+from ._http_trigger import KEY_ENV, HttpDispatcher, InvocationContext, key_matches, to_aiohttp
+from ._index import (
+    AppModel,
+    HttpFunction,
+    NamedFunction,
+    ensure_importable,
+    index_app,
+    list_functions,
+    load_app,
+)
+from ._routes import RouteTemplate, compile_route, sort_key
+
+__all__ = [
+    "KEY_ENV",
+    "AppModel",
+    "HttpDispatcher",
+    "HttpFunction",
+    "InvocationContext",
+    "NamedFunction",
+    "RouteTemplate",
+    "compile_route",
+    "ensure_importable",
+    "index_app",
+    "key_matches",
+    "list_functions",
+    "load_app",
+    "sort_key",
+    "to_aiohttp",
+]
