@@ -6,12 +6,19 @@ See docs/agents.md. ``agents.testing`` holds the local OpenAI-compatible model s
 from ._agent import Agent
 from ._client import close_model_clients
 from ._context import ContextAdditions, ContextProvider, ProviderContext
-from ._errors import AgentConfigurationError, AgentsError, InvalidTurnRequest, ModelCallError
+from ._errors import (
+    AgentConfigurationError,
+    AgentsError,
+    FailureCode,
+    InvalidTurnRequest,
+    ModelCallError,
+    failure,
+)
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
 from ._settings import HistoryMode, ModelSettings, RetryPolicy
 from ._tools import FunctionTool, tool
-from ._turns import InputMessage, TurnError, TurnRequest, TurnResult
+from ._turns import InputMessage, TurnRequest, TurnResult, turn_result
 
 __all__ = [
     "Agent",
@@ -19,6 +26,7 @@ __all__ = [
     "AgentsError",
     "ContextAdditions",
     "ContextProvider",
+    "FailureCode",
     "FunctionTool",
     "HistoryMode",
     "HistoryReducer",
@@ -29,9 +37,10 @@ __all__ = [
     "ModelSettings",
     "ProviderContext",
     "RetryPolicy",
-    "TurnError",
     "TurnRequest",
     "TurnResult",
     "close_model_clients",
+    "failure",
     "tool",
+    "turn_result",
 ]

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
-from state import AgentState
+from state import AgentState, TurnFailure
 
 from ._context import ContextProvider, check_source_id
 from ._errors import AgentConfigurationError
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint, supports_responses
 from ._structured import ResponseFormat, agent_response_format
 from ._tools import FunctionTool
-from ._turns import TurnError, TurnRequest, TurnResult
+from ._turns import TurnRequest, TurnResult
 
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _HISTORY_MODES = ("local", "service")
@@ -162,7 +162,24 @@ class Agent:
             raise TypeError(f"run takes a TurnRequest, not {type(request).__name__}")
         return await run_turn(self, state, request)
 
-    def record_failure(self, state: AgentState, request: TurnRequest, error: TurnError) -> TurnResult:
+    def request_identity(self, request: TurnRequest) -> str:
+        """The hash a run of ``request`` is recorded under (`requestHash`): its messages, the
+        response format in effect and its options. Compare it to a stored run's hash to tell a
+        retry of the same request from a different one under the same correlation id."""
+        from ._runner import request_identity
+
+        return request_identity(self, request)
+
+    def same_request(
+        self, request: TurnRequest, stored_hash: str | None, stored_request: Mapping[str, Any] | None
+    ) -> bool:
+        """Whether a stored run (its `requestHash`; its request entry when no hash was stored)
+        asked what ``request`` asks. False only when it provably asked something else."""
+        from ._runner import same_request
+
+        return same_request(self, request, stored_hash, stored_request)
+
+    def record_failure(self, state: AgentState, request: TurnRequest, error: TurnFailure) -> TurnResult:
         """Record ``request`` in ``state`` as a failed turn with ``error`` without calling a model (the
         request entry plus a response entry with ``failure`` and an ``error`` content, as ``run``
         records a failed turn). Provider state and the service thread id are left as they are;

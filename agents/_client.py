@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import openai
 
-from ._errors import ModelCallError
+from ._errors import FailureCode, ModelCallError
 from ._settings import Endpoint, RetryPolicy, check_requests_allowed
 
 T = TypeVar("T")
@@ -106,15 +106,15 @@ async def close_model_clients() -> None:
 # --- errors and retries ---------------------------------------------------------------------
 
 _STATUS_CODES = {
-    400: "bad_request",
-    401: "authentication_failed",
-    403: "permission_denied",
-    404: "model_not_found",
-    408: "timeout",
-    409: "conflict",
-    413: "request_too_large",
-    422: "unprocessable_request",
-    429: "rate_limited",
+    400: FailureCode.BAD_REQUEST,
+    401: FailureCode.AUTHENTICATION_FAILED,
+    403: FailureCode.PERMISSION_DENIED,
+    404: FailureCode.MODEL_NOT_FOUND,
+    408: FailureCode.TIMEOUT,
+    409: FailureCode.CONFLICT,
+    413: FailureCode.REQUEST_TOO_LARGE,
+    422: FailureCode.UNPROCESSABLE_REQUEST,
+    429: FailureCode.RATE_LIMITED,
 }
 # A 429 that says the account is out of quota will not get better by waiting.
 _NON_RETRYABLE_429_CODES = {"insufficient_quota", "billing_hard_limit_reached"}
@@ -138,7 +138,7 @@ def classify_error(exc: BaseException) -> ModelCallError:
         code = (
             exc.code
             or _STATUS_CODES.get(status)
-            or ("model_server_error" if status >= 500 else "model_error")
+            or (FailureCode.MODEL_SERVER_ERROR if status >= 500 else FailureCode.MODEL_ERROR)
         )
         retryable = status in (408, 409, 429) or status >= 500
         if status == 429 and exc.code in _NON_RETRYABLE_429_CODES:
@@ -149,15 +149,18 @@ def classify_error(exc: BaseException) -> ModelCallError:
             retryable = hint == "true"
         return ModelCallError(code, _body_message(exc), retryable=retryable, status=status)
     if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
-        return ModelCallError("timeout", "the model did not answer in time", retryable=True)
+        return ModelCallError(FailureCode.TIMEOUT, "the model did not answer in time", retryable=True)
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         detail = f": {cause}" if cause else ""
-        return ModelCallError("connection_error", f"cannot reach the model service{detail}", retryable=True)
+        message = f"cannot reach the model service{detail}"
+        return ModelCallError(FailureCode.CONNECTION_ERROR, message, retryable=True)
     if isinstance(exc, openai.APIResponseValidationError):
-        return ModelCallError("invalid_model_response", exc.message, retryable=True, status=exc.status_code)
+        return ModelCallError(
+            FailureCode.INVALID_MODEL_RESPONSE, exc.message, retryable=True, status=exc.status_code
+        )
     if isinstance(exc, openai.OpenAIError):
-        return ModelCallError("model_client_error", str(exc), retryable=False)
+        return ModelCallError(FailureCode.MODEL_CLIENT_ERROR, str(exc), retryable=False)
     raise TypeError(f"not a model call error: {exc!r}")
 
 

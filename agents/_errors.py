@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
+from state import TurnFailure
+
 
 class AgentsError(Exception):
     """Base class of every error raised by the agents package."""
@@ -20,19 +24,71 @@ class InvalidTurnRequest(AgentsError):
         self.message = message
 
 
+class FailureCode(StrEnum):
+    """The failure codes this package records on a failed turn (``TurnFailure.code``).
+
+    A model service's own error code (``rate_limit_exceeded``, ``context_length_exceeded``...)
+    is recorded as the service sent it; these are the ones we name ourselves.
+    """
+
+    MODEL_ERROR = "model_error"
+    MODEL_SERVER_ERROR = "model_server_error"
+    MODEL_CLIENT_ERROR = "model_client_error"
+    MODEL_NOT_CONFIGURED = "model_not_configured"
+    BAD_REQUEST = "bad_request"
+    AUTHENTICATION_FAILED = "authentication_failed"
+    PERMISSION_DENIED = "permission_denied"
+    MODEL_NOT_FOUND = "model_not_found"
+    TIMEOUT = "timeout"
+    CONFLICT = "conflict"
+    REQUEST_TOO_LARGE = "request_too_large"
+    UNPROCESSABLE_REQUEST = "unprocessable_request"
+    RATE_LIMITED = "rate_limited"
+    CONNECTION_ERROR = "connection_error"
+    INVALID_MODEL_RESPONSE = "invalid_model_response"
+    CONTENT_FILTER = "content_filter"
+    MAX_TOOL_ROUNDS_EXCEEDED = "max_tool_rounds_exceeded"
+    INVALID_STRUCTURED_OUTPUT = "invalid_structured_output"
+    PROVIDER_ERROR = "provider_error"
+    TOOL_NAME_CONFLICT = "tool_name_conflict"
+    INTERNAL_ERROR = "internal_error"
+
+
+def failure(code: str, message: str, *, retryable: bool = False, status: int | None = None) -> TurnFailure:
+    """What went wrong, as the one value every layer passes on (``state.TurnFailure``)."""
+    return TurnFailure(code=str(code), message=message, retryable=retryable, status=status)
+
+
 class ModelCallError(AgentsError):
     """A model call failed for good (after retries); recorded as a failed turn, never raised by run.
 
-    ``status`` is the HTTP status of the model service (None when there was no HTTP answer, e.g. a
-    timeout); ``retryable`` says whether the same request may succeed later.
+    Carries the failure (`failure`: code, message, retryable and the model service's HTTP status,
+    None when there was no HTTP answer, e.g. a timeout); its fields are readable here too.
     """
 
     def __init__(self, code: str, message: str, *, retryable: bool, status: int | None = None) -> None:
         super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        self.retryable = retryable
-        self.status = status
+        self.failure = failure(code, message, retryable=retryable, status=status)
+
+    @property
+    def code(self) -> str:
+        """The failure's code."""
+        return self.failure.code
+
+    @property
+    def message(self) -> str:
+        """The failure's message."""
+        return self.failure.message
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same request may succeed later."""
+        return self.failure.retryable
+
+    @property
+    def status(self) -> int | None:
+        """The model service's HTTP status, or None."""
+        return self.failure.status
 
 
 class ToolExecutionError(AgentsError):

@@ -21,7 +21,7 @@ from ._convert import (
     to_chat_messages,
     to_responses_input,
 )
-from ._errors import ModelCallError
+from ._errors import FailureCode, ModelCallError
 from ._settings import Endpoint, ModelSettings
 from ._structured import ResponseFormat
 from ._tools import FunctionTool
@@ -191,7 +191,7 @@ class ModelCaller:
         error = data.get("error")
         if isinstance(error, Mapping) and error:
             raise ModelCallError(
-                str(error.get("code") or "model_error"),
+                str(error.get("code") or FailureCode.MODEL_ERROR),
                 str(error.get("message") or "the model failed"),
                 retryable=False,
             )
@@ -207,7 +207,7 @@ class ModelCaller:
 
 def _invalid(message: str) -> ModelCallError:
     # Status 200: the service answered, but not with something we can read.
-    return ModelCallError("invalid_model_response", message, retryable=True, status=200)
+    return ModelCallError(FailureCode.INVALID_MODEL_RESPONSE, message, retryable=True, status=200)
 
 
 def _as_dict(response: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import asyncio
 import copy
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,16 +22,17 @@ from state import (
     TextContent,
     TurnFailure,
     Usage,
+    request_hash,
 )
 
 from ._context import ContextProvider, ProviderContext
 from ._convert import RAW_ARGUMENTS, Message, add_usage
-from ._errors import AgentConfigurationError, ModelCallError, ToolExecutionError
+from ._errors import AgentConfigurationError, FailureCode, ModelCallError, ToolExecutionError, failure
 from ._model import CallOptions, ModelCaller, now_iso
 from ._settings import ModelSettings, resolve_endpoint
 from ._structured import ResponseFormat, StructuredOutputError
 from ._tools import FunctionTool, parse_arguments, to_jsonable
-from ._turns import TurnError, TurnRequest, TurnResult, final_text, usage_json
+from ._turns import TurnRequest, TurnResult, answer_text
 from ._unicode import without_lone_surrogates
 
 if TYPE_CHECKING:
@@ -43,13 +44,9 @@ log = logging.getLogger("agents")
 class _TurnFailed(Exception):
     """Internal: ends a turn as failed with this error."""
 
-    def __init__(self, error: TurnError) -> None:
+    def __init__(self, error: TurnFailure) -> None:
         super().__init__(error.message)
         self.error = error
-
-
-def _from_model_error(exc: ModelCallError) -> TurnError:
-    return TurnError(exc.code, exc.message, exc.retryable, exc.status)
 
 
 @dataclass
@@ -72,7 +69,7 @@ class _Turn:
         try:
             endpoint = resolve_endpoint(settings)
         except AgentConfigurationError as exc:
-            raise _TurnFailed(TurnError("model_not_configured", str(exc))) from None
+            raise _TurnFailed(failure(FailureCode.MODEL_NOT_CONFIGURED, str(exc))) from None
         return ModelCaller(settings, endpoint, self.agent.name)
 
     async def complete(self, prompt: str, instructions: str | None, settings: ModelSettings | None) -> str:
@@ -83,7 +80,7 @@ class _Turn:
             messages=[ChatMessage(role="user", contents=[TextContent(text=prompt)])],
         )
         self.usage = add_usage(self.usage, output.usage)
-        return final_text([output.message])
+        return answer_text([output.message])
 
     # --- the turn ------------------------------------------------------------------------
 
@@ -150,14 +147,14 @@ class _Turn:
             if not local:
                 previous_id = output.response_id
             if output.finish_reason == "content_filter":
-                raise _TurnFailed(TurnError("content_filter", "the model's answer was filtered"))
+                raise _TurnFailed(failure(FailureCode.CONTENT_FILTER, "the model's answer was filtered"))
             calls = [c for c in output.message.contents if isinstance(c, FunctionCallContent)]
             if not calls:
                 break
             if rounds >= max_rounds:
                 raise _TurnFailed(
-                    TurnError(
-                        "max_tool_rounds_exceeded",
+                    failure(
+                        FailureCode.MAX_TOOL_ROUNDS_EXCEEDED,
                         f"the model still asked for tools after {max_rounds} rounds",
                     )
                 )
@@ -169,9 +166,9 @@ class _Turn:
 
         if self.response_format is not None:
             try:
-                self.structured = self.response_format.parse_answer(final_text(self.messages))
+                self.structured = self.response_format.parse_answer(answer_text(self.messages))
             except StructuredOutputError as exc:
-                raise _TurnFailed(TurnError("invalid_structured_output", str(exc))) from None
+                raise _TurnFailed(failure(FailureCode.INVALID_STRUCTURED_OUTPUT, str(exc))) from None
         for provider, ctx in self.contexts:
             ctx.response_messages = tuple(self.messages)
             await self._provider_call(provider, "after_turn", provider.after_turn(ctx))
@@ -185,8 +182,9 @@ class _Turn:
         except Exception as exc:
             log.exception("context provider %s failed in %s", provider.source_id, hook)
             raise _TurnFailed(
-                TurnError(
-                    "provider_error", f"context provider {provider.source_id!r} failed in {hook}: {exc}"
+                failure(
+                    FailureCode.PROVIDER_ERROR,
+                    f"context provider {provider.source_id!r} failed in {hook}: {exc}",
                 )
             ) from exc
 
@@ -227,8 +225,9 @@ class _Turn:
                 updates[provider.source_id] = json.loads(json.dumps(ctx.state, allow_nan=False))
             except (TypeError, ValueError) as exc:
                 raise _TurnFailed(
-                    TurnError(
-                        "provider_error", f"context provider {provider.source_id!r} state is not JSON: {exc}"
+                    failure(
+                        FailureCode.PROVIDER_ERROR,
+                        f"context provider {provider.source_id!r} state is not JSON: {exc}",
                     )
                 ) from None
         self.state.state_bag.update(updates)
@@ -238,7 +237,7 @@ def _tools_by_name(tools: Sequence[FunctionTool]) -> dict[str, FunctionTool]:
     by_name: dict[str, FunctionTool] = {}
     for t in tools:
         if t.name in by_name:
-            raise _TurnFailed(TurnError("tool_name_conflict", f"two tools are named {t.name!r}"))
+            raise _TurnFailed(failure(FailureCode.TOOL_NAME_CONFLICT, f"two tools are named {t.name!r}"))
         by_name[t.name] = t
     return by_name
 
@@ -263,7 +262,36 @@ def _request_entry(request: TurnRequest, response_format: ResponseFormat | None)
     )
 
 
-def _error_message(agent_name: str, error: TurnError) -> ChatMessage:
+def _format_of(agent: Agent, request: TurnRequest) -> ResponseFormat | None:
+    if request.response_format is None:
+        return agent.format
+    try:
+        return ResponseFormat.parse(request.response_format)
+    except ValueError:
+        return None  # a failure may be about this very format; the turn is recorded anyway
+
+
+def request_identity(agent: Agent, request: TurnRequest) -> str:
+    """What ``request`` asks of ``agent``, as the hash stored in the run's record (`requestHash`):
+    its messages, the response format in effect and its options. A retry under the same
+    correlation id must hash the same; anything else is another request."""
+    entry = _request_entry(request, _format_of(agent, request))
+    return request_hash(entry.model_dump(mode="json", by_alias=True, exclude_none=True), request.options)
+
+
+def same_request(
+    agent: Agent, request: TurnRequest, stored_hash: str | None, stored_request: Mapping[str, Any] | None
+) -> bool:
+    """Whether a stored run (its `requestHash`, or its request entry when an older writer stored
+    no hash) asked what ``request`` asks; False only when it provably asked something else."""
+    if stored_hash is None:
+        if stored_request is None:
+            return True  # nothing stored to compare with
+        stored_hash = request_hash(stored_request)
+    return stored_hash == request_identity(agent, request)
+
+
+def _error_message(agent_name: str, error: TurnFailure) -> ChatMessage:
     # The error content keeps reference-format readers informed; `failure` is what we act on.
     return ChatMessage(
         role="assistant",
@@ -279,40 +307,26 @@ def _error_message(agent_name: str, error: TurnError) -> ChatMessage:
     )
 
 
-def _failure(error: TurnError) -> TurnFailure:
-    return TurnFailure(code=error.code, message=error.message, retryable=error.retryable, status=error.status)
-
-
-def record_failed_turn(agent: Agent, state: AgentState, request: TurnRequest, error: TurnError) -> TurnResult:
+def record_failed_turn(
+    agent: Agent, state: AgentState, request: TurnRequest, error: TurnFailure
+) -> TurnResult:
     """Record ``request`` in ``state`` as a failed turn with ``error``, without calling a model: the
     request entry and a response entry holding only the error, as ``run_turn`` records a failure."""
     done = TurnResult.from_state(state, request.correlation_id)
     if done is not None:
         return done
-    try:
-        response_format = (
-            ResponseFormat.parse(request.response_format)
-            if request.response_format is not None
-            else agent.format
-        )
-    except ValueError:
-        response_format = None  # the failure may be about this very format; record the turn anyway
     message = _error_message(agent.name, error)
-    state.append_request(_request_entry(request, response_format))
+    state.append_request(_request_entry(request, _format_of(agent, request)))
     state.append_response(
         AgentResponse(
             correlation_id=request.correlation_id,
             created_at=now_iso(),
             messages=[message],
-            failure=_failure(error),
-        )
+            failure=error,
+        ),
+        request_hash=request_identity(agent, request),
     )
-    return TurnResult(
-        correlation_id=request.correlation_id,
-        status="failed",
-        messages=[message.model_dump(mode="json", by_alias=True, exclude_none=True)],
-        error=error,
-    )
+    return _recorded(state, request.correlation_id)
 
 
 async def run_turn(agent: Agent, state: AgentState, request: TurnRequest) -> TurnResult:
@@ -326,17 +340,17 @@ async def run_turn(agent: Agent, state: AgentState, request: TurnRequest) -> Tur
     request_entry = _request_entry(request, response_format)
     request_messages = list(request_entry.messages)
     turn = _Turn(agent, state, request, request_messages, response_format)
-    error: TurnError | None = None
+    error: TurnFailure | None = None
     try:
         await turn.execute()
         turn.commit_provider_states()
     except _TurnFailed as exc:
         error = exc.error
     except ModelCallError as exc:
-        error = _from_model_error(exc)
+        error = exc.failure
     except Exception as exc:  # a bug must not lose the request: record it as a failed turn
         log.exception("turn %s of agent %s failed", request.correlation_id, agent.name)
-        error = TurnError("internal_error", f"{type(exc).__name__}: {exc}")
+        error = failure(FailureCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
 
     messages = list(turn.messages)
     if error is not None:
@@ -346,14 +360,14 @@ async def run_turn(agent: Agent, state: AgentState, request: TurnRequest) -> Tur
         created_at=now_iso(),
         messages=messages,
         usage=turn.usage,
-        failure=_failure(error) if error is not None else None,
+        failure=error,
     )
     state.append_request(request_entry)
     try:
-        state.append_response(response_entry)
+        state.append_response(response_entry, request_hash=request_identity(agent, request))
     except Exception as exc:  # never leave a request without its response
         log.exception("could not record the response of turn %s", request.correlation_id)
-        error = TurnError("internal_error", f"the turn's response could not be recorded: {exc}")
+        error = failure(FailureCode.INTERNAL_ERROR, f"the turn's response could not be recorded: {exc}")
         messages = [
             ChatMessage(
                 role="assistant", contents=[ErrorContent(message=error.message, error_code=error.code)]
@@ -364,17 +378,18 @@ async def run_turn(agent: Agent, state: AgentState, request: TurnRequest) -> Tur
                 correlation_id=request.correlation_id,
                 created_at=now_iso(),
                 messages=messages,
-                failure=TurnFailure(code=error.code, message=error.message),
-            )
+                failure=error,
+            ),
+            request_hash=request_identity(agent, request),
         )
     if error is None and agent.history_mode == "service":
         state.service_thread_id = turn.service_thread_id
-    return TurnResult(
-        correlation_id=request.correlation_id,
-        status="failed" if error is not None else "succeeded",
-        text=final_text(turn.messages) if error is None else "",
-        messages=[m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in messages],
-        usage=usage_json(turn.usage),
-        structured=turn.structured if error is None else None,
-        error=error,
-    )
+    return _recorded(state, request.correlation_id)
+
+
+def _recorded(state: AgentState, correlation_id: str) -> TurnResult:
+    # The result is read back from what was just recorded, the way every later reader (a
+    # redelivery, the HTTP API, an orchestration) reads it: one computation, one answer.
+    result = TurnResult.from_state(state, correlation_id)
+    assert result is not None, "the turn was just recorded"
+    return result

@@ -114,7 +114,7 @@ class ResponseFormat:
     def parse_answer(self, text: str) -> Any:
         """The answer as JSON, validated; StructuredOutputError says why it does not fit."""
         try:
-            value = without_lone_surrogates(json.loads(_unfence(text)), "the model's structured answer")
+            value = without_lone_surrogates(json.loads(unfence(text)), "the model's structured answer")
         except json.JSONDecodeError as exc:
             raise StructuredOutputError(f"the answer is not JSON ({exc.msg}: character {exc.pos})") from None
         except (ValueError, RecursionError) as exc:  # an integer past the digit limit, deep nesting
@@ -147,7 +147,7 @@ class ResponseFormat:
 _FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n(?P<body>.*?)\n?\s*```\s*$", re.DOTALL)
 
 
-def _unfence(text: str) -> str:
+def unfence(text: str) -> str:
     """The JSON inside a Markdown code fence, which some models wrap around JSON answers."""
     match = _FENCE.match(text)
     return match.group("body") if match else text

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from state import JSON, AgentResponse, AgentState, ChatMessage, RunRecord, TextContent, Usage
+from state import JSON, AgentState, ChatMessage, RunRecord, TurnFailure, Usage, response_failed
 
 from ._errors import InvalidTurnRequest
-from ._structured import ResponseFormat
+from ._structured import ResponseFormat, unfence
 
 TurnStatus = Literal["succeeded", "failed"]
 InputRole = Literal["user", "system", "assistant"]
@@ -130,43 +131,9 @@ def _check_options(options: Mapping[str, Any]) -> None:
             raise InvalidTurnRequest(f"options.{key}", "must be a positive integer")
 
 
-@dataclass(frozen=True)
-class TurnError:
-    """Why a turn failed: a stable ``code``, a message, whether a retry may help, the model's HTTP status."""
-
-    code: str
-    message: str
-    retryable: bool = False
-    status: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """camelCase JSON."""
-        return {
-            "code": self.code,
-            "message": self.message,
-            "retryable": self.retryable,
-            "status": self.status,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TurnError:
-        """Inverse of ``to_json``."""
-        return cls(
-            str(data["code"]), str(data.get("message", "")), bool(data.get("retryable")), data.get("status")
-        )
-
-
 def usage_json(usage: Usage | None) -> dict[str, Any] | None:
     """A state Usage as its camelCase wire object."""
     return usage.model_dump(mode="json", by_alias=True, exclude_none=True) if usage is not None else None
-
-
-def final_text(messages: list[ChatMessage]) -> str:
-    """The text of the last assistant message: the turn's answer ("" when it has none)."""
-    for message in reversed(messages):
-        if message.role == "assistant":
-            return "".join(c.text for c in message.contents if isinstance(c, TextContent))
-    return ""
 
 
 @dataclass(frozen=True)
@@ -181,7 +148,7 @@ class TurnResult:
     messages: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] | None = None
     structured: JSON = None
-    error: TurnError | None = None
+    error: TurnFailure | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -197,7 +164,7 @@ class TurnResult:
             "messages": self.messages,
             "usage": self.usage,
             "structured": self.structured,
-            "error": self.error.to_json() if self.error is not None else None,
+            "error": self.error.model_dump(mode="json") if self.error is not None else None,
         }
 
     @classmethod
@@ -214,39 +181,7 @@ class TurnResult:
             messages=list(data.get("messages") or []),
             usage=data.get("usage"),
             structured=data.get("structured"),
-            error=TurnError.from_json(error) if isinstance(error, Mapping) else None,
-        )
-
-    @classmethod
-    def from_response(cls, response: AgentResponse, *, structured: bool = False) -> TurnResult:
-        """The result recorded by a response entry (``structured``: parse the answer as JSON)."""
-        messages = list(response.messages)
-        text = final_text(messages)
-        error = None
-        if response.failed:
-            failure = response.failure
-            if failure is not None:
-                error = TurnError(failure.code, failure.message, failure.retryable, failure.status)
-            else:  # a failed turn written before 1.2.0: only error contents
-                first = next((c for m in messages for c in m.contents), None)
-                error = TurnError(
-                    str(getattr(first, "error_code", None) or "model_error"),
-                    str(getattr(first, "message", "") or ""),
-                )
-        parsed: JSON = None
-        if structured and error is None and text:
-            try:
-                parsed = json.loads(text)
-            except json.JSONDecodeError:
-                parsed = None
-        return cls(
-            correlation_id=response.correlation_id or "",
-            status="failed" if error is not None else "succeeded",
-            text=text if error is None else "",
-            messages=[m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in messages],
-            usage=usage_json(response.usage),
-            structured=parsed,
-            error=error,
+            error=TurnFailure.model_validate(error) if isinstance(error, Mapping) else None,
         )
 
     @classmethod
@@ -255,5 +190,70 @@ class TurnResult:
         record: RunRecord | None = state.find_run(correlation_id)
         if record is None:
             return None
-        wants_json = record.request is not None and record.request.response_type == "json"
-        return cls.from_response(record.response, structured=wants_json)
+        assert record.response_wire is not None
+        return turn_result(correlation_id, record.request_wire, record.response_wire)
+
+
+def _text_of(message: Mapping[str, Any]) -> str:
+    return "".join(
+        c.get("text") or ""
+        for c in message.get("contents") or ()
+        if isinstance(c, Mapping) and c.get("$type") == "text"
+    )
+
+
+def answer_text(messages: Sequence[ChatMessage | Mapping[str, Any]]) -> str:
+    """A turn's answer: the text of its last assistant message ("" when that message has none).
+
+    An earlier assistant message's text ("let me look that up") is not the answer. Takes the
+    messages as models (a turn in progress) or as stored wire dicts.
+    """
+    for message in reversed(messages):
+        if isinstance(message, ChatMessage):
+            if message.role == "assistant":
+                return message.text
+        elif message.get("role") == "assistant":
+            return _text_of(message)
+    return ""
+
+
+def stored_failure(response: Mapping[str, Any]) -> TurnFailure | None:
+    """Why a stored response entry failed, or None when it did not."""
+    failure = response.get("failure")
+    if isinstance(failure, Mapping):
+        return TurnFailure.model_validate(failure)
+    if not response_failed(response):
+        return None
+    # A failed turn written before 1.2.0: only error contents to go on.
+    first: Mapping[str, Any] = next(
+        (c for m in response.get("messages") or () for c in m.get("contents") or ()), {}
+    )
+    return TurnFailure(
+        code=str(first.get("errorCode") or "model_error"), message=str(first.get("message") or "")
+    )
+
+
+def turn_result(
+    correlation_id: str, request: Mapping[str, Any] | None, response: Mapping[str, Any]
+) -> TurnResult:
+    """A finished turn's result, computed from its stored entries (camelCase wire dicts).
+
+    The one place a result is made: the entity answering a run, an orchestration's `call_entity`
+    and the HTTP API reading a run all come here, so they agree on every field.
+    """
+    messages = list(response.get("messages") or ())
+    failure = stored_failure(response)
+    text = "" if failure is not None else answer_text(messages)
+    structured: JSON = None
+    if failure is None and text and request is not None and request.get("responseType") == "json":
+        with contextlib.suppress(ValueError, RecursionError):
+            structured = json.loads(unfence(text))
+    return TurnResult(
+        correlation_id=correlation_id,
+        status="failed" if failure is not None else "succeeded",
+        text=text,
+        messages=messages,
+        usage=response.get("usage"),
+        structured=structured,
+        error=failure,
+    )

@@ -5,7 +5,7 @@ from ._app import build_app
 from ._entity import ENTITY_PREFIX, OPERATIONS, AgentEntity, entity_name
 from ._errors import AgentRunFailed, HostingError, InvalidOperation, ProblemError, RunConflict
 from ._http import ApiSettings
-from ._models import Problem, RunOperation, RunRequestBody, RunResultBody
+from ._models import Problem, RunRequestBody, RunResultBody
 from ._openapi import openapi_document
 from ._orchestration import AgentHandle, get_agent
 from ._requests import MAX_BODY_BYTES
@@ -28,7 +28,6 @@ __all__ = [
     "ProblemError",
     "ReviewWorkflow",
     "RunConflict",
-    "RunOperation",
     "RunRequestBody",
     "RunResultBody",
     "build_app",

@@ -13,14 +13,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from agents import Agent, InvalidTurnRequest, TurnRequest, TurnResult, failure
+from state import AgentState, TurnFailure, dump_state, load_state
 
-from agents import Agent, InputMessage, TurnError, TurnRequest, TurnResult
-from state import AgentState, dump_state, load_state
-
-from ._errors import HostingConfigurationError, HostingError, InvalidOperation, RunConflict
+from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
 from ._loop import run_sync
-from ._models import RunOperation
 
 log = logging.getLogger("hosting.entity")
 
@@ -167,22 +164,15 @@ class AgentEntity:
 
     def _run(self, context: Any) -> dict[str, Any]:
         try:
-            operation = RunOperation.model_validate(decode_operation_input(context))
-        except (ValidationError, ValueError) as error:
+            request = TurnRequest.from_json(decode_operation_input(context))
+        except (InvalidTurnRequest, ValueError) as error:
             raise InvalidOperation(f"invalid input for {self.name} run: {error}") from error
         loaded = self._load(context)
-        answer = self._answered(loaded, operation)
+        answer = self._answered(loaded, request)
         if answer is not None:
             return answer
-        request = TurnRequest(
-            correlation_id=operation.correlation_id,
-            messages=[InputMessage(role=m.role, text=m.text) for m in operation.messages],  # type: ignore[arg-type]
-            response_format=operation.response_format,
-            orchestration_id=operation.orchestration_id,
-            options=dict(operation.options),
-        )
         stored_bytes = len(loaded.text.encode("utf-8"))
-        asked_bytes = sum(len(m.text.encode("utf-8")) for m in operation.messages)
+        asked_bytes = sum(len(m.text.encode("utf-8")) for m in request.messages)
         if stored_bytes + asked_bytes > self.max_session_bytes:
             # The turn stores at least the asked text: refuse it before paying for a model call.
             return self._record_failure(context, loaded, request, self._too_large(stored_bytes + asked_bytes))
@@ -195,8 +185,8 @@ class AgentEntity:
             # A bug, not a model failure (agents records those): answer the run instead of leaving
             # its caller waiting, on the state as it was before the turn.
             log.exception("entity %s@%s run %s raised", self.name, context.entity_key, request.correlation_id)
-            failure = TurnError("internal_error", f"{type(error).__name__}: {error}")
-            return self._record_failure(context, loaded, request, failure)
+            bug = failure(ProblemCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+            return self._record_failure(context, loaded, request, bug)
         size = len(text.encode("utf-8"))
         if size > self.max_session_bytes:
             return self._record_failure(context, loaded, request, self._too_large(size))
@@ -206,21 +196,21 @@ class AgentEntity:
             "entity %s@%s run %s: %s",
             self.name,
             context.entity_key,
-            operation.correlation_id,
+            request.correlation_id,
             result.status,
         )
         return result.to_json()
 
-    def _too_large(self, size: int) -> TurnError:
-        return TurnError(
-            "session_too_large",
+    def _too_large(self, size: int) -> TurnFailure:
+        return failure(
+            ProblemCode.SESSION_TOO_LARGE,
             f"the session would grow to at least {size} bytes, over its limit of "
             f"{self.max_session_bytes} bytes (max_session_bytes), so this turn was refused and only "
             "this failure was recorded; start a new session (or reset this one) to continue",
         )
 
     def _record_failure(
-        self, context: Any, loaded: _Loaded, request: TurnRequest, error: TurnError
+        self, context: Any, loaded: _Loaded, request: TurnRequest, error: TurnFailure
     ) -> dict[str, Any]:
         """Record `request` as a failed turn on the state as loaded before the turn (a fresh parse:
         the turn may have changed the live object), save it, and answer the failed result."""
@@ -247,15 +237,13 @@ class AgentEntity:
         )
         return result.to_json()
 
-    def _answered(self, loaded: _Loaded, operation: RunOperation) -> dict[str, Any] | None:
+    def _answered(self, loaded: _Loaded, request: TurnRequest) -> dict[str, Any] | None:
         """The stored answer when this correlation id was already run (a redelivered signal or a
         retry); raises `RunConflict` when the id was used for a different request."""
-        record = loaded.state.find_run(operation.correlation_id)
+        record = loaded.state.find_run(request.correlation_id)
         if record is None:
             return None
-        if record.request is not None:
-            asked = [(m.role, m.text) for m in record.request.messages]
-            if asked != operation.asked():
-                raise RunConflict(operation.correlation_id)
-        result = TurnResult.from_state(loaded.state, operation.correlation_id)
+        if not self.agent.same_request(request, record.request_hash, record.request_wire):
+            raise RunConflict(request.correlation_id)
+        result = TurnResult.from_state(loaded.state, request.correlation_id)
         return None if result is None else result.to_json()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
+
+from state import TurnFailure
 
 
 class HostingError(Exception):
@@ -13,17 +16,78 @@ class HostingConfigurationError(HostingError, ValueError):
     """A hosting setting is unusable (raised when the settings are made, before any request)."""
 
 
+class ProblemCode(StrEnum):
+    """Every `code` an API problem of ours carries (a failed model call carries the model's own)."""
+
+    INVALID_JSON = "invalid_json"
+    INVALID_ENCODING = "invalid_encoding"
+    INVALID_TYPE = "invalid_type"
+    INVALID_FIELD = "invalid_field"
+    MISSING_FIELD = "missing_field"
+    UNKNOWN_FIELD = "unknown_field"
+    EMPTY_MESSAGE = "empty_message"
+    INVALID_SESSION_ID = "invalid_session_id"
+    INVALID_CORRELATION_ID = "invalid_correlation_id"
+    INVALID_INSTANCE_ID = "invalid_instance_id"
+    INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
+    CONFLICTING_FIELDS = "conflicting_fields"
+    UNKNOWN_AGENT = "unknown_agent"
+    SESSION_NOT_FOUND = "session_not_found"
+    WORKFLOW_NOT_FOUND = "workflow_not_found"
+    IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+    STATE_UNREADABLE = "state_unreadable"
+    SESSION_TOO_LARGE = "session_too_large"
+    WORKFLOW_FINISHED = "workflow_finished"
+    BODY_TOO_LARGE = "body_too_large"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    INTERNAL_ERROR = "internal_error"
+    STORAGE_UNAVAILABLE = "storage_unavailable"
+
+
+PROBLEMS: dict[ProblemCode, tuple[int, str]] = {
+    ProblemCode.INVALID_JSON: (400, "Bad request"),
+    ProblemCode.INVALID_ENCODING: (400, "Bad request"),
+    ProblemCode.INVALID_TYPE: (400, "Bad request"),
+    ProblemCode.INVALID_FIELD: (400, "Bad request"),
+    ProblemCode.MISSING_FIELD: (400, "Bad request"),
+    ProblemCode.UNKNOWN_FIELD: (400, "Bad request"),
+    ProblemCode.EMPTY_MESSAGE: (400, "Bad request"),
+    ProblemCode.INVALID_SESSION_ID: (400, "Bad request"),
+    ProblemCode.INVALID_CORRELATION_ID: (400, "Bad request"),
+    ProblemCode.INVALID_INSTANCE_ID: (400, "Bad request"),
+    ProblemCode.INVALID_IDEMPOTENCY_KEY: (400, "Bad request"),
+    ProblemCode.CONFLICTING_FIELDS: (400, "Bad request"),
+    ProblemCode.UNKNOWN_AGENT: (404, "Not found"),
+    ProblemCode.SESSION_NOT_FOUND: (404, "Not found"),
+    ProblemCode.WORKFLOW_NOT_FOUND: (404, "Not found"),
+    ProblemCode.IDEMPOTENCY_CONFLICT: (409, "Conflict"),
+    ProblemCode.STATE_UNREADABLE: (409, "Conflict"),
+    ProblemCode.SESSION_TOO_LARGE: (409, "The session is too large"),
+    ProblemCode.WORKFLOW_FINISHED: (409, "Conflict"),
+    ProblemCode.BODY_TOO_LARGE: (413, "Request body too large"),
+    ProblemCode.UNSUPPORTED_MEDIA_TYPE: (415, "Unsupported media type"),
+    ProblemCode.INTERNAL_ERROR: (500, "Internal error"),
+    ProblemCode.STORAGE_UNAVAILABLE: (503, "Service unavailable"),
+}
+"""The one table of problem codes: each code's HTTP status and title (the OpenAPI document and
+docs/hosting.md list them from here)."""
+
+MODEL_FAILURE_STATUS = 502
+"""The status of a failed model call, whose problem carries the model's own code."""
+
+
 class ProblemError(HostingError):
     """A request cannot be served; rendered as an `application/problem+json` response.
 
-    `code` is the stable machine-readable name clients match on; `field` names the offending
-    request field (body property, query parameter or header) when there is one.
+    `code` is the stable machine-readable name clients match on; its status and title come from
+    `PROBLEMS`. A failed model call is the one problem whose code is not ours: it takes
+    `MODEL_FAILURE_STATUS` and the model's code (`ProblemError.model_failure`). `field` names
+    the offending request field (body property, query parameter or header) when there is one.
     """
 
     def __init__(
         self,
-        status: int,
-        code: str,
+        code: ProblemCode,
         detail: str,
         *,
         title: str | None = None,
@@ -31,7 +95,20 @@ class ProblemError(HostingError):
         headers: dict[str, str] | None = None,
         **extensions: Any,
     ) -> None:
-        super().__init__(f"{code}: {detail}")
+        status, default_title = PROBLEMS[ProblemCode(code)]
+        self._init(status, str(code), detail, title or default_title, field, headers, extensions)
+
+    def _init(
+        self,
+        status: int,
+        code: str,
+        detail: str,
+        title: str,
+        field: str | None,
+        headers: dict[str, str] | None,
+        extensions: dict[str, Any],
+    ) -> None:
+        HostingError.__init__(self, f"{code}: {detail}")
         self.status = status
         self.code = code
         self.detail = detail
@@ -39,6 +116,23 @@ class ProblemError(HostingError):
         self.field = field
         self.headers = headers or {}
         self.extensions = extensions
+
+    @classmethod
+    def model_failure(
+        cls, failure: TurnFailure, *, headers: dict[str, str] | None = None, **extensions: Any
+    ) -> ProblemError:
+        """The 502 of a failed model call: the model's own code, message and retryability."""
+        problem = cls.__new__(cls)
+        problem._init(
+            MODEL_FAILURE_STATUS,
+            failure.code,
+            failure.message or "the model call failed",
+            "The model call failed",
+            None,
+            headers,
+            {"retryable": failure.retryable, "model_status": failure.status, **extensions},
+        )
+        return problem
 
 
 class RunConflict(HostingError):
@@ -62,25 +156,34 @@ class InvalidOperation(HostingError):
 class AgentRunFailed(HostingError):
     """An agent turn run from an orchestration failed; the failure is also stored in the history.
 
-    `code`, `retryable` and `status` come from the model service's error (see `agents.TurnError`).
+    `failure` is what went wrong (code, message, retryable, status; see `state.TurnFailure`).
     """
 
-    def __init__(
-        self,
-        agent: str,
-        session_id: str,
-        correlation_id: str,
-        *,
-        code: str,
-        message: str,
-        retryable: bool,
-        status: int | None,
-    ) -> None:
-        super().__init__(f"agent {agent!r} turn {correlation_id} failed: {code}: {message}")
+    def __init__(self, agent: str, session_id: str, correlation_id: str, failure: TurnFailure) -> None:
+        super().__init__(
+            f"agent {agent!r} turn {correlation_id} failed: {failure.code}: {failure.message}"
+        )
         self.agent = agent
         self.session_id = session_id
         self.correlation_id = correlation_id
-        self.code = code
-        self.message = message
-        self.retryable = retryable
-        self.status = status
+        self.failure = failure
+
+    @property
+    def code(self) -> str:
+        """The failure's code."""
+        return self.failure.code
+
+    @property
+    def message(self) -> str:
+        """The failure's message."""
+        return self.failure.message
+
+    @property
+    def retryable(self) -> bool:
+        """Whether running the turn again may succeed."""
+        return self.failure.retryable
+
+    @property
+    def status(self) -> int | None:
+        """The model service's HTTP status, or None."""
+        return self.failure.status

@@ -19,11 +19,10 @@ import aiohttp
 import azure.durable_functions as df
 import azure.functions as func
 
-from agents import Agent
-from state import response_failed
+from agents import Agent, TurnResult, turn_result
 
 from ._entity import MIN_SESSION_BYTES, entity_name, max_session_bytes_from_env
-from ._errors import HostingConfigurationError, ProblemError
+from ._errors import HostingConfigurationError, ProblemCode, ProblemError
 from ._models import (
     AgentInfo,
     AgentsBody,
@@ -38,7 +37,7 @@ from ._models import (
 )
 from ._problems import json_response, problem_response
 from ._requests import CORRELATION_HEADER, MAX_BODY_BYTES, SESSION_HEADER, RunCall, check_id, parse_run
-from ._results import StoredRun, failure_of, find_stored_run, result_from_stored
+from ._results import StoredRun, find_stored_run, result_from_stored
 from ._waiting import Snapshot, check_same_request, read_session, state_problem, unreadable, wait_for_run
 
 log = logging.getLogger("hosting.http")
@@ -98,13 +97,11 @@ class ApiSettings:
             )
 
 
-# Failed turns the host recorded itself, not the model: their HTTP status instead of 502.
-# session_too_large is a 409 (the request is fine; the session's state conflicts with it: start a
-# new one); internal_error is a 500 (our bug; the turn is recorded, so the caller still gets an answer).
-_HOST_FAILURES: dict[str, tuple[int, str]] = {
-    "session_too_large": (409, "The session is too large"),
-    "internal_error": (500, "Internal error"),
-}
+# Failed turns the host recorded itself, not the model, answer with their own problem status:
+# session_too_large a 409 (the request is fine; the session's state conflicts with it: start a new
+# one); internal_error a 500 (our bug; the turn is recorded, so the caller still gets an answer).
+# Any other failure is the model's: a 502 carrying its code.
+_HOST_FAILURES = frozenset({ProblemCode.SESSION_TOO_LARGE, ProblemCode.INTERNAL_ERROR})
 
 
 def guarded(handler: Handler) -> Handler:
@@ -119,15 +116,14 @@ def guarded(handler: Handler) -> Handler:
             log.warning("durable backend unreachable: %s", error)
             return problem_response(
                 ProblemError(
-                    503,
-                    "storage_unavailable",
+                    ProblemCode.STORAGE_UNAVAILABLE,
                     f"the durable backend could not be reached: {type(error).__name__}",
                     headers={"Retry-After": "1"},
                 )
             )
         except Exception:
             log.exception("unexpected error in %s", req.url)
-            return problem_response(ProblemError(500, "internal_error", "an unexpected error occurred"))
+            return problem_response(ProblemError(ProblemCode.INTERNAL_ERROR, "an unexpected error occurred"))
 
     return run
 
@@ -146,8 +142,7 @@ class Api:
         agent = self.agents.get(name)
         if agent is None:
             raise ProblemError(
-                404,
-                "unknown_agent",
+                ProblemCode.UNKNOWN_AGENT,
                 f"there is no agent {name!r}; hosted agents: {', '.join(sorted(self.agents))}",
                 field="agent",
             )
@@ -169,8 +164,7 @@ class Api:
             value = -1.0
         if not 0 <= value <= self.settings.max_poll_wait_seconds or value != value:
             raise ProblemError(
-                400,
-                "invalid_field",
+                ProblemCode.INVALID_FIELD,
                 f"'wait' must be a number of seconds from 0 to {self.settings.max_poll_wait_seconds:g}",
                 field="wait",
             )
@@ -182,37 +176,21 @@ class Api:
         location = self._run_url(req, agent, session_id, run.correlation_id)
         headers = {SESSION_HEADER: session_id, CORRELATION_HEADER: run.correlation_id, "Location": location}
         result = result_from_stored(run)
-        error = result["error"]
-        if error is not None and error["code"] in _HOST_FAILURES:
-            status, title = _HOST_FAILURES[error["code"]]
+        error = result.error
+        context = {"agent": agent, "session_id": session_id, "correlation_id": run.correlation_id}
+        if error is not None and error.code in _HOST_FAILURES:
             raise ProblemError(
-                status,
-                error["code"],
-                f"session {session_id!r} of agent {agent!r}: {error['message']}",
-                title=title,
+                ProblemCode(error.code),
+                f"session {session_id!r} of agent {agent!r}: {error.message}",
                 headers=headers,
-                agent=agent,
-                session_id=session_id,
-                correlation_id=run.correlation_id,
-                retryable=error["retryable"],
+                retryable=error.retryable,
                 max_session_bytes=self.settings.max_session_bytes,
                 location=location,
+                **context,
             )
         if error is not None:
             # The turn's failure is stored in the history too; the client gets the model's code.
-            raise ProblemError(
-                502,
-                error["code"],
-                error["message"] or "the model call failed",
-                title="The model call failed",
-                headers=headers,
-                agent=agent,
-                session_id=session_id,
-                correlation_id=run.correlation_id,
-                retryable=error["retryable"],
-                model_status=error["status"],
-                location=location,
-            )
+            raise ProblemError.model_failure(error, headers=headers, location=location, **context)
         body = RunResultBody(
             agent=agent,
             session_id=session_id,
@@ -230,7 +208,10 @@ class Api:
         agent = self._agent(req)
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
         entity_id = df.EntityId(entity_name(agent.name), call.session_id)
-        asked = call.operation.asked()
+
+        def asked(stored_hash: str | None, stored_request: Mapping[str, Any] | None) -> bool:
+            return agent.same_request(call.request, stored_hash, stored_request)
+
         # Look before sending: a session the entity cannot read is answered 409 at once (no run
         # id is handed out that would stay pending), and a named run may be a retry of one that
         # already finished, answered from the history without sending the turn again.
@@ -243,7 +224,7 @@ class Api:
             if done is not None:
                 check_same_request(done, asked, agent.name, call.session_id)
                 return self._finished(req, agent.name, call.session_id, done)
-        await client.signal_entity(entity_id, "run", call.operation.model_dump(mode="json", by_alias=True))
+        await client.signal_entity(entity_id, "run", call.request.to_json())
         log.info(
             "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
         )
@@ -284,7 +265,7 @@ class Api:
         agent = self._agent(req)
         session_id = check_id(req.route_params.get("session_id", ""), "session_id")
         correlation_id = check_id(
-            req.route_params.get("correlation_id", ""), "correlation_id", "invalid_correlation_id"
+            req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
         )
         wait = self._wait_param(req)
         run = await wait_for_run(
@@ -307,14 +288,14 @@ class Api:
             )
             return json_response(body, 200, {**headers, "Retry-After": "1"})
         result = result_from_stored(run)
-        error = result["error"]
+        error = result.error
         body = RunResultBody(
             agent=agent.name,
             session_id=session_id,
             correlation_id=correlation_id,
             status="failed" if error else "succeeded",
             response=_response_body(result),
-            error=None if error is None else ErrorBody(**error),
+            error=None if error is None else ErrorBody.model_validate(error.model_dump(mode="json")),
             location=location,
         )
         return json_response(body, 200, headers)
@@ -329,8 +310,7 @@ class Api:
         snapshot = await read_session(client, entity_id)
         if not snapshot.exists:
             raise ProblemError(
-                404,
-                "session_not_found",
+                ProblemCode.SESSION_NOT_FOUND,
                 f"agent {agent.name!r} has no session {session_id!r}",
                 field="session_id",
             )
@@ -389,12 +369,12 @@ class Api:
         return json_response(body, 200 if healthy else 503)
 
 
-def _response_body(result: Mapping[str, Any]) -> TurnResponseBody:
+def _response_body(result: TurnResult) -> TurnResponseBody:
     return TurnResponseBody(
-        text=result["text"],
-        messages=result["messages"],
-        usage=result["usage"],
-        structured=result["structured"],
+        text=result.text,
+        messages=result.messages,
+        usage=result.usage,
+        structured=result.structured,
     )
 
 
@@ -426,13 +406,13 @@ def _session_body(agent: str, session_id: str, document: dict[str, Any]) -> Sess
             by_id[cid] = len(turns)
             turns.append(TurnSummary(correlation_id=cid, status="pending", created_at=entry.get("createdAt")))
         elif entry.get("$type") == "response":
-            failure = failure_of(entry)
+            failure = turn_result(str(cid or ""), None, entry).error
             summary = TurnSummary(
                 correlation_id=cid,
-                status="failed" if response_failed(entry) else "succeeded",
+                status="failed" if failure is not None else "succeeded",
                 created_at=entry.get("createdAt"),
                 usage=entry.get("usage"),
-                error=None if failure is None else ErrorBody(**failure),
+                error=None if failure is None else ErrorBody.model_validate(failure.model_dump(mode="json")),
             )
             index = by_id.pop(cid, None)
             if index is None:

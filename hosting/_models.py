@@ -208,31 +208,3 @@ class WorkflowStatusBody(BaseModel):
     created_time: str | None = None
     last_updated_time: str | None = None
     location: str | None = None
-
-
-# --- entity operation input (what HTTP and orchestrations send to the entity) -------------------
-
-
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, serialize_by_alias=True)
-
-
-class OperationMessage(_Wire):
-    """One message of a `run` operation."""
-
-    role: str = "user"
-    text: str
-
-
-class RunOperation(_Wire):
-    """Input of the entity's `run` operation (camelCase on the wire, like the stored state)."""
-
-    correlation_id: str = Field(alias="correlationId", min_length=1)
-    messages: list[OperationMessage] = Field(min_length=1)
-    response_format: dict[str, JSON] | None = Field(default=None, alias="responseFormat")
-    orchestration_id: str | None = Field(default=None, alias="orchestrationId")
-    options: dict[str, JSON] = Field(default_factory=dict)
-
-    def asked(self) -> list[tuple[str, str]]:
-        """What this run asks, as (role, text) pairs, to tell a retry from a different request."""
-        return [(m.role, m.text) for m in self.messages]

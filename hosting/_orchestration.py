@@ -12,12 +12,11 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from agents import TurnResult
+from agents import InputMessage, InvalidTurnRequest, TurnRequest, TurnResult
 
 from ._entity import entity_name
 from ._errors import AgentRunFailed, InvalidOperation
 from ._ids import id_problem
-from ._models import OperationMessage, RunOperation
 
 
 class AgentHandle:
@@ -34,19 +33,22 @@ class AgentHandle:
         response_format: dict[str, Any] | None,
         role: str,
         options: dict[str, Any] | None,
-    ) -> tuple[df.EntityId, RunOperation]:
+    ) -> tuple[df.EntityId, TurnRequest]:
         problem = id_problem(session_id)
         if problem is not None:
             raise InvalidOperation(f"session_id {session_id!r} {problem}")
         if not message.strip():
             raise InvalidOperation("message must not be empty")
-        operation = RunOperation(
-            correlation_id=str(self._context.new_uuid()),
-            messages=[OperationMessage(role=role, text=message)],
-            response_format=response_format,
-            orchestration_id=self._context.instance_id,
-            options=options or {},
-        )
+        try:
+            operation = TurnRequest(
+                correlation_id=str(self._context.new_uuid()),
+                messages=[InputMessage(role, message)],  # type: ignore[arg-type]
+                response_format=response_format,
+                orchestration_id=self._context.instance_id,
+                options=dict(options or {}),
+            )
+        except InvalidTurnRequest as error:
+            raise InvalidOperation(f"{error.field}: {error.message}") from None
         return df.EntityId(entity_name(self.name), session_id), operation
 
     def run(
@@ -64,21 +66,10 @@ class AgentHandle:
         the session's history as well).
         """
         entity_id, operation = self._operation(message, session_id, response_format, role, options)
-        raw = yield self._context.call_entity(
-            entity_id, "run", operation.model_dump(mode="json", by_alias=True)
-        )
+        raw = yield self._context.call_entity(entity_id, "run", operation.to_json())
         result = TurnResult.from_json(raw)
-        if result.status == "failed":
-            error = result.error
-            raise AgentRunFailed(
-                self.name,
-                session_id,
-                operation.correlation_id,
-                code=error.code if error else "model_error",
-                message=error.message if error else "the turn failed",
-                retryable=error.retryable if error else False,
-                status=error.status if error else None,
-            )
+        if result.error is not None:
+            raise AgentRunFailed(self.name, session_id, operation.correlation_id, result.error)
         return result
 
     def signal(
@@ -93,7 +84,7 @@ class AgentHandle:
         """Queue a turn without waiting for it (fire and forget); returns its correlation id, which
         names the run resource `GET /api/agents/{agent}/sessions/{session}/runs/{id}`."""
         entity_id, operation = self._operation(message, session_id, response_format, role, options)
-        self._context.signal_entity(entity_id, "run", operation.model_dump(mode="json", by_alias=True))
+        self._context.signal_entity(entity_id, "run", operation.to_json())
         return operation.correlation_id
 
 

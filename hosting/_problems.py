@@ -8,23 +8,11 @@ from typing import Any
 import azure.functions as func
 from pydantic import BaseModel, ValidationError
 
-from ._errors import ProblemError
+from ._errors import ProblemCode, ProblemError
 
 PROBLEM_TYPE_BASE = "urn:durable-agents:problem:"
 """Problem `type` URIs are this base plus the stable `code`."""
 
-_TITLES = {
-    400: "Bad request",
-    404: "Not found",
-    405: "Method not allowed",
-    409: "Conflict",
-    413: "Request body too large",
-    415: "Unsupported media type",
-    422: "Unprocessable request",
-    500: "Internal error",
-    502: "The model call failed",
-    503: "Service unavailable",
-}
 
 
 def json_response(
@@ -47,7 +35,7 @@ def problem_response(error: ProblemError) -> func.HttpResponse:
     """The problem document of `error`, with its status code and headers."""
     body: dict[str, Any] = {
         "type": PROBLEM_TYPE_BASE + error.code,
-        "title": error.title or _TITLES.get(error.status, "Error"),
+        "title": error.title,
         "status": error.status,
         "detail": error.detail,
         "code": error.code,
@@ -78,19 +66,18 @@ def validation_problem(error: ValidationError) -> ProblemError:
     field = _field_of(first["loc"])
     kind = first["type"]
     if first["loc"][-1:] in (("session_id",), ("thread_id",)):
-        code, message = "invalid_session_id", f"'{field}': {first['msg']}"
+        code, message = ProblemCode.INVALID_SESSION_ID, f"'{field}': {first['msg']}"
     elif kind == "missing":
-        code, message = "missing_field", f"'{field}' is required"
+        code, message = ProblemCode.MISSING_FIELD, f"'{field}' is required"
     elif kind == "extra_forbidden":
-        code, message = "unknown_field", f"'{field}' is not a known field"
+        code, message = ProblemCode.UNKNOWN_FIELD, f"'{field}' is not a known field"
     elif kind in ("string_too_short", "value_error") and first["loc"][-1:] in (("message",), ("text",)):
-        code, message = "empty_message", f"'{field}' must not be empty"
+        code, message = ProblemCode.EMPTY_MESSAGE, f"'{field}' must not be empty"
     elif kind.endswith("_type") or kind in ("literal_error", "enum"):
-        code, message = "invalid_type", f"'{field}': {first['msg']}"
+        code, message = ProblemCode.INVALID_TYPE, f"'{field}': {first['msg']}"
     else:
-        code, message = "invalid_field", f"'{field}': {first['msg']}"
+        code, message = ProblemCode.INVALID_FIELD, f"'{field}': {first['msg']}"
     return ProblemError(
-        400,
         code,
         message,
         field=field,

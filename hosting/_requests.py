@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from agents import InputMessage, InvalidTurnRequest, TurnRequest
 
-from ._errors import ProblemError
+from ._errors import ProblemCode, ProblemError
 from ._ids import (
     correlation_id_for_key,
     id_problem,
@@ -25,7 +25,7 @@ from ._ids import (
     new_session_id,
     session_id_for_key,
 )
-from ._models import OperationMessage, RunOperation, RunRequestBody
+from ._models import RunRequestBody
 from ._problems import validation_problem
 
 MAX_BODY_BYTES = 256 * 1024
@@ -50,14 +50,14 @@ class RunCall:
     correlation_id: str
     retry_safe: bool  # the caller named the run (Idempotency-Key / correlation_id): may be a retry
     wait: bool
-    operation: RunOperation
+    request: TurnRequest
 
 
-def check_id(value: str, field: str, code: str = "invalid_session_id") -> str:
+def check_id(value: str, field: str, code: ProblemCode = ProblemCode.INVALID_SESSION_ID) -> str:
     """`value` if it is an acceptable id, else a 400 problem naming `field`."""
     problem = id_problem(value)
     if problem is not None:
-        raise ProblemError(400, code, f"'{field}' {problem}", field=field)
+        raise ProblemError(code, f"'{field}' {problem}", field=field)
     return value
 
 
@@ -66,8 +66,7 @@ def read_body(req: func.HttpRequest, max_bytes: int = MAX_BODY_BYTES) -> bytes:
     body = req.get_body() or b""
     if len(body) > max_bytes:
         raise ProblemError(
-            413,
-            "body_too_large",
+            ProblemCode.BODY_TOO_LARGE,
             f"the request body is {len(body)} bytes; the limit is {max_bytes} bytes",
             field="body",
             limit=max_bytes,
@@ -85,8 +84,7 @@ def parse_json_object(req: func.HttpRequest, max_bytes: int = MAX_BODY_BYTES) ->
     media = _media_type(req)
     if media and media != "application/json" and not media.endswith("+json"):
         raise ProblemError(
-            415,
-            "unsupported_media_type",
+            ProblemCode.UNSUPPORTED_MEDIA_TYPE,
             f"Content-Type {media!r} is not accepted here; send application/json",
             field="Content-Type",
         )
@@ -95,32 +93,33 @@ def parse_json_object(req: func.HttpRequest, max_bytes: int = MAX_BODY_BYTES) ->
 
 def _decode_object(body: bytes) -> dict[str, Any]:
     if not body.strip():
-        raise ProblemError(400, "invalid_json", "the request body is empty; send a JSON object", field="body")
+        raise ProblemError(
+            ProblemCode.INVALID_JSON, "the request body is empty; send a JSON object", field="body"
+        )
     try:
         value = json.loads(body.decode("utf-8"))
     except UnicodeDecodeError as error:
         raise ProblemError(
-            400, "invalid_encoding", f"the body is not UTF-8 (byte {error.start})", field="body"
+            ProblemCode.INVALID_ENCODING, f"the body is not UTF-8 (byte {error.start})", field="body"
         ) from error
     except json.JSONDecodeError as error:
         raise ProblemError(
-            400,
-            "invalid_json",
+            ProblemCode.INVALID_JSON,
             f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
             field="body",
         ) from error
     except RecursionError as error:
         # The parser recurses per nesting level; Python's recursion limit ends it (about 1,000).
         raise ProblemError(
-            400, "invalid_json", "the body's JSON is nested deeper than the parser allows", field="body"
+            ProblemCode.INVALID_JSON, "the body's JSON is nested deeper than the parser allows", field="body"
         ) from error
     except ValueError as error:
         # Valid JSON that Python refuses to convert, e.g. an integer of more than 4,300 digits.
         raise ProblemError(
-            400, "invalid_json", f"the body's JSON cannot be read: {error}", field="body"
+            ProblemCode.INVALID_JSON, f"the body's JSON cannot be read: {error}", field="body"
         ) from error
     if not isinstance(value, dict):
-        raise ProblemError(400, "invalid_type", "the body must be a JSON object", field="body")
+        raise ProblemError(ProblemCode.INVALID_TYPE, "the body must be a JSON object", field="body")
     _refuse_lone_surrogates(value)
     return value
 
@@ -140,8 +139,7 @@ def _refuse_lone_surrogates(body: dict[str, Any]) -> None:
             orjson.dumps({field: value})
         except TypeError:
             raise ProblemError(
-                400,
-                "invalid_encoding",
+                ProblemCode.INVALID_ENCODING,
                 f"{field!r} holds a lone UTF-16 surrogate escape, which is not text",
                 field=str(field),
             ) from None
@@ -155,15 +153,14 @@ def _run_body(req: func.HttpRequest, max_bytes: int) -> RunRequestBody:
             text = body.decode("utf-8")
         except UnicodeDecodeError as error:
             raise ProblemError(
-                400, "invalid_encoding", f"the body is not UTF-8 (byte {error.start})", field="body"
+                ProblemCode.INVALID_ENCODING, f"the body is not UTF-8 (byte {error.start})", field="body"
             ) from error
         raw: dict[str, Any] = {"message": text}
     elif not media or media == "application/json" or media.endswith("+json"):
         raw = _decode_object(body)
     else:
         raise ProblemError(
-            415,
-            "unsupported_media_type",
+            ProblemCode.UNSUPPORTED_MEDIA_TYPE,
             f"Content-Type {media!r} is not accepted; send application/json or text/plain",
             field="Content-Type",
         )
@@ -179,7 +176,9 @@ def _flag(value: str, field: str) -> bool:
         return True
     if lowered in _FALSE:
         return False
-    raise ProblemError(400, "invalid_field", f"'{field}' must be true or false (got {value!r})", field=field)
+    raise ProblemError(
+        ProblemCode.INVALID_FIELD, f"'{field}' must be true or false (got {value!r})", field=field
+    )
 
 
 def _session_of(body: RunRequestBody, req: func.HttpRequest) -> str | None:
@@ -198,8 +197,7 @@ def _session_of(body: RunRequestBody, req: func.HttpRequest) -> str | None:
         if found is not None and found[2] != value:
             # Say where each came from: body and query may use the same name.
             raise ProblemError(
-                400,
-                "conflicting_fields",
+                ProblemCode.CONFLICTING_FIELDS,
                 f"the {found[1]}'s '{found[0]}' and the {where}'s '{field}' name different sessions; "
                 "send one of them",
                 field=field,
@@ -208,20 +206,20 @@ def _session_of(body: RunRequestBody, req: func.HttpRequest) -> str | None:
     return None if found is None else found[2]
 
 
-def _check_turn(operation: RunOperation) -> None:
-    """Build the agent's TurnRequest once here, so what the agent would reject (a response format
-    it cannot use, bad options) is a 400 now rather than a failed operation later."""
+def _turn_request(body: RunRequestBody, correlation_id: str) -> TurnRequest:
+    """The entity's input, built (and so validated) here: what the agent would reject (a response
+    format it cannot use, bad options) is a 400 now rather than a failed operation later."""
     try:
-        TurnRequest(
-            correlation_id=operation.correlation_id,
-            messages=[InputMessage(role=m.role, text=m.text) for m in operation.messages],  # type: ignore[arg-type]
-            response_format=operation.response_format,
-            options=dict(operation.options),
+        return TurnRequest(
+            correlation_id=correlation_id,
+            messages=[InputMessage(role=body.role, text=body.message)],
+            response_format=body.response_format,
+            options=body.options.to_dict(),
         )
     except InvalidTurnRequest as error:
         field = {"message": "message", "messages": "message"}.get(error.field, error.field)
-        code = "empty_message" if field == "message" else "invalid_field"
-        raise ProblemError(400, code, f"'{field}': {error.message}", field=field) from error
+        code = ProblemCode.EMPTY_MESSAGE if field == "message" else ProblemCode.INVALID_FIELD
+        raise ProblemError(code, f"'{field}': {error.message}", field=field) from error
 
 
 def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BYTES) -> RunCall:
@@ -242,12 +240,13 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
         problem = idempotency_key_problem(key)
         if problem is not None:
             raise ProblemError(
-                400, "invalid_idempotency_key", f"'{IDEMPOTENCY_HEADER}' {problem}", field=IDEMPOTENCY_HEADER
+                ProblemCode.INVALID_IDEMPOTENCY_KEY,
+                f"'{IDEMPOTENCY_HEADER}' {problem}",
+                field=IDEMPOTENCY_HEADER,
             )
         if body.correlation_id is not None:
             raise ProblemError(
-                400,
-                "conflicting_fields",
+                ProblemCode.CONFLICTING_FIELDS,
                 f"send either '{IDEMPOTENCY_HEADER}' or 'correlation_id', not both",
                 field="correlation_id",
             )
@@ -260,13 +259,7 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
         correlation_id = body.correlation_id
     else:
         correlation_id = uuid.uuid4().hex
-    operation = RunOperation(
-        correlation_id=correlation_id,
-        messages=[OperationMessage(role=body.role, text=body.message)],
-        response_format=body.response_format,
-        options=body.options.to_dict(),
-    )
-    _check_turn(operation)
+    request = _turn_request(body, correlation_id)
     return RunCall(
         agent=agent,
         session_id=session_id,
@@ -274,5 +267,5 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
         correlation_id=correlation_id,
         retry_safe=key is not None or body.correlation_id is not None,
         wait=wait,
-        operation=operation,
+        request=request,
     )

@@ -7,10 +7,10 @@ at the two entries of a finished run, so only those are looked at.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from agents import TurnResult, turn_result
 from state import response_failed
 
 JSON = Any
@@ -79,79 +79,6 @@ def find_stored_run(state: JSON, correlation_id: str) -> StoredRun | None:
     return None
 
 
-def asked_in(request: dict[str, JSON] | None) -> list[tuple[str, str]] | None:
-    """The (role, text) pairs a stored request entry asked, or None when it is not known."""
-    if request is None:
-        return None
-    return [(str(m.get("role")), _text_of(m)) for m in request.get("messages") or [] if isinstance(m, dict)]
-
-
-def same_request(run: StoredRun, asked: list[tuple[str, str]]) -> bool:
-    """Whether a stored run answered the request `asked` (False only when it provably did not)."""
-    stored = asked_in(run.request)
-    return stored is None or stored == asked
-
-
-def _text_of(message: dict[str, JSON]) -> str:
-    return "".join(
-        c.get("text") or ""
-        for c in message.get("contents") or []
-        if isinstance(c, dict) and c.get("$type") == "text"
-    )
-
-
-def response_text(response: dict[str, JSON]) -> str:
-    """The answer's text: the text of the last assistant message that has any."""
-    for message in reversed(response.get("messages") or []):
-        if isinstance(message, dict) and message.get("role") == "assistant":
-            text = _text_of(message)
-            if text:
-                return text
-    return ""
-
-
-def _structured(request: dict[str, JSON] | None, text: str) -> JSON:
-    if request is None or request.get("responseType") != "json":
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def failure_of(response: dict[str, JSON]) -> dict[str, JSON] | None:
-    """The error of a failed response entry as `{code, message, retryable, status}`."""
-    failure = response.get("failure")
-    if isinstance(failure, dict):
-        return {
-            "code": str(failure.get("code") or "model_error"),
-            "message": str(failure.get("message") or ""),
-            "retryable": bool(failure.get("retryable", False)),
-            "status": failure.get("status") if isinstance(failure.get("status"), int) else None,
-        }
-    if not response_failed(response):
-        return None
-    # An older writer's failed turn: only error contents to go on.
-    contents = [c for m in response.get("messages") or [] for c in (m.get("contents") or [])]
-    first = contents[0] if contents else {}
-    return {
-        "code": str(first.get("errorCode") or "model_error"),
-        "message": str(first.get("message") or ""),
-        "retryable": False,
-        "status": None,
-    }
-
-
-def result_from_stored(run: StoredRun) -> dict[str, JSON]:
-    """The run's result in `TurnResult.to_json()` shape, rebuilt from its stored entries."""
-    error = failure_of(run.response)
-    text = "" if error else response_text(run.response)
-    return {
-        "correlationId": run.correlation_id,
-        "status": "failed" if error else "succeeded",
-        "text": text,
-        "messages": list(run.response.get("messages") or []),
-        "usage": run.response.get("usage"),
-        "structured": None if error else _structured(run.request, text),
-        "error": error,
-    }
+def result_from_stored(run: StoredRun) -> TurnResult:
+    """The run's result from its stored entries: `agents.turn_result`, as the entity computes it."""
+    return turn_result(run.correlation_id, run.request, run.response)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +19,11 @@ import azure.durable_functions as df
 
 from state import StateError, check_state
 
-from ._errors import ProblemError
-from ._results import StoredRun, find_stored_run, same_request
+from ._errors import ProblemCode, ProblemError
+from ._results import StoredRun, find_stored_run
+
+SameRequest = Callable[[str | None, Mapping[str, Any] | None], bool]
+"""Whether a stored run (its request hash, its request entry) asked what the new request asks."""
 
 FIRST_DELAY = 0.004
 """Seconds before the first re-read after a signal."""
@@ -81,8 +85,7 @@ async def read_session(client: Any, entity_id: df.EntityId) -> Snapshot:
 def unreadable(agent: str, session_id: str, reason: str) -> ProblemError:
     """The problem returned when a session's stored state cannot be read (it is left as it is)."""
     return ProblemError(
-        409,
-        "state_unreadable",
+        ProblemCode.STATE_UNREADABLE,
         f"session {session_id!r} of agent {agent!r} has a stored state this build cannot read: "
         f"{reason}. It is kept unchanged; nothing was run.",
         agent=agent,
@@ -91,15 +94,16 @@ def unreadable(agent: str, session_id: str, reason: str) -> ProblemError:
 
 
 def check_same_request(
-    run: StoredRun, asked: list[tuple[str, str]] | None, agent: str, session_id: str
+    run: StoredRun, asked: SameRequest | None, agent: str, session_id: str
 ) -> None:
-    """Raise 409 when the stored run with this correlation id answered a different request."""
-    if asked is not None and not same_request(run, asked):
+    """Raise 409 when the stored run with this correlation id answered a different request
+    (`asked` compares a stored run's `requestHash`, or its request entry, with the new request)."""
+    if asked is not None and not asked(run.request_hash, run.request):
         raise ProblemError(
-            409,
-            "idempotency_conflict",
-            f"run {run.correlation_id!r} already exists with a different request body; "
-            "use a new Idempotency-Key or correlation_id for a new request",
+            ProblemCode.IDEMPOTENCY_CONFLICT,
+            f"run {run.correlation_id!r} already exists with a different request "
+            "(messages, response_format or options); use a new Idempotency-Key or correlation_id "
+            "for a new request",
             agent=agent,
             session_id=session_id,
             correlation_id=run.correlation_id,
@@ -114,7 +118,7 @@ async def wait_for_run(
     session_id: str,
     correlation_id: str,
     timeout: float,
-    asked: list[tuple[str, str]] | None = None,
+    asked: SameRequest | None = None,
     state_checked: bool = False,
 ) -> StoredRun | None:
     """The finished run, or None when `timeout` seconds pass first.

@@ -7,7 +7,7 @@ from typing import Any
 import azure.functions as func
 from pydantic import ValidationError
 
-from ._errors import ProblemError
+from ._errors import ProblemCode, ProblemError
 from ._http import ApiSettings
 from ._models import WorkflowApprovalBody, WorkflowStartBody, WorkflowStatusBody
 from ._problems import json_response, validation_problem
@@ -39,11 +39,15 @@ class WorkflowApi:
         status = await client.get_status(instance_id)
         if not status or getattr(status, "instance_id", None) is None or _status_value(status) is None:
             raise ProblemError(
-                404, "workflow_not_found", f"there is no review workflow {instance_id!r}", field="instance_id"
+                ProblemCode.WORKFLOW_NOT_FOUND,
+                f"there is no review workflow {instance_id!r}",
+                field="instance_id",
             )
         if getattr(status, "name", WORKFLOW_NAME) not in (None, WORKFLOW_NAME):
             raise ProblemError(
-                404, "workflow_not_found", f"{instance_id!r} is not a review workflow", field="instance_id"
+                ProblemCode.WORKFLOW_NOT_FOUND,
+                f"{instance_id!r} is not a review workflow",
+                field="instance_id",
             )
         return status
 
@@ -61,7 +65,9 @@ class WorkflowApi:
 
     async def status(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """GET workflows/review/{instance_id}"""
-        instance_id = check_id(req.route_params.get("instance_id", ""), "instance_id", "invalid_instance_id")
+        instance_id = check_id(
+            req.route_params.get("instance_id", ""), "instance_id", ProblemCode.INVALID_INSTANCE_ID
+        )
         status = await self._status(client, instance_id)
         payload = WorkflowStatusBody(
             instance_id=instance_id,
@@ -76,7 +82,9 @@ class WorkflowApi:
 
     async def approve(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """POST workflows/review/{instance_id}/approval"""
-        instance_id = check_id(req.route_params.get("instance_id", ""), "instance_id", "invalid_instance_id")
+        instance_id = check_id(
+            req.route_params.get("instance_id", ""), "instance_id", ProblemCode.INVALID_INSTANCE_ID
+        )
         raw = parse_json_object(req, self.settings.max_body_bytes)
         try:
             body = WorkflowApprovalBody.model_validate(raw)
@@ -86,8 +94,7 @@ class WorkflowApi:
         runtime = _status_value(status)
         if runtime in _FINISHED:
             raise ProblemError(
-                409,
-                "workflow_finished",
+                ProblemCode.WORKFLOW_FINISHED,
                 f"review workflow {instance_id!r} is {runtime}; it no longer takes an approval",
                 field="instance_id",
             )

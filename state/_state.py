@@ -34,6 +34,10 @@ class RunRecord:
     request: AgentRequest | None
     response: AgentResponse
     request_hash: str | None
+    request_wire: Mapping[str, Any] | None = None
+    """The request entry as stored (camelCase wire dict, validated): read it, don't change it."""
+    response_wire: Mapping[str, Any] | None = None
+    """The response entry as stored (camelCase wire dict, validated): read it, don't change it."""
 
 
 class AgentState:
@@ -114,7 +118,12 @@ class AgentState:
         assert isinstance(response, AgentResponse)
         assert request is None or isinstance(request, AgentRequest)
         return RunRecord(
-            status=run["status"], request=request, response=response, request_hash=run.get("requestHash")
+            status=run["status"],
+            request=request,
+            response=response,
+            request_hash=run.get("requestHash"),
+            request_wire=self._history[request_index] if request_index is not None else None,
+            response_wire=self._history[run["responseIndex"]],
         )
 
     def replay_messages(self) -> Iterator[ChatMessage]:
@@ -157,8 +166,13 @@ class AgentState:
             raise TypeError(f"append_request takes an AgentRequest, not {type(entry).__name__}")
         self._append(entry)
 
-    def append_response(self, entry: AgentResponse) -> None:
-        """Add a response entry and record its run (failed when `failure` is set) in `runs`."""
+    def append_response(self, entry: AgentResponse, *, request_hash: str | None = None) -> None:
+        """Add a response entry and record its run (failed when `failure` is set) in `runs`.
+
+        `request_hash` is the identity of what the run asked, when the writer knows more of it
+        than the request entry holds (`request_hash(entry, options)`); by default the request
+        entry's own hash.
+        """
         if not isinstance(entry, AgentResponse):
             raise TypeError(f"append_response takes an AgentResponse, not {type(entry).__name__}")
         runs = self._index()
@@ -166,7 +180,10 @@ class AgentState:
         self._write_runs = True
         cid = entry.correlation_id
         if cid is not None:
-            runs[cid] = _run_for(self._history, len(self._history) - 1, raw)
+            run = _run_for(self._history, len(self._history) - 1, raw)
+            if request_hash is not None and run["requestIndex"] is not None:
+                run["requestHash"] = request_hash
+            runs[cid] = run
 
     def to_document(self) -> Doc:
         """The wire document `dump_state` writes (shares structure with the state: don't mutate)."""
@@ -255,13 +272,15 @@ def _run_for(history: list[Doc], response_index: int, response: Doc) -> Doc:
     return run
 
 
-def request_hash(raw_request: Doc) -> str:
-    """A stable hash of what a request asked (messages' roles and contents, response format).
+def request_hash(raw_request: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> str:
+    """A stable hash of what a request asked: messages' roles and contents, response format and
+    the run's `options` (sampling settings, which the request entry does not hold).
 
     Timestamps and correlation ids are left out, so a retried request with the same content
-    hashes the same.
+    hashes the same. Without options the hash is what it always was, so hashes stored by earlier
+    writers still compare.
     """
-    material = {
+    material: dict[str, Any] = {
         "messages": [
             {"role": m.get("role"), "contents": m.get("contents", [])}
             for m in raw_request.get("messages", ())
@@ -269,6 +288,8 @@ def request_hash(raw_request: Doc) -> str:
         "responseType": raw_request.get("responseType"),
         "responseSchema": raw_request.get("responseSchema"),
     }
+    if options:
+        material["options"] = dict(options)
     try:
         canonical = orjson.dumps(material, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # integers beyond 64 bits

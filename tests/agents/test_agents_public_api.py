@@ -10,6 +10,7 @@ EXPECTED = {
     "AgentsError",
     "ContextAdditions",
     "ContextProvider",
+    "FailureCode",
     "FunctionTool",
     "HistoryMode",
     "HistoryReducer",
@@ -20,11 +21,12 @@ EXPECTED = {
     "ModelSettings",
     "ProviderContext",
     "RetryPolicy",
-    "TurnError",
     "TurnRequest",
     "TurnResult",
     "close_model_clients",
+    "failure",
     "tool",
+    "turn_result",
 }
 
 

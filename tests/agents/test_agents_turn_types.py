@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agents import InputMessage, InvalidTurnRequest, TurnError, TurnRequest, TurnResult
+from agents import InputMessage, InvalidTurnRequest, TurnRequest, TurnResult, failure
 from state import AgentRequest, AgentResponse, AgentState, ChatMessage, ErrorContent, TextContent, TurnFailure
 
 
@@ -66,7 +66,7 @@ def test_result_round_trip() -> None:
         status="failed",
         messages=[{"role": "assistant", "contents": [{"$type": "error", "message": "x"}]}],
         usage={"inputTokenCount": 1},
-        error=TurnError("rate_limited", "slow down", True, 429),
+        error=failure("rate_limited", "slow down", retryable=True, status=429),
     )
     data = result.to_json()
     assert set(data) == {"correlationId", "status", "text", "messages", "usage", "structured", "error"}
@@ -112,7 +112,7 @@ def test_result_from_state_reads_recorded_runs_including_legacy_failures() -> No
     ok = TurnResult.from_state(state, "ok")
     assert ok is not None and ok.status == "succeeded" and ok.structured == {"a": 1} and ok.text == '{"a": 1}'
     new = TurnResult.from_state(state, "new")
-    assert new is not None and new.error == TurnError("timeout", "boom", True, None)
+    assert new is not None and new.error == failure("timeout", "boom", retryable=True)
     old = TurnResult.from_state(state, "old")
-    assert old is not None and old.error == TurnError("RuntimeError", "exploded")
+    assert old is not None and old.error == failure("RuntimeError", "exploded")
     assert TurnResult.from_state(state, "missing") is None

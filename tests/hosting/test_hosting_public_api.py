@@ -29,7 +29,6 @@ def test_all_is_pinned() -> None:
         "REVIEW_SCHEMA",
         "ReviewWorkflow",
         "RunConflict",
-        "RunOperation",
         "RunRequestBody",
         "RunResultBody",
         "WORKFLOW_NAME",
