@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-lowest install lint typecheck unit bench clean
+.PHONY: run test test-lowest install services lint typecheck unit bench clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -16,6 +16,10 @@ install: $(STAMP)
 
 run: install
 	$(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
+
+# The real servers the tests start (Redis, Azurite, Chromium): .ci/services.sh installs what is missing.
+services:
+	bash .ci/services.sh
 
 lint: install
 	$(PY) -m ruff check .
@@ -32,7 +36,7 @@ typecheck: install
 	done
 	$(PY) -m mypy --explicit-package-bases tests/conftest.py
 
-unit: install
+unit: install services
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test: lint typecheck unit
@@ -41,7 +45,7 @@ test: lint typecheck unit
 # that requirements*.txt allow (uv's lowest-direct resolution): those bounds must really work.
 # .ci/run runs it after `make test`.
 LOWEST := .venv-lowest
-test-lowest: install
+test-lowest: install services
 	rm -rf $(LOWEST)
 	$(PY) -m uv venv --quiet --python $(PYTHON) $(LOWEST)
 	$(PY) -m uv pip install --quiet --python $(LOWEST)/bin/python --resolution lowest-direct -r requirements-dev.txt

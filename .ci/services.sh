@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the real servers the test suite starts (its fixtures start each on a free port and stop it):
+#   redis-server and chromium from Debian's packages, Azurite from npm into .tools/.
+# Idempotent: whatever is already installed is left alone. `make run` needs none of these.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+AZURITE_VERSION=3.35.0   # the last Azurite line that runs on node 20
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if ((${#missing[@]})); then
+    echo "services: installing ${missing[*]} from Debian's packages"
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .tools/node_modules/.bin/azurite ]; then
+    echo "services: installing azurite@${AZURITE_VERSION} from npm into .tools/"
+    mkdir -p .tools
+    npm install --prefix .tools --no-audit --no-fund --loglevel=error "azurite@${AZURITE_VERSION}" >/dev/null
+fi
