@@ -60,7 +60,6 @@ class _Turn:
     usage: Usage | None = None
     contexts: list[tuple[ContextProvider, ProviderContext]] = field(default_factory=list)
     service_thread_id: str | None = None
-    structured: JSON = None
 
     # --- model access --------------------------------------------------------------------
 
@@ -166,7 +165,8 @@ class _Turn:
 
         if self.response_format is not None:
             try:
-                self.structured = self.response_format.parse_answer(answer_text(self.messages))
+                # Only a check: the result's `structured` is computed by `turn_result` from what is stored.
+                self.response_format.parse_answer(answer_text(self.messages))
             except StructuredOutputError as exc:
                 raise _TurnFailed(failure(FailureCode.INVALID_STRUCTURED_OUTPUT, str(exc))) from None
         for provider, ctx in self.contexts:
