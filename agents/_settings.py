@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
 
-from ._errors import AgentConfigurationError, ModelCallError
+from ._errors import AgentConfigurationError, FailureCode, ModelCallError
 
 HistoryMode = Literal["local", "service"]
 """``local``: the stored history is replayed each turn; ``service``: the model service keeps it."""
@@ -176,7 +176,7 @@ def check_requests_allowed(endpoint: Endpoint, environ: Mapping[str, str] | None
     env = os.environ if environ is None else environ
     if env.get(ALLOW_REQUESTS_ENV, "").strip() == "0" and not is_loopback_url(endpoint.url):
         raise ModelCallError(
-            "model_requests_disabled",
+            FailureCode.MODEL_REQUESTS_DISABLED,
             f"{ALLOW_REQUESTS_ENV}=0 allows only loopback model endpoints; refusing {endpoint.url}",
             retryable=False,
         )
