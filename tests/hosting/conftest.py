@@ -12,6 +12,7 @@ import pytest
 from hosting_support import ROOT, Api, make_agents
 
 from agents.testing import ModelServer
+from examples.review import review_workflow
 from hosting import ApiSettings, build_app
 
 
@@ -27,7 +28,12 @@ def hosted_app(model_server: ModelServer) -> df.DFApp:
     """The function app hosting the test agents (built once; the model server is reset per test)."""
     # The public origin func start announces (WEBSITE_HOSTNAME=localhost:7071): Location headers
     # point there, whatever Host header a request carries.
-    return build_app(make_agents(model_server), settings=ApiSettings(public_base_url="http://localhost:7071"))
+    # With the review workflow wired in as function_app.py does, so every route kind is served.
+    return build_app(
+        make_agents(model_server),
+        settings=ApiSettings(public_base_url="http://localhost:7071"),
+        extensions=[review_workflow()],
+    )
 
 
 @pytest.fixture
