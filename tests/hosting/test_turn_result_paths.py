@@ -4,14 +4,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import pathlib
 from collections.abc import AsyncIterator, Generator
 from typing import Any
 
 import azure.durable_functions as df
 import pytest
-from hosting_support import ROOT, Api
+from hosting_support import ROOT, Api, finished_orchestration
 
 from agents import Agent, InputMessage, ModelSettings, RetryPolicy, TurnRequest, tool
 from agents.testing import ModelServer, Reply
@@ -86,11 +85,7 @@ async def served(model: ModelServer, tmp_path: pathlib.Path) -> AsyncIterator[tu
 async def _orchestrate(host: Any, params: dict[str, Any]) -> dict[str, Any]:
     client = df.DurableOrchestrationClient(host.client_binding())
     instance = await client.start_new("paths_orchestrator", None, params)
-    for _ in range(400):
-        status = await client.get_status(instance)
-        if status.runtime_status and status.runtime_status.value in ("Completed", "Failed"):
-            break
-        await asyncio.sleep(0.05)
+    status = await finished_orchestration(client, instance)
     assert status.runtime_status.value == "Completed", status.output
     output: dict[str, Any] = status.output
     return output
