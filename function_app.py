@@ -8,7 +8,7 @@ import gc
 from agents.catalog import AGENTS
 from hosting import build_app
 
-app = build_app(AGENTS)
+app = build_app(AGENTS, mcp_tools=True)  # every agent is also an MCP tool (docs/mcp.md)
 
 # The Functions Python worker imports this module once per worker process and keeps all of it
 # (the app, the openai/pydantic/SDK types) for the process's life. Frozen, those objects are

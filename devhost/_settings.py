@@ -22,6 +22,7 @@ class HostSettings:
 
     route_prefix: str = DEFAULT_ROUTE_PREFIX
     task_hub: str = DEFAULT_TASK_HUB
+    mcp_instructions: str | None = None  # extensions.mcp.instructions, sent to MCP clients
 
     @classmethod
     def load(cls, project_dir: pathlib.Path) -> HostSettings:
@@ -45,7 +46,9 @@ class HostSettings:
         # hubName may be an app-setting expression like %MyTaskHub%.
         if hub.startswith("%") and hub.endswith("%") and len(hub) > 2:
             hub = os.environ.get(hub[1:-1], DEFAULT_TASK_HUB)
-        return cls(route_prefix=prefix.strip("/"), task_hub=hub)
+        instructions = _obj(extensions.get("mcp")).get("instructions")
+        return cls(route_prefix=prefix.strip("/"), task_hub=hub,
+                   mcp_instructions=instructions if isinstance(instructions, str) else None)
 
 
 def _obj(value: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from agents import Agent, AgentConfigurationError
 
 from ._entity import AgentEntity
 from ._http import Api, ApiSettings, guarded
+from .mcp import McpTools, register_mcp_tools
 from ._openapi import openapi_document
 from ._problems import json_response
 from ._routes import AGENT_ROUTES, WORKFLOW_ROUTES, RouteSpec
@@ -100,9 +101,13 @@ def build_app(
     *,
     settings: ApiSettings | None = None,
     review_workflow: ReviewWorkflow | bool | None = None,
+    mcp_tools: McpTools = None,
 ) -> df.DFApp:
     """The function app hosting `agents`: one entity `dafx-{name}` per agent keyed by session id,
     the HTTP API under `/api`, and (when a writer and a reviewer are hosted) the review workflow.
+
+    `mcp_tools` exposes agents as MCP tools (True: all, or agent names); the app setting
+    `DURABLE_AGENTS_MCP_TOOLS` overrides it (docs/mcp.md).
 
     Raises `AgentConfigurationError` for an agent that cannot be hosted (at startup, not on the
     first request).
@@ -147,4 +152,5 @@ def build_app(
         _register_http(app, spec, handlers[spec.function])
     for agent in agents:
         _register_entity(app, agent, settings)
+    register_mcp_tools(app, agents, mcp_tools)
     return app
