@@ -82,8 +82,8 @@ async def _serve(host: LocalHost, started: float) -> None:
         for item in names.values():
             log.info("  %s: %s", item.function_name, kind)
     if host.mcp_url is not None:
-        names = ", ".join(f.tool_name for f in host.model.mcp_tools)
-        log.info("MCP server (streamable HTTP): %s  tools: %s", host.mcp_url, names)
+        tools = ", ".join(f.tool_name for f in host.model.mcp_tools)
+        log.info("MCP server (streamable HTTP): %s  tools: %s", host.mcp_url, tools)
         log.info("MCP server (legacy SSE): %s/sse", host.mcp_url)
     for problem in host.model.unsupported:
         log.warning("  %s", problem)

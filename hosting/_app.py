@@ -14,12 +14,12 @@ from agents import Agent, AgentConfigurationError
 
 from ._entity import AgentEntity
 from ._http import Api, ApiSettings, guarded
-from .mcp import McpTools, register_mcp_tools
 from ._openapi import openapi_document
 from ._problems import json_response
 from ._routes import AGENT_ROUTES, WORKFLOW_ROUTES, RouteSpec
 from ._workflow import WORKFLOW_NAME, ReviewWorkflow, make_orchestrator
 from ._workflow_api import WorkflowApi
+from .mcp import McpTools, register_mcp_tools
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")

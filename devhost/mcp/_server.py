@@ -98,7 +98,9 @@ class McpEndpoint:
 
     # -- MCP handlers ----------------------------------------------------------------------
 
-    async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def _list_tools(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tools.tools())
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -175,7 +177,8 @@ class McpEndpoint:
                     announced = True  # the first event is the endpoint event
                     # The extension appends the caller's key to the message endpoint it announces.
                     code = quote(key, safe="").encode()
-                    message = {**message, "body": _SESSION_IN_ENDPOINT.sub(rb"\1&code=" + code, body, count=1)}
+                    body = _SESSION_IN_ENDPOINT.sub(rb"\1&code=" + code, body, count=1)
+                    message = {**message, "body": body}
                 await send(message)
 
             try:

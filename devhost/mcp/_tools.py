@@ -43,9 +43,9 @@ def _properties(function: McpToolFunction) -> list[dict[str, Any]]:
         parsed = json.loads(raw)
     except ValueError:
         return []
-    return [p for p in parsed if isinstance(p, dict) and str(p.get("propertyName") or "").strip()] if isinstance(
-        parsed, list
-    ) else []
+    if not isinstance(parsed, list):
+        return []
+    return [p for p in parsed if isinstance(p, dict) and str(p.get("propertyName") or "").strip()]
 
 
 def input_schema(function: McpToolFunction) -> dict[str, Any]:
@@ -83,7 +83,10 @@ def to_call_result(value: Any, use_result_schema: bool) -> types.CallToolResult:
         raise ValueError("the McpToolResult has no content")
     if kind == "call_tool_result":
         return types.CallToolResult.model_validate_json(content)
-    blocks = _BLOCKS.validate_json(content) if kind == "multi_content_result" else [_BLOCK.validate_json(content)]
+    if kind == "multi_content_result":
+        blocks = _BLOCKS.validate_json(content)
+    else:
+        blocks = [_BLOCK.validate_json(content)]
     if not blocks:
         raise ValueError("the McpToolResult produced no content")
     structured = document.get("structuredContent")
@@ -141,7 +144,7 @@ class ToolRegistry:
     ) -> types.CallToolResult:
         """Run the tool's function for one call and shape its answer."""
         function = self._function(params)
-        context = {
+        context: dict[str, Any] = {
             "name": params.name,
             "arguments": params.arguments or {},
             "sessionid": session_id,
@@ -159,7 +162,8 @@ class ToolRegistry:
                 value = await asyncio.get_running_loop().run_in_executor(self._executor, call)
             return to_call_result(value, function.use_result_schema)
         except (ValueError, ValidationError):
-            self._log.exception("MCP tool %s (function %s) returned an unusable result", params.name, function.name)
+            self._log.exception("MCP tool %s (function %s) returned an unusable result",
+                                params.name, function.name)
         except Exception:
             self._log.exception("MCP tool %s (function %s) failed", params.name, function.name)
         return types.CallToolResult(

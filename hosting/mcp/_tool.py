@@ -78,7 +78,9 @@ def _arguments(context: Any) -> dict[str, Any]:
         try:
             context = json.loads(context)
         except ValueError as error:
-            raise ProblemError(ProblemCode.INVALID_JSON, f"the tool call context is not JSON: {error}") from error
+            raise ProblemError(
+                ProblemCode.INVALID_JSON, f"the tool call context is not JSON: {error}"
+            ) from error
     if not isinstance(context, dict):
         raise ProblemError(ProblemCode.INVALID_TYPE, "the tool call context is not a JSON object")
     arguments = context.get("arguments") or {}

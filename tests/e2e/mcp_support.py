@@ -39,6 +39,11 @@ async def mcp_session(base_url: str, transport: Transport, key: str | None) -> A
             yield session
 
 
+def texts_of(result: Any) -> list[str]:
+    """The text blocks of a tool result."""
+    return [str(block.text) for block in result.content if getattr(block, "type", None) == "text"]
+
+
 def text_of(result: Any) -> str:
     """The first text block of a tool result."""
-    return str(result.content[0].text)
+    return texts_of(result)[0]

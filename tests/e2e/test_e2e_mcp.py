@@ -11,7 +11,7 @@ import httpx2
 import pytest
 from e2e_support import FUNCTION_KEY, Client, HostProcess
 from mcp.shared.exceptions import MCPError
-from mcp_support import MCP_PATH, TRANSPORTS, Transport, mcp_session, text_of
+from mcp_support import MCP_PATH, TRANSPORTS, Transport, mcp_session, text_of, texts_of
 from test_e2e_conversation import conversation
 
 from agents.testing import ModelServer, Reply
@@ -33,7 +33,9 @@ QUERY_SCHEMA = {
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_lists_every_agent_as_a_tool(e2e_host: HostProcess, model: ModelServer, transport: Transport) -> None:
+async def test_lists_every_agent_as_a_tool(
+    e2e_host: HostProcess, model: ModelServer, transport: Transport
+) -> None:
     async with mcp_session(e2e_host.url, transport, FUNCTION_KEY) as session:
         listed = await session.list_tools()
     tools = {t.name: t for t in listed.tools}
@@ -60,7 +62,7 @@ async def test_two_calls_in_one_session_share_the_conversation(
         assert isinstance(structured, dict) and structured["status"] == "succeeded"
         session_id = structured["session_id"]
         assert len(session_id) == 32
-        assert any(session_id in block.text for block in first.content[1:])  # the model sees it too
+        assert any(session_id in text for text in texts_of(first)[1:])  # the model sees it too
         second = await session.call_tool("assistant", {"query": "What is my name?", "session_id": session_id})
     assert not second.is_error, second
     assert text_of(second) == "Your name is Ada."
@@ -156,8 +158,8 @@ async def test_the_system_key_is_required_on_every_endpoint(
                 await session.list_tools()
         failures = _leaves(caught.value)
         assert any(
-            isinstance(f, httpx2.HTTPStatusError) and f.response.status_code == 401
-            or isinstance(f, MCPError) and "error response" in f.error.message
+            (isinstance(f, httpx2.HTTPStatusError) and f.response.status_code == 401)
+            or (isinstance(f, MCPError) and "error response" in f.error.message)
             for f in failures
         ), failures
 
@@ -169,7 +171,9 @@ def _leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
-async def test_the_key_in_the_query_string_is_accepted(e2e_host: HostProcess, http: aiohttp.ClientSession) -> None:
+async def test_the_key_in_the_query_string_is_accepted(
+    e2e_host: HostProcess, http: aiohttp.ClientSession
+) -> None:
     initialize = {
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
