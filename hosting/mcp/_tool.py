@@ -83,7 +83,9 @@ def _arguments(context: Any) -> dict[str, Any]:
             ) from error
     if not isinstance(context, dict):
         raise ProblemError(ProblemCode.INVALID_TYPE, "the tool call context is not a JSON object")
-    arguments = context.get("arguments") or {}
+    arguments = context.get("arguments")
+    if arguments is None:
+        return {}
     if not isinstance(arguments, dict):
         raise ProblemError(ProblemCode.INVALID_TYPE, "the tool call's arguments are not an object")
     return arguments
