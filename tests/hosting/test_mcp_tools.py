@@ -70,7 +70,7 @@ def test_agents_are_chosen_by_argument_or_app_setting(
     assert names(["Reviewer", "assistant"]) == ["assistant", "reviewer"]  # case-insensitive, app order
     with pytest.raises(AgentConfigurationError, match="mcp_tools names agents that are not hosted: nobody"):
         chosen_agents(agents, ["nobody"])
-    settings = (
+    settings: tuple[tuple[str, list[str]], ...] = (
         ("none", []), ("all", ["assistant", "writer", "reviewer"]), ("writer", ["writer"]),
         (" writer , reviewer ", ["writer", "reviewer"]), ("false", []),
     )
