@@ -207,8 +207,11 @@ class LocalHost:
             executor=self._executor,
             logger=self.log,
         )
-        return McpEndpoint(tools, key=lambda: self.function_key, host=self.host, logger=self.log,
-                           instructions=self.settings.mcp_instructions)
+        # The extension's system key (mcp_extension) is the host's one key here; host.json can
+        # make the endpoints anonymous as in Azure (extensions.mcp.system.webhookAuthorizationLevel).
+        anonymous = self.settings.mcp_anonymous
+        return McpEndpoint(tools, key=lambda: None if anonymous else self.function_key, host=self.host,
+                           logger=self.log, instructions=self.settings.mcp_instructions)
 
     @property
     def mcp_url(self) -> str | None:

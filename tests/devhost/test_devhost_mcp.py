@@ -151,3 +151,24 @@ def test_results_are_shaped_as_the_extension_shapes_them() -> None:
     for unusable in ("not json", json.dumps([1]), json.dumps({"type": "text"})):
         with pytest.raises(ValueError):
             to_call_result(unusable, True)
+
+
+async def test_host_json_can_make_the_endpoints_anonymous(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "host.json").write_text(json.dumps({
+        "version": "2.0",
+        "extensions": {"mcp": {"instructions": "Ask the echo tool.",
+                               "system": {"webhookAuthorizationLevel": "Anonymous"}}},
+    }))
+    server = LocalHost("mcp_app", tmp_path / "data", port=0, function_key=KEY, project_dir=tmp_path)
+    await server.start()
+    try:
+        async with (
+            streamable_http_client(f"{server.url}{MCP_PREFIX}") as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            initialized = await session.initialize()
+            assert initialized.instructions == "Ask the echo tool."
+            assert initialized.server_info.name == "Azure Functions MCP server"
+            assert texts(await session.call_tool("echo", {"text": "open"})) == ["echo: open"]
+    finally:
+        await server.stop()
