@@ -74,6 +74,13 @@ def _client_info(ctx: Any) -> dict[str, Any] | None:
     return info.model_dump(mode="json", exclude_none=True) if info is not None else None
 
 
+def _not_allowed(request: web.Request, allowed: str) -> web.Response:
+    response = problem(405, "method_not_allowed", f"{request.method} is not allowed here",
+                       allowed=[allowed])
+    response.headers["Allow"] = allowed
+    return response
+
+
 class McpEndpoint:
     """The MCP extension emulation: mount it on the host's aiohttp app, start it, stop it."""
 
@@ -155,11 +162,14 @@ class McpEndpoint:
                            "(x-functions-key header or code= query parameter)")
         path = request.path.rstrip("/")
         if path.lower() == MCP_PREFIX:
+            if request.method != "POST":
+                # As the extension: stateless streamable HTTP has no GET stream and no session to
+                # DELETE (the SDK would otherwise hold a GET open with nothing ever to send).
+                return _not_allowed(request, "POST")
             return await serve_asgi(self._manager.handle_request, request)
         if path.lower() == SSE_PATH:
             if request.method != "GET":
-                return problem(405, "method_not_allowed", f"{request.method} is not allowed here",
-                               allowed=["GET"])
+                return _not_allowed(request, "GET")
             given = request.query.get("code") or request.headers.get("x-functions-key")
             return await serve_asgi(self._sse_app(given), request)
         if path.lower() == MESSAGE_PATH:

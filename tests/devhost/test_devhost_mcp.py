@@ -104,6 +104,15 @@ async def test_requests_without_the_key_are_refused(mcp_host: LocalHost) -> None
                 assert response.status == 401
 
 
+async def test_streamable_http_takes_only_post(mcp_host: LocalHost) -> None:
+    headers = {"x-functions-key": KEY, "Accept": "text/event-stream"}
+    url = f"{mcp_host.url}{MCP_PREFIX}"
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+        for method in ("GET", "DELETE", "PUT"):
+            async with http.request(method, url, headers=headers) as answer:
+                assert answer.status == 405 and answer.headers["Allow"] == "POST"
+
+
 async def test_a_foreign_host_header_is_refused_on_loopback(mcp_host: LocalHost) -> None:
     # DNS rebinding: a web page reaching 127.0.0.1 through a name of its own is turned away.
     body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}

@@ -10,6 +10,8 @@ import aiohttp
 import httpx2
 import pytest
 from e2e_support import FUNCTION_KEY, Client, HostProcess
+from mcp import Client as McpClient
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_support import MCP_PATH, TRANSPORTS, Transport, mcp_session, text_of, texts_of
 from test_e2e_conversation import conversation
@@ -185,3 +187,16 @@ async def test_the_key_in_the_query_string_is_accepted(
     ) as response:
         assert response.status == 200
         assert "Azure Functions MCP server" in await response.text()
+
+
+async def test_the_high_level_client_works_too(e2e_host: HostProcess, model: ModelServer) -> None:
+    # `mcp.Client` probes the newest protocol era first (server/discover) and falls back to the
+    # initialize handshake: either way it reaches the agents.
+    model.script(Reply.text("Hi from the modern client."))
+    async with (
+        httpx2.AsyncClient(headers={"x-functions-key": FUNCTION_KEY}, timeout=60) as http,
+        McpClient(streamable_http_client(e2e_host.url + MCP_PATH, http_client=http)) as client,
+    ):
+        assert "assistant" in [t.name for t in (await client.list_tools()).tools]
+        result = await client.call_tool("assistant", {"query": "Hello"})
+    assert not result.is_error and text_of(result) == "Hi from the modern client."
