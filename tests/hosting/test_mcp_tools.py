@@ -4,8 +4,6 @@ against the local host's durable backend (entities through the JSON batch protoc
 from __future__ import annotations
 
 import json
-import pathlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import azure.durable_functions as df
@@ -18,7 +16,6 @@ from agents.testing import ModelServer, Reply
 from hosting import ApiSettings, ProblemError, build_app
 from hosting.mcp import MCP_TOOLS_ENV, TRIGGER_TYPE, chosen_agents, parse_call
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 OFFLINE_BINDING = json.dumps(
     {"taskHubName": "none", "creationUrls": {}, "managementUrls": {},
      "rpcBaseUrl": "http://127.0.0.1:9/runtime/webhooks/durabletask/"}
@@ -37,15 +34,9 @@ def mcp_app(model_server: ModelServer) -> df.DFApp:
 
 
 @pytest.fixture
-async def mcp_host(mcp_app: df.DFApp, model: ModelServer, tmp_path: pathlib.Path) -> AsyncIterator[Any]:
-    from devhost import LocalHost
-
-    local = LocalHost(mcp_app, tmp_path / "devhost", project_dir=ROOT)
-    await local.start()
-    try:
-        yield local
-    finally:
-        await local.stop()
+def app(mcp_app: df.DFApp, model: ModelServer) -> df.DFApp:
+    """conftest's `host` serves this module's app: the test agents with their MCP tools."""
+    return mcp_app
 
 
 async def call(app: df.DFApp, agent: str, arguments: Any, binding: str) -> dict[str, Any]:
@@ -121,33 +112,33 @@ def test_arguments_are_validated_before_anything_runs() -> None:
 
 
 async def test_a_call_is_an_ordinary_run_of_the_session(
-    mcp_app: df.DFApp, mcp_host: Any, model: ModelServer
+    mcp_app: df.DFApp, host: Any, model: ModelServer
 ) -> None:
     model.script(Reply.text("First."), Reply.text("Second."))
-    binding = mcp_host.client_binding()
+    binding = host.client_binding()
     first = await call(mcp_app, "assistant", {"query": "one"}, binding)
     assert first["isError"] is False
     assert first["content"][0]["text"] == "First."
     session_id = first["structuredContent"]["session_id"]
     second = await call(mcp_app, "assistant", {"query": "two", "session_id": session_id}, binding)
     assert second["structuredContent"]["text"] == "Second."
-    stored = json.loads(await stored_state(mcp_host, "assistant", session_id))
+    stored = json.loads(await stored_state(host, "assistant", session_id))
     runs = stored["data"]["runs"]
     ids = {first["structuredContent"]["correlation_id"], second["structuredContent"]["correlation_id"]}
     assert set(runs) == ids
     assert len(stored["data"]["conversationHistory"]) == 4
 
 
-async def test_failures_are_error_results(mcp_app: df.DFApp, mcp_host: Any, model: ModelServer) -> None:
+async def test_failures_are_error_results(mcp_app: df.DFApp, host: Any, model: ModelServer) -> None:
     model.script(Reply.error(429, "slow down"))
-    failed = await call(mcp_app, "assistant", {"query": "hi"}, mcp_host.client_binding())
+    failed = await call(mcp_app, "assistant", {"query": "hi"}, host.client_binding())
     assert failed["isError"] is True and failed["structuredContent"]["status"] == "failed"
     assert "slow down" in failed["content"][0]["text"]
-    await plant_state(mcp_host, "assistant", "future", BROKEN)
+    await plant_state(host, "assistant", "future", BROKEN)
     arguments = {"query": "hi", "session_id": "future"}
-    unreadable = await call(mcp_app, "assistant", arguments, mcp_host.client_binding())
+    unreadable = await call(mcp_app, "assistant", arguments, host.client_binding())
     assert unreadable["isError"] and unreadable["structuredContent"]["code"] == "state_unreadable"
-    assert await stored_state(mcp_host, "assistant", "future") == BROKEN
+    assert await stored_state(host, "assistant", "future") == BROKEN
     assert len(model.requests) == 1
 
 
