@@ -9,9 +9,9 @@ from typing import Any
 import azure.durable_functions as df
 import pytest
 from hosting_support import functions, make_agents, stored_state
-from test_http_run import BROKEN, plant_state
+from test_http_run import BROKEN, drained, plant_state
 
-from agents import AgentConfigurationError
+from agents import AgentConfigurationError, InputMessage, TurnRequest
 from agents.testing import ModelServer, Reply
 from hosting import ApiSettings, ProblemError, build_app
 from hosting.mcp import MCP_TOOLS_ENV, TRIGGER_TYPE, chosen_agents, parse_call
@@ -127,6 +127,17 @@ async def test_a_call_is_an_ordinary_run_of_the_session(
     ids = {first["structuredContent"]["correlation_id"], second["structuredContent"]["correlation_id"]}
     assert set(runs) == ids
     assert len(stored["data"]["conversationHistory"]) == 4
+    # The first turn's operation delivered again (as Durable may redeliver a signal): answered from
+    # the history, nothing runs twice.
+    again = TurnRequest(
+        correlation_id=first["structuredContent"]["correlation_id"], messages=[InputMessage("user", "one")]
+    )
+    client = df.DurableOrchestrationClient(binding)
+    await client.signal_entity(df.EntityId("dafx-assistant", session_id), "run", again.to_json())
+    await drained(host, "assistant", session_id)
+    after = json.loads(await stored_state(host, "assistant", session_id))
+    assert after == stored  # byte for byte the same document: the redelivery changed nothing
+    assert len(model.requests) == 2
 
 
 async def test_failures_are_error_results(mcp_app: df.DFApp, host: Any, model: ModelServer) -> None:
