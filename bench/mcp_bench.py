@@ -29,15 +29,16 @@ from collections.abc import Awaitable, Callable
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # host_bench's Host starts the host
 os.environ.setdefault("DURABLE_AGENTS_ALLOW_MODEL_REQUESTS", "0")
 
 import aiohttp  # noqa: E402
+from host_bench import Host  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.sse import sse_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from agents.testing import ModelServer  # noqa: E402
-from bench.host_bench import Host  # noqa: E402
 
 MCP_PATH = "/runtime/webhooks/mcp"
 
@@ -45,7 +46,8 @@ MCP_PATH = "/runtime/webhooks/mcp"
 def _row(name: str, seconds: list[float]) -> str:
     ms = sorted(s * 1000 for s in seconds)
     p95 = ms[min(len(ms) - 1, int(len(ms) * 0.95))]
-    return f"{name:<28} median {statistics.median(ms):6.1f} ms   p95 {p95:6.1f} ms   {len(ms) / sum(seconds):6.1f} turns/s"
+    rate = len(ms) / sum(seconds)
+    return f"{name:<28} median {statistics.median(ms):6.1f} ms   p95 {p95:6.1f} ms   {rate:6.1f} turns/s"
 
 
 async def _timed(turns: int, call: Callable[[int], Awaitable[None]]) -> list[float]:
