@@ -14,7 +14,7 @@ from test_http_run import BROKEN, drained, plant_state
 from agents import AgentConfigurationError, InputMessage, TurnRequest
 from agents.testing import ModelServer, Reply
 from hosting import ApiSettings, ProblemError, build_app
-from hosting.mcp import MCP_TOOLS_ENV, TRIGGER_TYPE, chosen_agents, parse_call
+from hosting.mcp import MCP_TOOLS_ENV, TRIGGER_TYPE, AgentTool, chosen_agents, parse_call, tool_spec
 
 OFFLINE_BINDING = json.dumps(
     {"taskHubName": "none", "creationUrls": {}, "managementUrls": {},
@@ -157,3 +157,21 @@ async def test_an_unreachable_backend_is_an_error_result(mcp_app: df.DFApp, mode
     result = await call(mcp_app, "writer", {"query": "hi"}, OFFLINE_BINDING)
     assert result["isError"] and result["structuredContent"]["code"] == "storage_unavailable"
     assert model.requests == []
+
+
+async def test_a_turn_longer_than_the_wait_answers_pending(
+    host: Any, model: ModelServer, model_server: ModelServer
+) -> None:
+    model.script(Reply.delay(1.5, Reply.text("Late answer.")))
+    agent = make_agents(model_server)[0]
+    tool = AgentTool(agent, tool_spec(agent), wait_seconds=0.2)
+    client = df.DurableOrchestrationClient(host.client_binding())
+    answer = json.loads(await tool(json.dumps({"arguments": {"query": "slow"}}), client))
+    result = json.loads(answer["content"])
+    structured = result["structuredContent"]
+    assert result["isError"] and structured["status"] == "pending"
+    assert structured["session_id"] in result["content"][0]["text"]
+    # The turn goes on and is stored under the ids the answer gave.
+    await drained(host, "assistant", structured["session_id"])
+    stored = json.loads(await stored_state(host, "assistant", structured["session_id"]))
+    assert stored["data"]["runs"][structured["correlation_id"]]["status"] == "succeeded"
