@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from agents import Agent, AgentConfigurationError
 
+from .._errors import HostingConfigurationError
+
 MCP_TOOLS_ENV = "DURABLE_AGENTS_MCP_TOOLS"
 """App setting choosing the agents exposed as MCP tools: `all`, `none`, or agent names
 separated by commas. When set it overrides `build_app(..., mcp_tools=...)`."""
@@ -118,10 +120,17 @@ def tool_spec(agent: Agent) -> ToolSpec:
 
 
 def wait_seconds_from_env() -> float:
-    """`DURABLE_AGENTS_MCP_WAIT_SECONDS`, or the default for a missing or unusable value."""
+    """`DURABLE_AGENTS_MCP_WAIT_SECONDS` when set, else the default (230 s).
+
+    Raises `HostingConfigurationError` (at startup) for a value that is not a positive number.
+    """
     raw = os.environ.get(MCP_WAIT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_WAIT_SECONDS
     try:
         value = float(raw)
     except ValueError:
-        return DEFAULT_WAIT_SECONDS
-    return value if 0 < value < float("inf") else DEFAULT_WAIT_SECONDS
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise HostingConfigurationError(f"{MCP_WAIT_ENV} must be a positive number of seconds, not {raw!r}")
+    return value

@@ -14,7 +14,16 @@ from test_http_run import BROKEN, drained, plant_state
 from agents import AgentConfigurationError, InputMessage, TurnRequest
 from agents.testing import ModelServer, Reply
 from hosting import ApiSettings, ProblemError, build_app
-from hosting.mcp import MCP_TOOLS_ENV, TRIGGER_TYPE, AgentTool, chosen_agents, parse_call, tool_spec
+from hosting._errors import HostingConfigurationError
+from hosting.mcp import (
+    MCP_TOOLS_ENV,
+    MCP_WAIT_ENV,
+    TRIGGER_TYPE,
+    AgentTool,
+    chosen_agents,
+    parse_call,
+    tool_spec,
+)
 
 OFFLINE_BINDING = json.dumps(
     {"taskHubName": "none", "creationUrls": {}, "managementUrls": {},
@@ -25,6 +34,7 @@ OFFLINE_BINDING = json.dumps(
 @pytest.fixture(autouse=True)
 def no_app_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(MCP_TOOLS_ENV, raising=False)
+    monkeypatch.delenv(MCP_WAIT_ENV, raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +81,18 @@ def test_agents_are_chosen_by_argument_or_app_setting(
     monkeypatch.setenv(MCP_TOOLS_ENV, "assistant,ghost")
     with pytest.raises(AgentConfigurationError, match=MCP_TOOLS_ENV):
         build_app(agents)
+
+
+def test_the_wait_setting_is_checked_at_startup(
+    model_server: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agents = make_agents(model_server)
+    for bad in ("soon", "0", "-5", "inf", "nan"):
+        monkeypatch.setenv(MCP_WAIT_ENV, bad)
+        with pytest.raises(HostingConfigurationError, match=MCP_WAIT_ENV):
+            build_app(agents, mcp_tools=True)
+    monkeypatch.setenv(MCP_WAIT_ENV, "12.5")
+    assert "mcptool_writer" in functions(build_app(agents, mcp_tools=["writer"]))
 
 
 def test_each_chosen_agent_gets_a_tool_trigger(mcp_app: df.DFApp, model_server: ModelServer) -> None:
