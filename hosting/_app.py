@@ -18,6 +18,7 @@ from ._http import Api, ApiSettings, guarded
 from ._openapi import openapi_document
 from ._problems import json_response
 from ._routes import AGENT_ROUTES, RouteSpec
+from .mcp import McpTools, register_mcp_tools
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
@@ -107,10 +108,14 @@ def build_app(
     *,
     settings: ApiSettings | None = None,
     extensions: Sequence[Extension] = (),
+    mcp_tools: McpTools = None,
 ) -> df.DFApp:
     """The function app hosting `agents`: one entity `dafx-{name}` per agent keyed by session id,
     the HTTP API under `/api`, and the functions of each of `extensions` (nothing else: an example
     such as the review workflow is registered only when passed here).
+
+    `mcp_tools` exposes agents as MCP tools (True: all, or agent names); the app setting
+    `DURABLE_AGENTS_MCP_TOOLS` overrides it (docs/mcp.md).
 
     Raises `AgentConfigurationError` for an agent that cannot be hosted or an extension whose
     agents are missing or whose function names clash (at startup, not on the first request).
@@ -149,4 +154,5 @@ def build_app(
         _register_http(app, spec, handler)
     for agent in agents:
         _register_entity(app, agent, settings)
+    register_mcp_tools(app, agents, mcp_tools)
     return app
