@@ -17,6 +17,7 @@ from ._errors import (
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
 from ._settings import HistoryMode, ModelSettings, RetryPolicy
+from ._telemetry import context_from, current_trace_context, mark_failed
 from ._tools import FunctionTool, tool
 from ._turns import InputMessage, TurnRequest, TurnResult, turn_result
 
@@ -40,7 +41,10 @@ __all__ = [
     "TurnRequest",
     "TurnResult",
     "close_model_clients",
+    "context_from",
+    "current_trace_context",
     "failure",
+    "mark_failed",
     "tool",
     "turn_result",
 ]

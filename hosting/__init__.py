@@ -9,6 +9,7 @@ from ._models import Problem, RunRequestBody, RunResultBody
 from ._openapi import openapi_document
 from ._orchestration import AgentHandle, get_agent
 from ._requests import MAX_BODY_BYTES
+from ._telemetry import configure_telemetry, with_trace_context
 from ._workflow import APPROVAL_EVENT, REVIEW_SCHEMA, WORKFLOW_NAME, ReviewWorkflow
 
 __all__ = [
@@ -31,7 +32,9 @@ __all__ = [
     "RunRequestBody",
     "RunResultBody",
     "build_app",
+    "configure_telemetry",
     "entity_name",
     "get_agent",
     "openapi_document",
+    "with_trace_context",
 ]

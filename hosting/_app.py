@@ -17,6 +17,7 @@ from ._http import Api, ApiSettings, guarded
 from ._openapi import openapi_document
 from ._problems import json_response
 from ._routes import AGENT_ROUTES, WORKFLOW_ROUTES, RouteSpec
+from ._telemetry import configure_telemetry, traced_http
 from ._workflow import WORKFLOW_NAME, ReviewWorkflow, make_orchestrator
 from ._workflow_api import WorkflowApi
 
@@ -60,23 +61,30 @@ def _workflow_for(
     return workflow
 
 
-def _register_http(app: df.DFApp, spec: RouteSpec, handler: Handler) -> None:
+def _register_http(app: df.DFApp, spec: RouteSpec, handler: Handler, route_prefix: str) -> None:
     auth = func.AuthLevel.ANONYMOUS if spec.anonymous else func.AuthLevel.FUNCTION
-    wrapped = guarded(handler)
+    route = f"/{route_prefix}/{spec.route}" if route_prefix else f"/{spec.route}"
+    wrapped = traced_http(route, guarded(handler))
     function: Any
+    # `context` (the invocation's, with the host's W3C trace context) is passed by the worker to
+    # functions that declare it; None when a caller has none to give.
     if spec.needs_client:
 
         async def with_client(
-            req: func.HttpRequest, client: df.DurableOrchestrationClient
+            req: func.HttpRequest,
+            client: df.DurableOrchestrationClient,
+            context: func.Context | None = None,
         ) -> func.HttpResponse:
-            return await wrapped(req, client)
+            return await wrapped(req, client, context)
 
         with_client.__name__ = spec.function
         function = app.durable_client_input(client_name="client")(with_client)
     else:
 
-        async def without_client(req: func.HttpRequest) -> func.HttpResponse:
-            return await wrapped(req, None)
+        async def without_client(
+            req: func.HttpRequest, context: func.Context | None = None
+        ) -> func.HttpResponse:
+            return await wrapped(req, None, context)
 
         without_client.__name__ = spec.function
         function = without_client
@@ -109,6 +117,7 @@ def build_app(
     """
     agents = list(agents)
     _check_agents(agents)
+    configure_telemetry()
     settings = settings or ApiSettings()
     workflow = _workflow_for(agents, review_workflow)
     app = df.DFApp(http_auth_level=func.AuthLevel.FUNCTION)
@@ -144,7 +153,7 @@ def build_app(
         )
         app.function_name(WORKFLOW_NAME)(decorated)
     for spec in specs:
-        _register_http(app, spec, handlers[spec.function])
+        _register_http(app, spec, handlers[spec.function], settings.route_prefix)
     for agent in agents:
         _register_entity(app, agent, settings)
     return app

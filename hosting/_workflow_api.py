@@ -12,6 +12,7 @@ from ._http import ApiSettings
 from ._models import WorkflowApprovalBody, WorkflowStartBody, WorkflowStatusBody
 from ._problems import json_response, validation_problem
 from ._requests import check_id, parse_json_object
+from ._telemetry import with_trace_context
 from ._workflow import APPROVAL_EVENT, WORKFLOW_NAME
 
 _FINISHED = {"Completed", "Failed", "Terminated", "Canceled"}
@@ -58,7 +59,8 @@ class WorkflowApi:
             body = WorkflowStartBody.model_validate(raw)
         except ValidationError as error:
             raise validation_problem(error) from error
-        instance_id = await client.start_new(WORKFLOW_NAME, None, body.model_dump(mode="json"))
+        orchestration_input = with_trace_context(body.model_dump(mode="json"))
+        instance_id = await client.start_new(WORKFLOW_NAME, None, orchestration_input)
         location = self._location(req, instance_id)
         payload = WorkflowStatusBody(instance_id=instance_id, runtime_status="Pending", location=location)
         return json_response(payload, 202, {"Location": location, "Retry-After": "1"})

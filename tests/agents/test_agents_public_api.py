@@ -24,7 +24,10 @@ EXPECTED = {
     "TurnRequest",
     "TurnResult",
     "close_model_clients",
+    "context_from",
+    "current_trace_context",
     "failure",
+    "mark_failed",
     "tool",
     "turn_result",
 }

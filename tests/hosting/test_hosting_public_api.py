@@ -33,9 +33,11 @@ def test_all_is_pinned() -> None:
         "RunResultBody",
         "WORKFLOW_NAME",
         "build_app",
+    "configure_telemetry",
         "entity_name",
         "get_agent",
         "openapi_document",
+    "with_trace_context",
     ]
     for name in hosting.__all__:
         assert getattr(hosting, name) is not None
