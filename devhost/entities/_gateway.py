@@ -69,9 +69,8 @@ def _input_ids(input_text: str | None) -> tuple[str | None, str | None]:
         return None, None
     if not isinstance(value, dict):
         return None, None
-    correlation = next(
-        (str(value[key]) for key in ("correlationId", "correlation_id") if isinstance(value.get(key), str)), None
-    )
+    keys = ("correlationId", "correlation_id")
+    correlation = next((str(value[key]) for key in keys if isinstance(value.get(key), str)), None)
     carried = value.get("traceContext")
     parent = carried.get("traceparent") if isinstance(carried, dict) else None
     trace_id = parent.split("-")[1] if isinstance(parent, str) and parent.count("-") == 3 else None

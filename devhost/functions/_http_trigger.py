@@ -53,7 +53,7 @@ class InvocationContext(func.Context):
         return self._function_directory
 
     @property
-    def trace_context(self) -> InvocationTraceContext | None:
+    def trace_context(self) -> Any:  # InvocationTraceContext (None only when built without one)
         return self._trace_context
 
     @property
@@ -141,7 +141,8 @@ class HttpDispatcher:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         started = time.monotonic()
-        trace = invocation_trace_context(request.headers.get("traceparent"), request.headers.get("tracestate"))
+        headers = request.headers
+        trace = invocation_trace_context(headers.get("traceparent"), headers.get("tracestate"))
         response = await self._handle(request, trace)
         self._log.info(
             "%s %s -> %d (%.0fms) trace=%s", request.method, request.path_qs, response.status,
