@@ -31,7 +31,12 @@ _TELEMETRY_VARS = ("APPLICATIONINSIGHTS_CONNECTION_STRING", "OTEL_EXPORTER_OTLP_
 def _probe(**env: str) -> dict[str, object]:
     clean = {k: v for k, v in os.environ.items() if k not in _TELEMETRY_VARS}
     done = subprocess.run(
-        [sys.executable, "-c", PROBE], env={**clean, **env}, cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", PROBE],
+        env={**clean, **env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -39,7 +44,8 @@ def _probe(**env: str) -> dict[str, object]:
 
 
 def test_without_settings_no_sdk_is_loaded() -> None:
-    assert _probe() == {"how": "none", "sdk": False, "azure_monitor": False, "provider": "ProxyTracerProvider"}
+    expected = {"how": "none", "sdk": False, "azure_monitor": False, "provider": "ProxyTracerProvider"}
+    assert _probe() == expected
 
 
 def test_otlp_endpoint_configures_the_sdk_without_azure_monitor() -> None:
