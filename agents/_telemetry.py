@@ -85,7 +85,9 @@ def context_from(trace_context: Any) -> Context | None:
     cleaned = clean_trace_context(trace_context)
     if cleaned is None:
         return None
-    return _w3c.extract(cleaned)
+    found = _w3c.extract(cleaned)
+    # An unparsable traceparent extracts to an empty context, which would make a root span.
+    return found if trace.get_current_span(found).get_span_context().is_valid else None
 
 
 def _parent(trace_context: Mapping[str, str] | None) -> Context | None:

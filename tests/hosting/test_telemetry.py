@@ -192,3 +192,21 @@ async def test_log_records_carry_the_trace_and_span_ids(
     signalled: Any = next(r for r in http_records if "signalled" in r.getMessage())
     http = _one(finished, "POST /api/agents/{agent}/run")
     assert signalled.otelSpanID == format(http.context.span_id, "016x")
+
+
+async def test_an_orchestrations_turns_join_the_trace_of_the_request_that_started_it(
+    api: Api, model: ModelServer, spans: InMemorySpanExporter
+) -> None:
+    from test_workflow import START, awaiting, script_review, wait_until
+
+    script_review(model, [{"approved": True, "feedback": "Good."}])
+    started = await api.post(START, json_body={"topic": "otters"})
+    assert started.status == 202, started.body
+    await wait_until(api, started.json()["instance_id"], awaiting)
+    finished = list(spans.get_finished_spans())
+    start = _one(finished, "POST /api/workflows/review")
+    turns = [_one(finished, "dafx-writer run"), _one(finished, "dafx-reviewer run")]
+    assert {_parent_of(s) for s in turns} == {start.context.span_id}
+    assert {s.context.trace_id for s in turns} == {start.context.trace_id}
+    agents = [s for s in finished if s.name.startswith("invoke_agent ")]
+    assert sorted(_parent_of(s) or 0 for s in agents) == sorted(s.context.span_id for s in turns)
