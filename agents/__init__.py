@@ -17,7 +17,7 @@ from ._errors import (
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
 from ._settings import HistoryMode, ModelSettings, RetryPolicy
-from ._telemetry import context_from, current_trace_context, mark_failed
+from ._telemetry import context_from, current_trace_context, mark_failed, tracing_enabled
 from ._tools import FunctionTool, tool
 from ._turns import InputMessage, TurnRequest, TurnResult, turn_result
 
@@ -46,5 +46,6 @@ __all__ = [
     "failure",
     "mark_failed",
     "tool",
+    "tracing_enabled",
     "turn_result",
 ]

@@ -1,9 +1,9 @@
 """OpenTelemetry spans of a turn, after the semantic conventions for generative AI.
 
-Only `opentelemetry-api` is used here. Without an SDK configured every tracer is the API's no-op
-one: spans are non-recording, no attribute is computed (everything below checks
-``span.is_recording()`` first) and the cost per turn is a few microseconds. Exporters and the SDK
-are the host's business (`hosting.configure_telemetry`).
+Only `opentelemetry-api` is used here. Until a tracer provider is set (an SDK, by
+`hosting.configure_telemetry` or the Functions worker) no span is started at all: every wrapper
+below first checks `tracing_enabled()` (an isinstance check) and just awaits the work. With a
+provider, attributes are computed only for recording spans.
 
 Spans: ``invoke_agent {agent}`` around a turn, ``chat {model}`` (or ``responses``'s ``chat``) per
 model call, ``execute_tool {tool}`` per tool call. Message content (prompts, answers, tool
@@ -47,6 +47,12 @@ MAX_TRACE_FIELD = 512  # W3C: tracestate is at most 512 characters; traceparent 
 _tracer = trace.get_tracer("agents")  # a proxy: follows whatever provider is set later
 _w3c = TraceContextTextMapPropagator()
 _PROVIDERS = {"openai": "openai", "azure": "azure.ai.openai"}
+
+
+def tracing_enabled() -> bool:
+    """Whether a tracer provider is set; until one is, spans are skipped entirely (not even the
+    API's no-op spans are made), so telemetry costs nothing when nothing is configured."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def capture_content() -> bool:
@@ -108,6 +114,8 @@ def mark_failed(span: Span, error_type: str, description: str | None = None) -> 
 
 async def invoke_agent(agent: Agent, request: TurnRequest, turn: Awaitable[TurnResult]) -> TurnResult:
     """Await ``turn`` (one run of ``agent``) inside its ``invoke_agent`` span."""
+    if not tracing_enabled():
+        return await turn
     with _tracer.start_as_current_span(
         f"invoke_agent {agent.name}",
         context=_parent(request.trace_context),
@@ -142,6 +150,8 @@ async def invoke_agent(agent: Agent, request: TurnRequest, turn: Awaitable[TurnR
 
 async def model_call(endpoint: Endpoint, path: str, body: Mapping[str, Any], call: Awaitable[T]) -> T:
     """Await ``call`` (one model request, retries included) inside its ``chat {model}`` span."""
+    if not tracing_enabled():
+        return await call
     model = str(body.get("model") or endpoint.model)
     with _tracer.start_as_current_span(
         f"chat {model}", kind=SpanKind.CLIENT, record_exception=False, set_status_on_exception=False
@@ -234,6 +244,8 @@ async def execute_tool(
     call: FunctionCallContent, tool: FunctionTool | None, run: Awaitable[FunctionResultContent]
 ) -> FunctionResultContent:
     """Await ``run`` (one tool call; it never raises, failures are error results) in its span."""
+    if not tracing_enabled():
+        return await run
     with _tracer.start_as_current_span(f"execute_tool {call.name}", kind=SpanKind.INTERNAL) as span:
         if span.is_recording():
             span.set_attributes(

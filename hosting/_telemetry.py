@@ -21,7 +21,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, StatusCode
 
-from agents import context_from, current_trace_context, mark_failed
+from agents import context_from, current_trace_context, mark_failed, tracing_enabled
 
 log = logging.getLogger("hosting.telemetry")
 
@@ -184,6 +184,8 @@ def traced_http(route: str, handler: Handler) -> ContextHandler:
     the span's `error.type`, and a 5xx sets its status to ERROR."""
 
     async def run(req: func.HttpRequest, client: Any, invocation: Any = None) -> func.HttpResponse:
+        if not tracing_enabled():
+            return await handler(req, client)
         with _tracer.start_as_current_span(
             f"{req.method} {route}", context=_incoming(req, invocation), kind=SpanKind.SERVER
         ) as span:
@@ -227,6 +229,8 @@ def traced_entity_run(
 ) -> dict[str, Any]:
     """``run()`` (the `run` operation of `entity@key`) inside its CONSUMER span, whose parent is the
     trace context the turn request carries; a failed turn sets ERROR with the failure's code."""
+    if not tracing_enabled():
+        return run()
     carried = operation_input.get(TRACE_CONTEXT_FIELD) if isinstance(operation_input, Mapping) else None
     with _tracer.start_as_current_span(
         f"{entity} run", context=context_from(carried), kind=SpanKind.CONSUMER

@@ -29,6 +29,7 @@ EXPECTED = {
     "failure",
     "mark_failed",
     "tool",
+    "tracing_enabled",
     "turn_result",
 }
 

@@ -23,6 +23,19 @@ from hosting import build_app
 EXPORTER = InMemorySpanExporter()
 
 
+class _WhileTesting(SimpleSpanProcessor):
+    """Keeps spans only while a test of this module runs (the provider outlives the module)."""
+
+    active = False
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.active:
+            super().on_end(span)
+
+
+PROCESSOR = _WhileTesting(EXPORTER)
+
+
 @tool
 def get_weather(city: str) -> str:
     """The weather in a city."""
@@ -36,13 +49,15 @@ def provider() -> None:
     if not isinstance(current, TracerProvider):
         current = TracerProvider()
         trace.set_tracer_provider(current)
-    current.add_span_processor(SimpleSpanProcessor(EXPORTER))
+    current.add_span_processor(PROCESSOR)
 
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
     EXPORTER.clear()
+    PROCESSOR.active = True
     yield EXPORTER
+    PROCESSOR.active = False
     EXPORTER.clear()
 
 
