@@ -67,13 +67,14 @@ def _register_http(app: df.DFApp, spec: RouteSpec, handler: Handler, route_prefi
     wrapped = traced_http(route, guarded(handler))
     function: Any
     # `context` (the invocation's, with the host's W3C trace context) is passed by the worker to
-    # functions that declare it; None when a caller has none to give.
+    # functions that declare it. The worker refuses to load a function whose `context` annotation
+    # is anything but azure.functions.Context (not even Optional), hence no default here.
     if spec.needs_client:
 
         async def with_client(
             req: func.HttpRequest,
             client: df.DurableOrchestrationClient,
-            context: func.Context | None = None,
+            context: func.Context,
         ) -> func.HttpResponse:
             return await wrapped(req, client, context)
 
@@ -81,9 +82,7 @@ def _register_http(app: df.DFApp, spec: RouteSpec, handler: Handler, route_prefi
         function = app.durable_client_input(client_name="client")(with_client)
     else:
 
-        async def without_client(
-            req: func.HttpRequest, context: func.Context | None = None
-        ) -> func.HttpResponse:
+        async def without_client(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
             return await wrapped(req, None, context)
 
         without_client.__name__ = spec.function

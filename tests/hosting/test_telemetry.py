@@ -225,3 +225,17 @@ async def test_an_orchestrations_turns_join_the_trace_of_the_request_that_starte
     assert {s.context.trace_id for s in turns} == {start.context.trace_id}
     agents = [s for s in finished if s.name.startswith("invoke_agent ")]
     assert sorted(_parent_of(s) or 0 for s in agents) == sorted(s.context.span_id for s in turns)
+
+
+def test_http_functions_declare_the_context_the_worker_passes(hosted_app: Any) -> None:
+    import typing
+
+    import azure.functions as func
+    from hosting_support import all_functions
+
+    http = [f for f in all_functions(hosted_app) if getattr(f.get_trigger(), "route", None) is not None]
+    assert http
+    for function in http:
+        user = function.get_user_function()
+        # The worker loads a function only if `context` is annotated exactly azure.functions.Context.
+        assert typing.get_type_hints(user)["context"] is func.Context, function.get_function_name()
