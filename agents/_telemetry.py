@@ -49,10 +49,23 @@ _w3c = TraceContextTextMapPropagator()
 _PROVIDERS = {"openai": "openai", "azure": "azure.ai.openai"}
 
 
+_MISSING = object()
+_ENV_PROVIDER = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_enabled = False
+
+
 def tracing_enabled() -> bool:
     """Whether a tracer provider is set; until one is, spans are skipped entirely (not even the
     API's no-op spans are made), so telemetry costs nothing when nothing is configured."""
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    global _enabled
+    if _enabled:
+        return True  # a provider, once set, stays set
+    # `trace.get_tracer_provider()` looks the provider variable up in os.environ on every call
+    # (microseconds, six times a turn); the module attribute it guards gives the same answer.
+    if not _ENV_PROVIDER and getattr(trace, "_TRACER_PROVIDER", _MISSING) is None:
+        return False
+    _enabled = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    return _enabled
 
 
 def capture_content() -> bool:
