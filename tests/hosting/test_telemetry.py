@@ -69,7 +69,7 @@ async def weather_api(model: ModelServer, tmp_path: pathlib.Path) -> AsyncIterat
         model="test-model", base_url=model.base_url, api_key="k", retry=RetryPolicy(max_attempts=1)
     )
     agent = Agent(name="weather", instructions="Use tools.", model=settings, tools=[get_weather])
-    app = build_app([agent, *make_agents(model)], review_workflow=False)
+    app = build_app([agent, *make_agents(model)])
     host = LocalHost(app, tmp_path / "devhost", project_dir=ROOT)
     await host.start()
     try:
@@ -212,12 +212,25 @@ async def test_log_records_carry_the_trace_and_span_ids(
 async def test_an_orchestrations_turns_join_the_trace_of_the_request_that_started_it(
     api: Api, model: ModelServer, spans: InMemorySpanExporter
 ) -> None:
-    from test_workflow import START, awaiting, script_review, wait_until
+    import asyncio
 
-    script_review(model, [{"approved": True, "feedback": "Good."}])
-    started = await api.post(START, json_body={"topic": "otters"})
+    from agents.testing import ModelRequest
+
+    def answer(request: ModelRequest) -> Reply:  # the writer drafts, the reviewer approves
+        if request.response_format is not None:
+            return Reply.json({"approved": True, "feedback": "Good."})
+        return Reply.text("A draft about otters.")
+
+    model.handler = answer
+    started = await api.post("/api/workflows/review", json_body={"topic": "otters"})
     assert started.status == 202, started.body
-    await wait_until(api, started.json()["instance_id"], awaiting)
+    for _ in range(400):
+        status = (await api.get(f"/api/workflows/review/{started.json()['instance_id']}")).json()
+        if (status.get("custom_status") or {}).get("stage") == "awaiting_approval":
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError(status)
     finished = list(spans.get_finished_spans())
     start = _one(finished, "POST /api/workflows/review")
     turns = [_one(finished, "dafx-writer run"), _one(finished, "dafx-reviewer run")]
