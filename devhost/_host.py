@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import pathlib
+import secrets
 import threading
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
@@ -85,6 +86,8 @@ class LocalHost:
         self.max_batch = max_batch
         self.max_state_bytes = max_state_bytes or _max_state_bytes()
         self.log = logger or logging.getLogger("devhost")
+        # The durable client binding's channel: a fresh key per process, in rpcBaseUrl's path.
+        self.rpc_key = secrets.token_urlsafe(24)
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers or _thread_count(), thread_name_prefix="devhost-fn"
         )
@@ -109,7 +112,7 @@ class LocalHost:
 
     @property
     def rpc_base_url(self) -> str:
-        return f"{self.url}{RPC_PREFIX}"
+        return f"{self.url}{RPC_PREFIX}{self.rpc_key}/"
 
     @property
     def webhook_base_url(self) -> str:
@@ -156,6 +159,7 @@ class LocalHost:
             management_urls=self.management_urls,
             check_key=lambda request: key_matches(request, self.function_key),
             logger=self.log,
+            rpc_key=self.rpc_key,
         )
         dispatcher = HttpDispatcher(
             functions=self.model.http,
@@ -167,6 +171,7 @@ class LocalHost:
             executor=self._executor,
             project_dir=str(self.project_dir),
             logger=self.log,
+            log_hidden=(self.rpc_key,),
         )
         web_app = web.Application(client_max_size=100 * 1024 * 1024)
         web_app.add_routes(api.routes())

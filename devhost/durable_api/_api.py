@@ -18,6 +18,7 @@ from aiohttp import web
 
 from .._errors import EntityIdError
 from .._problems import problem
+from .._redact import loggable_url
 from ..entities import EntityGateway, make_entity_id
 from ..orchestrations import RuntimeStatus
 
@@ -77,6 +78,7 @@ class DurableApi:
         management_urls: Callable[[str], dict[str, str]],
         check_key: Callable[[web.Request], bool],
         logger: logging.Logger,
+        rpc_key: str,
     ) -> None:
         self._entities = entities
         self._engine = engine
@@ -84,9 +86,23 @@ class DurableApi:
         self._management_urls = management_urls
         self._check_key = check_key
         self._log = logger
+        if not rpc_key or "/" in rpc_key:
+            raise ValueError("the RPC key must be a non-empty path segment")
+        self._rpc_key = rpc_key
+
+    @property
+    def rpc_prefix(self) -> str:
+        """Path of the RPC channel: ``/durabletask/{rpc key}/``; no other path reaches it."""
+        return f"{RPC_PREFIX}{self._rpc_key}/"
 
     def routes(self) -> list[web.RouteDef]:
-        """Route table for both the RPC and the webhook base paths."""
+        """Route table for both the RPC and the webhook base paths.
+
+        The RPC channel is what the durable client binding calls (its ``rpcBaseUrl``); like the
+        real extension's loopback-only listener it takes no function key, but it sits behind a
+        per-process random key in its path, so only the binding (handed out to the app's own
+        functions) can reach it. The webhook URLs take the function key when one is set.
+        """
         table: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] = [
             ("POST", "orchestrators/{name}", self.start_new),
             ("POST", "orchestrators/{name}/{instance_id}", self.start_new),
@@ -109,7 +125,7 @@ class DurableApi:
             ("POST", "entities/{name}/{key}", self.signal_entity),
         ]
         out = []
-        for prefix in (RPC_PREFIX, WEBHOOK_PREFIX):
+        for prefix in (self.rpc_prefix, WEBHOOK_PREFIX):
             for method, path, handler in table:
                 out.append(web.route(method, prefix + path, self._guard(handler)))
         return out
@@ -122,13 +138,14 @@ class DurableApi:
             response = await guarded(request)
             # Webhook calls are user requests; RPC calls are the worker's own traffic.
             level = logging.INFO if request.path.startswith(WEBHOOK_PREFIX) else logging.DEBUG
-            self._log.log(level, "%s %s -> %d (%.0fms)", request.method, request.path_qs,
+            self._log.log(level, "%s %s -> %d (%.0fms)", request.method,
+                          loggable_url(request, hidden=(self._rpc_key,)),
                           response.status, (time.monotonic() - started) * 1000)
             return response
 
         async def guarded(request: web.Request) -> web.StreamResponse:
-            # The webhook URLs are public like a function's; the RPC base is the host-internal
-            # channel the worker uses (loopback only, as in Azure), so it takes no key.
+            # The webhook URLs are public like a function's; the RPC channel is reached only
+            # through its keyed path (see routes()).
             if request.path.startswith(WEBHOOK_PREFIX) and not self._check_key(request):
                 return problem(401, "unauthorized", "a valid function key is required (code= or "
                                "x-functions-key)")

@@ -18,6 +18,7 @@ import azure.functions as func
 from aiohttp import web
 
 from .._problems import problem
+from .._redact import loggable_url
 from ._index import HttpFunction
 
 KEY_ENV = "DEVHOST_FUNCTION_KEY"
@@ -100,6 +101,7 @@ class HttpDispatcher:
         executor: concurrent.futures.Executor,
         project_dir: str,
         logger: logging.Logger,
+        log_hidden: tuple[str, ...] = (),
     ) -> None:
         self._functions = functions
         self._prefix = route_prefix.strip("/")
@@ -108,6 +110,7 @@ class HttpDispatcher:
         self._executor = executor
         self._project_dir = project_dir
         self._log = logger
+        self._log_hidden = log_hidden
 
     def _strip_prefix(self, path: str) -> str | None:
         path = path.strip("/")
@@ -139,7 +142,8 @@ class HttpDispatcher:
         started = time.monotonic()
         response = await self._handle(request)
         self._log.info(
-            "%s %s -> %d (%.0fms)", request.method, request.path_qs, response.status,
+            "%s %s -> %d (%.0fms)", request.method, loggable_url(request, self._log_hidden),
+            response.status,
             (time.monotonic() - started) * 1000,
         )
         return response

@@ -111,7 +111,7 @@ async def test_engine_missing_gives_501(host: LocalHost, http: aiohttp.ClientSes
 
     assert host.entities is not None
     api = DurableApi(entities=host.entities, engine=None, engine_error="not built",
-                     management_urls=host.management_urls, check_key=lambda r: True, logger=host.log)
+                     management_urls=host.management_urls, check_key=lambda r: True, logger=host.log, rpc_key="k")
     app = aiohttp.web.Application()
     app.add_routes(api.routes())
     runner = aiohttp.web.AppRunner(app)
@@ -120,7 +120,7 @@ async def test_engine_missing_gives_501(host: LocalHost, http: aiohttp.ClientSes
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:
-        async with http.post(f"http://127.0.0.1:{port}/durabletask/orchestrators/x", json="1") as r:
+        async with http.post(f"http://127.0.0.1:{port}/durabletask/k/orchestrators/x", json="1") as r:
             assert r.status == 501
             assert "not built" in json.loads(await r.text())["detail"]
     finally:

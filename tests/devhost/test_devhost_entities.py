@@ -69,7 +69,7 @@ async def test_client_binding_shape(host: LocalHost) -> None:
     for field in ("taskHubName", "connectionName", "creationUrls", "managementUrls", "baseUrl",
                   "requiredQueryStringParameters", "rpcBaseUrl", "httpBaseUrl"):
         assert field in binding
-    assert binding["rpcBaseUrl"] == f"{host.url}/durabletask/"
+    assert binding["rpcBaseUrl"] == f"{host.url}/durabletask/{host.rpc_key}/"
     client = df.DurableOrchestrationClient(host.client_binding())
     payload = client.create_http_management_payload("inst-1")
     assert payload["id"] == "inst-1"

@@ -1,0 +1,84 @@
+"""What a caller who reaches the local host's port cannot do: reach the durable client's channel
+without its key, find secrets in the log, or crash the host with odd headers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import pathlib
+from collections.abc import AsyncIterator
+
+import aiohttp
+import azure.durable_functions as df
+import pytest
+
+from devhost import LocalHost
+
+KEY = "s3cret-key"
+
+
+@pytest.fixture
+async def keyed(tmp_path: pathlib.Path) -> AsyncIterator[LocalHost]:
+    """``basic_app`` with a function key."""
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key=KEY)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def test_rpc_channel_needs_the_binding_key(keyed: LocalHost, http: aiohttp.ClientSession) -> None:
+    base = keyed.url
+    # Nothing of the durable API answers on the bare RPC path, with or without the function key.
+    for path in ("/durabletask/entities/counter/k", "/durabletask/instances",
+                 f"/durabletask/entities/counter/k?code={KEY}", "/durabletask/x/entities/counter/k"):
+        async with http.get(base + path) as r:
+            assert r.status == 404, path
+            assert r.content_type == "application/problem+json"
+    async with http.post(f"{base}/durabletask/entities/counter/k?op=add", json="5") as r:
+        assert r.status == 404
+    async with http.post(f"{base}/durabletask/orchestrators/approval_flow", json="{}") as r:
+        assert r.status == 404
+    # The webhook API takes the function key.
+    async with http.get(f"{keyed.webhook_base_url}instances") as r:
+        assert r.status == 401
+    async with http.get(f"{keyed.webhook_base_url}instances?code={KEY}") as r:
+        assert r.status == 200
+    # The unmodified SDK client works through the binding the host hands to functions.
+    client = df.DurableOrchestrationClient(keyed.client_binding())
+    await client.signal_entity(df.EntityId("Counter", "k"), "add", 2)
+    instance_id = await client.start_new("approval_flow", None, {"key": "k"})
+    status = await client.get_status(instance_id)
+    assert status.instance_id == instance_id
+    assert f"/durabletask/{keyed.rpc_key}/" in json.loads(keyed.client_binding())["rpcBaseUrl"]
+    # ... and so do the app's own functions that use the binding.
+    async with http.post(f"{base}/api/counter/k/add?code={KEY}", json=1) as r:
+        assert r.status in (200, 202), await r.text()
+
+
+async def test_rpc_key_is_per_host(tmp_path: pathlib.Path) -> None:
+    one = LocalHost("basic_app", tmp_path / "a", project_dir=tmp_path, function_key="")
+    two = LocalHost("basic_app", tmp_path / "b", project_dir=tmp_path, function_key="")
+    assert one.rpc_key != two.rpc_key
+    assert len(one.rpc_key) >= 32
+
+
+async def test_secrets_never_logged(keyed: LocalHost, http: aiohttp.ClientSession,
+                                    caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="devhost")
+    async with http.get(f"{keyed.url}/api/secure?code={KEY}&x=1") as r:
+        assert r.status == 200
+    async with http.get(f"{keyed.url}/api/hello/a?%63ode={KEY}&Key=k2-value&SIG=sig-value") as r:
+        assert r.status == 200
+    async with http.get(f"{keyed.webhook_base_url}instances?code={KEY}") as r:
+        assert r.status == 200
+    client = df.DurableOrchestrationClient(keyed.client_binding())
+    await client.read_entity_state(df.EntityId("Counter", "k"))  # an RPC call, logged at DEBUG
+    async with http.put(f"{keyed.rpc_base_url}instances") as r:  # not served: the dispatcher logs it
+        assert r.status == 404
+    text = "\n".join(record.getMessage() for record in caplog.records)
+    assert "/api/secure?code=REDACTED&x=1" in text
+    assert "/durabletask/REDACTED/entities/Counter/k" in text
+    for secret in (KEY, "k2-value", "sig-value", keyed.rpc_key):
+        assert secret not in text
