@@ -59,7 +59,7 @@ class ModelSettings:
     wire_api: WireApi = "chat"
     provider: Provider = "auto"
     base_url: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never in a repr, log line or error
     azure_endpoint: str | None = None
     azure_api_version: str | None = None
     timeout: float = 60.0
@@ -82,7 +82,10 @@ class ModelSettings:
         for name in ("base_url", "azure_endpoint"):
             value = getattr(self, name)
             if value is not None and urlsplit(value).scheme not in ("http", "https"):
-                raise AgentConfigurationError(f"{name} must be an http(s) URL, got {value!r}")
+                # The scheme only: a URL may carry credentials (user:key@host).
+                raise AgentConfigurationError(
+                    f"{name} must be an http(s) URL, not one with scheme {urlsplit(value).scheme!r}"
+                )
 
     def replace(self, **changes: object) -> ModelSettings:
         """A copy with some fields changed."""

@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import azure.durable_functions as df
@@ -122,7 +123,8 @@ def guarded(handler: Handler) -> Handler:
                 )
             )
         except Exception:
-            log.exception("unexpected error in %s", req.url)
+            # The path only: the query may carry the function key (?code=) or other secrets.
+            log.exception("unexpected error in %s %s", req.method, urlsplit(req.url).path)
             return problem_response(ProblemError(ProblemCode.INTERNAL_ERROR, "an unexpected error occurred"))
 
     return run
