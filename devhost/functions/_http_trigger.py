@@ -63,7 +63,9 @@ def key_matches(request: web.Request, key: str | None) -> bool:
     if not key:
         return True
     given = request.headers.get("x-functions-key") or request.query.get("code") or ""
-    return hmac.compare_digest(given.encode(), key.encode())
+    # Header bytes that are not UTF-8 arrive surrogate-escaped: compare those raw bytes (they
+    # never match a key) instead of failing to encode them.
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), key.encode())
 
 
 def to_aiohttp(result: Any) -> web.Response:
@@ -156,8 +158,12 @@ class HttpDispatcher:
                 names = ", ".join(f.name for f in self._functions) or "none"
                 return web.Response(text=f"devhost is up and running. HTTP functions: {names}\n")
             if found:
-                return problem(405, "method_not_allowed", f"{request.method} is not allowed here",
-                               allowed=sorted(set(found)))
+                # The Functions host answers 404 (not 405) for a route served with other methods:
+                # its routes carry the methods as a constraint. Same answer, with the methods named.
+                methods = sorted(set(found))
+                return problem(404, "not_found", f"no function serves {request.method} "
+                               f"{request.path}; this route takes {', '.join(methods)}",
+                               allowed=methods)
             return problem(404, "not_found", f"no function serves {request.path}")
         function, params = found
         if function.auth_level != "anonymous" and not key_matches(request, self._key()):

@@ -82,3 +82,23 @@ async def test_secrets_never_logged(keyed: LocalHost, http: aiohttp.ClientSessio
     assert "/durabletask/REDACTED/entities/Counter/k" in text
     for secret in (KEY, "k2-value", "sig-value", keyed.rpc_key):
         assert secret not in text
+
+
+@pytest.mark.parametrize("raw_key", [b"\xff\xfe", "\u00e9t\u00e9".encode(), "\u00e9".encode("latin-1")])
+async def test_non_ascii_function_key_is_a_401_problem(keyed: LocalHost, raw_key: bytes) -> None:
+    for path in (b"/api/secure", b"/runtime/webhooks/durabletask/instances"):
+        head = await _raw_request(keyed.port, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n"
+                                  b"x-functions-key: " + raw_key + b"\r\nConnection: close\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 401"), head[:200]
+        assert b"application/problem+json" in head
+
+
+async def _raw_request(port: int, data: bytes) -> bytes:
+    import asyncio
+
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(data)
+    await writer.drain()
+    answer = await reader.read()
+    writer.close()
+    return answer
