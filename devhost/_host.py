@@ -173,7 +173,9 @@ class LocalHost:
             logger=self.log,
             log_hidden=(self.rpc_key,),
         )
-        web_app = web.Application(client_max_size=100 * 1024 * 1024)
+        # aiohttp's own read limit binds the durable API (the trigger dispatcher reads bodies
+        # itself, with the Functions host's limit): its bodies are entity inputs and states.
+        web_app = web.Application(client_max_size=4 * self.max_state_bytes)
         web_app.add_routes(api.routes())
         # [\s\S], not '.': a path with an encoded newline must reach the dispatcher (and get a
         # problem answer), not aiohttp's plain-text 404.

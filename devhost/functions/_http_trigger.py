@@ -19,6 +19,7 @@ from aiohttp import web
 
 from .._problems import problem
 from .._redact import loggable_url
+from ._body import BodyTooLarge, body_limit_from_env, read_limited
 from ._index import HttpFunction
 
 KEY_ENV = "DEVHOST_FUNCTION_KEY"
@@ -104,6 +105,7 @@ class HttpDispatcher:
         project_dir: str,
         logger: logging.Logger,
         log_hidden: tuple[str, ...] = (),
+        max_body_bytes: int | None = None,
     ) -> None:
         self._functions = functions
         self._prefix = route_prefix.strip("/")
@@ -113,6 +115,7 @@ class HttpDispatcher:
         self._project_dir = project_dir
         self._log = logger
         self._log_hidden = log_hidden
+        self._max_body = max_body_bytes if max_body_bytes is not None else body_limit_from_env()
 
     def _strip_prefix(self, path: str) -> str | None:
         path = path.strip("/")
@@ -169,7 +172,10 @@ class HttpDispatcher:
         if function.auth_level != "anonymous" and not key_matches(request, self._key()):
             return problem(401, "unauthorized", "a valid function key is required (code= query "
                            "parameter or x-functions-key header)")
-        body = await request.read()
+        try:
+            body = await read_limited(request, self._max_body)
+        except BodyTooLarge as refused:
+            return refused.response()
         req = func.HttpRequest(
             method=request.method,
             url=str(request.url),
