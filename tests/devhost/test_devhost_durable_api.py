@@ -111,7 +111,8 @@ async def test_engine_missing_gives_501(host: LocalHost, http: aiohttp.ClientSes
 
     assert host.entities is not None
     api = DurableApi(entities=host.entities, engine=None, engine_error="not built",
-                     management_urls=host.management_urls, check_key=lambda r: True, logger=host.log, rpc_key="k")
+                     management_urls=host.management_urls, check_key=lambda r: True, logger=host.log,
+                     rpc_key="k")
     app = aiohttp.web.Application()
     app.add_routes(api.routes())
     runner = aiohttp.web.AppRunner(app)
