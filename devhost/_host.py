@@ -51,6 +51,12 @@ def _max_state_bytes() -> int:
     return DEFAULT_MAX_STATE_BYTES
 
 
+def _entity_concurrency(configured: int | None) -> int:
+    """Entity batches that run at once: host.json's ``maxConcurrentEntityFunctions``, else the
+    Durable extension's default for a dedicated plan (10 per core)."""
+    return configured or 10 * (os.cpu_count() or 1)
+
+
 def _thread_count() -> int:
     """Threads for sync functions and entity batches: the Python worker's setting and default."""
     configured = os.environ.get(THREAD_COUNT_ENV, "")
@@ -90,6 +96,14 @@ class LocalHost:
         self.rpc_key = secrets.token_urlsafe(24)
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers or _thread_count(), thread_name_prefix="devhost-fn"
+        )
+        # Entity batches (synchronous in the Python SDK) get their own threads, as many as the
+        # extension runs at once: a turn waiting on a model holds one, so a few hung model calls
+        # cannot take the threads other sessions' turns or sync HTTP functions need
+        # (docs/devhost.md "Concurrency").
+        self.entity_concurrency = _entity_concurrency(self.settings.max_concurrent_entity_functions)
+        self._entity_executor = concurrent.futures.ThreadPoolExecutor(
+            self.entity_concurrency, thread_name_prefix="devhost-fn-entity"
         )
         self.model: AppModel | None = None
         self.entities: EntityGateway | None = None
@@ -138,7 +152,7 @@ class LocalHost:
         self.entities = EntityGateway(
             store=self._store,
             model=self.model,
-            executor=self._executor,
+            executor=self._entity_executor,
             logger=self.log,
             max_batch=self.max_batch,
             max_state_bytes=self.max_state_bytes,
@@ -212,6 +226,7 @@ class LocalHost:
             self._store.shutdown()
             self._store = None
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._entity_executor.shutdown(wait=False, cancel_futures=True)
         try:
             from azure.durable_functions.models.utils import http_utils
 

@@ -22,6 +22,8 @@ class HostSettings:
 
     route_prefix: str = DEFAULT_ROUTE_PREFIX
     task_hub: str = DEFAULT_TASK_HUB
+    max_concurrent_entity_functions: int | None = None
+    """``durableTask.maxConcurrentEntityFunctions``; None: the extension's default."""
 
     @classmethod
     def load(cls, project_dir: pathlib.Path) -> HostSettings:
@@ -45,7 +47,11 @@ class HostSettings:
         # hubName may be an app-setting expression like %MyTaskHub%.
         if hub.startswith("%") and hub.endswith("%") and len(hub) > 2:
             hub = os.environ.get(hub[1:-1], DEFAULT_TASK_HUB)
-        return cls(route_prefix=prefix.strip("/"), task_hub=hub)
+        entities = durable.get("maxConcurrentEntityFunctions")
+        if entities is not None and (isinstance(entities, bool) or not isinstance(entities, int)
+                                     or entities < 1):
+            raise DevHostError(f"{path}: maxConcurrentEntityFunctions must be a positive integer")
+        return cls(route_prefix=prefix.strip("/"), task_hub=hub, max_concurrent_entity_functions=entities)
 
 
 def _obj(value: Any) -> dict[str, Any]:
