@@ -8,8 +8,7 @@ import time
 import aiohttp
 from hosting_support import ROOT
 
-from agents.testing import ModelServer, Reply
-from agents.testing import ModelRequest
+from agents.testing import ModelRequest, ModelServer, Reply
 
 SLOW_TURNS = 200
 MODEL_SECONDS = 2.0
