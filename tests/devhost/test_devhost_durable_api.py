@@ -137,7 +137,10 @@ async def test_restart_and_suspend_resume(client: df.DurableOrchestrationClient)
     await _wait_status(client, instance_id, "Running")
     await client.raise_event(instance_id, "approve", {"by": "x", "amount": 1})
     await _wait_status(client, instance_id, "Completed")
-    new_id = await client.restart(instance_id)
+    # The extension answers restart with the check-status payload, which the SDK returns as is.
+    payload: Any = await client.restart(instance_id)
+    assert isinstance(payload, dict) and set(payload) >= {"id", "statusQueryGetUri", "purgeHistoryDeleteUri"}
+    new_id = payload["id"]
     assert new_id != instance_id
     restarted = await _wait_status(client, new_id, "Running")
     assert restarted.input_ == {"key": "rs"}
