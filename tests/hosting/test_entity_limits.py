@@ -313,7 +313,8 @@ async def test_retries_against_a_full_session_are_refused_at_once_and_never_pile
     session = "http-retries"
     for turn in range(20):
         model.script(Reply.text(BIG_REPLY))
-        answer = await api.post("api/agents/assistant/run", json_body={"message": f"t{turn}", "session_id": session})
+        body = {"message": f"t{turn}", "session_id": session}
+        answer = await api.post("api/agents/assistant/run", json_body=body)
         if answer.status != 200:
             break
     big = "r" * 20_000  # each refusal record would be ~20 KB: a few fill the 64 KiB headroom
