@@ -23,6 +23,7 @@ import azure.functions as func
 
 from agents import Agent, TurnResult, turn_result
 
+from ._discarded import discarded_problem, is_discarded
 from ._entity import MIN_SESSION_BYTES, entity_name, max_session_bytes_from_env
 from ._errors import HostingConfigurationError, ProblemCode, ProblemError
 from ._models import (
@@ -227,6 +228,8 @@ class Api:
             if done is not None:
                 check_same_request(done, asked, agent.name, call.session_id)
                 return self._finished(req, agent.name, call.session_id, done)
+            if call.retry_safe and is_discarded(snapshot.document, call.correlation_id):
+                raise discarded_problem(agent.name, call.session_id, call.correlation_id)
             self._refuse_full_session(agent.name, call, snapshot.document)
         await client.signal_entity(entity_id, "run", call.request.to_json())
         log.info(
