@@ -37,15 +37,11 @@ async def test_rpc_channel_needs_the_binding_key(keyed: LocalHost, http: aiohttp
         async with http.get(base + path) as r:
             assert r.status == 404, path
             assert r.content_type == "application/problem+json"
-    async with http.post(f"{base}/durabletask/entities/counter/k?op=add", json="5") as r:
-        assert r.status == 404
-    async with http.post(f"{base}/durabletask/orchestrators/approval_flow", json="{}") as r:
-        assert r.status == 404
+    assert await _status(http, "POST", f"{base}/durabletask/entities/counter/k?op=add", json="5") == 404
+    assert await _status(http, "POST", f"{base}/durabletask/orchestrators/approval_flow", json="{}") == 404
     # The webhook API takes the function key.
-    async with http.get(f"{keyed.webhook_base_url}instances") as r:
-        assert r.status == 401
-    async with http.get(f"{keyed.webhook_base_url}instances?code={KEY}") as r:
-        assert r.status == 200
+    assert await _status(http, "GET", f"{keyed.webhook_base_url}instances") == 401
+    assert await _status(http, "GET", f"{keyed.webhook_base_url}instances?code={KEY}") == 200
     # The unmodified SDK client works through the binding the host hands to functions.
     client = df.DurableOrchestrationClient(keyed.client_binding())
     await client.signal_entity(df.EntityId("Counter", "k"), "add", 2)
@@ -58,6 +54,11 @@ async def test_rpc_channel_needs_the_binding_key(keyed: LocalHost, http: aiohttp
         assert r.status in (200, 202), await r.text()
 
 
+async def _status(http: aiohttp.ClientSession, method: str, url: str, **kwargs: Any) -> int:
+    async with http.request(method, url, **kwargs) as r:
+        return r.status
+
+
 async def test_rpc_key_is_per_host(tmp_path: pathlib.Path) -> None:
     one = LocalHost("basic_app", tmp_path / "a", project_dir=tmp_path, function_key="")
     two = LocalHost("basic_app", tmp_path / "b", project_dir=tmp_path, function_key="")
@@ -68,12 +69,9 @@ async def test_rpc_key_is_per_host(tmp_path: pathlib.Path) -> None:
 async def test_secrets_never_logged(keyed: LocalHost, http: aiohttp.ClientSession,
                                     caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="devhost")
-    async with http.get(f"{keyed.url}/api/secure?code={KEY}&x=1") as r:
-        assert r.status == 200
-    async with http.get(f"{keyed.url}/api/hello/a?%63ode={KEY}&Key=k2-value&SIG=sig-value") as r:
-        assert r.status == 200
-    async with http.get(f"{keyed.webhook_base_url}instances?code={KEY}") as r:
-        assert r.status == 200
+    for url in (f"/api/secure?code={KEY}&x=1", f"/api/hello/a?%63ode={KEY}&Key=k2-value&SIG=sig-value",
+                f"/runtime/webhooks/durabletask/instances?code={KEY}"):
+        assert await _status(http, "GET", keyed.url + url) == 200
     client = df.DurableOrchestrationClient(keyed.client_binding())
     await client.read_entity_state(df.EntityId("Counter", "k"))  # an RPC call, logged at DEBUG
     async with http.put(f"{keyed.rpc_base_url}instances") as r:  # not served: the dispatcher logs it
