@@ -24,6 +24,8 @@ class HostSettings:
     task_hub: str = DEFAULT_TASK_HUB
     max_concurrent_entity_functions: int | None = None
     """``durableTask.maxConcurrentEntityFunctions``; None: the extension's default."""
+    mcp_instructions: str | None = None  # extensions.mcp.instructions, sent to MCP clients
+    mcp_anonymous: bool = False  # extensions.mcp.system.webhookAuthorizationLevel == "Anonymous"
 
     @classmethod
     def load(cls, project_dir: pathlib.Path) -> HostSettings:
@@ -51,7 +53,13 @@ class HostSettings:
         if entities is not None and (isinstance(entities, bool) or not isinstance(entities, int)
                                      or entities < 1):
             raise DevHostError(f"{path}: maxConcurrentEntityFunctions must be a positive integer")
-        return cls(route_prefix=prefix.strip("/"), task_hub=hub, max_concurrent_entity_functions=entities)
+        mcp = _obj(extensions.get("mcp"))
+        instructions = mcp.get("instructions")
+        level = _obj(mcp.get("system")).get("webhookAuthorizationLevel")
+        return cls(route_prefix=prefix.strip("/"), task_hub=hub,
+                   max_concurrent_entity_functions=entities,
+                   mcp_instructions=instructions if isinstance(instructions, str) else None,
+                   mcp_anonymous=isinstance(level, str) and level.lower() == "anonymous")
 
 
 def _obj(value: Any) -> dict[str, Any]:
