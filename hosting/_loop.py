@@ -11,6 +11,7 @@ costs a blocked thread and an idle coroutine, not CPU (docs/hosting.md "Concurre
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -22,8 +23,16 @@ _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
 
 
+TOOL_THREADS = 256
+"""Threads for the sync work turns hand off (sync tools, credential providers: `asyncio.to_thread`):
+as many as turns may run at once, so one turn's slow sync tool never queues another's."""
+
+
 def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
     asyncio.set_event_loop(loop)
+    loop.set_default_executor(
+        concurrent.futures.ThreadPoolExecutor(TOOL_THREADS, thread_name_prefix="hosting-tools")
+    )
     loop.call_soon(ready.set)
     loop.run_forever()
 

@@ -294,6 +294,16 @@ def test_run_sync_runs_every_turn_on_one_loop() -> None:
     with pytest.raises(RuntimeError, match="turn loop"):
         run_sync(inside_the_loop)
 
+    # Sync tools of concurrent turns do not queue behind each other on a handful of threads.
+    import time
+
+    async def slow_sync_work() -> float:
+        started = time.monotonic()
+        await asyncio.gather(*(asyncio.to_thread(time.sleep, 0.3) for _ in range(40)))
+        return time.monotonic() - started
+
+    assert run_sync(slow_sync_work) < 2.0
+
 
 def test_unique_keys(app: df.DFApp, model: ModelServer) -> None:
     # Sessions are independent entity instances.
