@@ -17,7 +17,9 @@ from agents import Agent, InvalidTurnRequest, TurnRequest, TurnResult, failure
 from state import AgentState, TurnFailure, dump_state, load_state
 
 from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
+from ._entity_archive import answer_archived
 from ._loop import run_sync
+from .archive import HistoryArchive, default_archive
 
 log = logging.getLogger("hosting.entity")
 
@@ -110,10 +112,23 @@ def decode_operation_input(context: Any) -> Any:
 class AgentEntity:
     """The entity function of one agent; the SDK calls it once per operation of a batch."""
 
-    def __init__(self, agent: Agent, max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES,
+        archive: HistoryArchive | None = None,
+    ) -> None:
         self.agent = agent
         self.name = entity_name(agent.name)
         self.max_session_bytes = max_session_bytes
+        self._archive = archive
+
+    @property
+    def archive(self) -> HistoryArchive:
+        """Where this entity archives older history (the app's default unless one was given)."""
+        if self._archive is None:
+            self._archive = default_archive()
+        return self._archive
 
     def __call__(self, context: Any) -> None:
         operation = context.operation_name
@@ -168,7 +183,7 @@ class AgentEntity:
         except (InvalidTurnRequest, ValueError) as error:
             raise InvalidOperation(f"invalid input for {self.name} run: {error}") from error
         loaded = self._load(context)
-        answer = self._answered(loaded, request)
+        answer = self._answered(loaded, request, context.entity_key)
         if answer is not None:
             return answer
         stored_bytes = len(loaded.text.encode("utf-8"))
@@ -180,6 +195,8 @@ class AgentEntity:
         context._dafx_loaded = None  # the turn mutates the object; only a saved one is reused
         try:
             result = run_sync(lambda: self.agent.run(state, request))
+            # Older entries move to chunks, stored before this state (which references them).
+            self.archive.settle(self.name, context.entity_key, state)
             text = dump_state(state)
         except Exception as error:
             # A bug, not a model failure (agents records those): answer the run instead of leaving
@@ -237,12 +254,12 @@ class AgentEntity:
         )
         return result.to_json()
 
-    def _answered(self, loaded: _Loaded, request: TurnRequest) -> dict[str, Any] | None:
+    def _answered(self, loaded: _Loaded, request: TurnRequest, key: str) -> dict[str, Any] | None:
         """The stored answer when this correlation id was already run (a redelivered signal or a
         retry); raises `RunConflict` when the id was used for a different request."""
         record = loaded.state.find_run(request.correlation_id)
         if record is None:
-            return None
+            return answer_archived(self.archive, self.name, key, loaded.state, request, self.agent)
         if not self.agent.same_request(request, record.request_hash, record.request_wire):
             raise RunConflict(request.correlation_id)
         result = TurnResult.from_state(loaded.state, request.correlation_id)

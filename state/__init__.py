@@ -3,6 +3,21 @@
 See docs/state.md for the format, our 1.2.0 additions and the version policy.
 """
 
+from ._archive import (
+    ArchivedRun,
+    ArchiveInfo,
+    ArchivePlan,
+    ArchivePolicy,
+    Chunk,
+    ChunkRef,
+    HistoryUnavailable,
+    PendingChunk,
+    apply_archive,
+    archive_info,
+    find_archived_run,
+    plan_archive,
+    read_chunk,
+)
 from ._errors import IncompatibleStateVersion, InvalidState, StateError
 from ._models import (
     JSON,
@@ -38,6 +53,19 @@ from ._state import (
 from ._versions import CHANGELOG, CURRENT_SCHEMA_VERSION
 
 __all__ = [
+    "ArchiveInfo",
+    "ArchivePlan",
+    "ArchivePolicy",
+    "ArchivedRun",
+    "Chunk",
+    "ChunkRef",
+    "HistoryUnavailable",
+    "PendingChunk",
+    "apply_archive",
+    "archive_info",
+    "find_archived_run",
+    "plan_archive",
+    "read_chunk",
     "CHANGELOG",
     "CURRENT_SCHEMA_VERSION",
     "JSON",

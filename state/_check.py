@@ -8,7 +8,13 @@ Input comes from a JSON parser, so `type(x) is T` is exact (bool is not an int h
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from ._wire import CHUNK_NAME_PATTERN, EPOCH_PATTERN
+
+_CHUNK_NAME = re.compile(CHUNK_NAME_PATTERN)
+_EPOCH = re.compile(EPOCH_PATTERN)
 
 # Field kinds.
 _OPT_STR = 0  # absent, null or a string
@@ -74,7 +80,42 @@ def document_ok(doc: Any) -> bool:
         for run in runs.values():
             if not _run_ok(run):
                 return False
+    return "archive" not in data or _archive_ok(data["archive"])
+
+
+def _archive_ok(archive: Any) -> bool:
+    # (1.3.0) data.archive: the epoch, how many entries were archived and the chunk references.
+    if type(archive) is not dict:
+        return False
+    epoch = archive.get("epoch")
+    if type(epoch) is not str or _EPOCH.fullmatch(epoch) is None:
+        return False
+    archived = archive.get("archivedEntries")
+    if type(archived) is not int or archived < 0:
+        return False
+    chunks = archive.get("chunks")
+    if type(chunks) is not list:
+        return False
+    for ref in chunks:
+        if not _chunk_ref_ok(ref):
+            return False
+    if "runs" in archive:
+        runs = archive["runs"]
+        if type(runs) is not dict or not all(_run_ok(run) for run in runs.values()):
+            return False
     return True
+
+
+def _chunk_ref_ok(ref: Any) -> bool:
+    if type(ref) is not dict:
+        return False
+    name = ref.get("name")
+    if type(name) is not str or _CHUNK_NAME.fullmatch(name) is None:
+        return False
+    first, count = ref.get("first"), ref.get("count")
+    if type(first) is not int or first < 0 or type(count) is not int or count < 1:
+        return False
+    return "bytes" not in ref or type(ref["bytes"]) is int
 
 
 def _entry_ok(entry: Any) -> bool:

@@ -185,6 +185,45 @@ class AgentState:
                 run["requestHash"] = request_hash
             runs[cid] = run
 
+    # --- archive (1.3.0): see state._archive -----------------------------------------------
+
+    @property
+    def archived_entries(self) -> int:
+        """(1.3.0) How many of the oldest entries live in archived chunks, not in `entries`."""
+        archive = self._data.get("archive")
+        return int(archive["archivedEntries"]) if isinstance(archive, dict) else 0
+
+    @property
+    def total_entries(self) -> int:
+        """Every entry of the session: the archived ones plus those in `entries`."""
+        return self.archived_entries + len(self._history)
+
+    def raw_entries(self) -> Sequence[Mapping[str, Any]]:
+        """The entries in the state as stored wire dicts (validated; read them, don't change them)."""
+        return self._history
+
+    def _take_prefix(self, count: int) -> tuple[list[Doc], dict[str, Doc]]:
+        """Remove the `count` oldest entries; return them and the runs they held (indexes
+        relative to the removed entries). The runs of the remaining entries are shifted."""
+        runs = self._index()
+        moved_runs: dict[str, Doc] = {}
+        kept_runs: dict[str, Doc] = {}
+        for cid, run in runs.items():
+            if run["responseIndex"] < count:
+                moved_runs[cid] = run
+                continue
+            shifted = dict(run)
+            shifted["responseIndex"] = run["responseIndex"] - count
+            request_index = run.get("requestIndex")
+            shifted["requestIndex"] = None if request_index is None or request_index < count else request_index - count
+            kept_runs[cid] = shifted
+        moved = self._history[:count]
+        del self._history[:count]
+        del self._models[:count]
+        self._runs = kept_runs
+        self._write_runs = True
+        return moved, moved_runs
+
     def to_document(self) -> Doc:
         """The wire document `dump_state` writes (shares structure with the state: don't mutate)."""
         data: Doc = dict(self._data)
