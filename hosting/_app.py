@@ -13,6 +13,7 @@ import azure.functions as func
 from agents import Agent, AgentConfigurationError
 
 from ._entity import AgentEntity
+from ._history_api import history
 from ._http import Api, ApiSettings, guarded
 from ._openapi import openapi_document
 from ._problems import json_response
@@ -126,6 +127,7 @@ def build_app(
         "agent_run_status": api.run_status,
         "agent_session": api.session,
         "agent_session_reset": api.session_reset,
+        "agent_session_history": lambda req, client: history(api, req, client),
         "agents_list": api.list_agents,
         "health": api.health,
         "openapi": openapi,

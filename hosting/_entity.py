@@ -16,9 +16,10 @@ from typing import Any
 from agents import Agent, InvalidTurnRequest, TurnRequest, TurnResult, failure
 from state import AgentState, TurnFailure, dump_state, load_state
 
-from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
 from ._entity_archive import answer_archived
+from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
 from ._loop import run_sync
+from ._ttl import now_iso
 from .archive import HistoryArchive, default_archive
 
 log = logging.getLogger("hosting.entity")
@@ -173,7 +174,9 @@ class AgentEntity:
         # Load first: a history we cannot read is never replaced, not even by an empty one.
         if _stored_text(context) is not None:
             self._load(context)
-        self._save(context, AgentState.new())
+        fresh = AgentState.new()
+        fresh.last_activity_at = now_iso()
+        self._save(context, fresh)
 
     # -- run --------------------------------------------------------------------------------
 
@@ -195,6 +198,7 @@ class AgentEntity:
         context._dafx_loaded = None  # the turn mutates the object; only a saved one is reused
         try:
             result = run_sync(lambda: self.agent.run(state, request))
+            state.last_activity_at = now_iso()
             # Older entries move to chunks, stored before this state (which references them).
             self.archive.settle(self.name, context.entity_key, state)
             text = dump_state(state)

@@ -21,8 +21,10 @@ import azure.functions as func
 
 from agents import Agent, TurnResult, turn_result
 
+from ._archived_runs import find_archived_run
 from ._entity import MIN_SESSION_BYTES, entity_name, max_session_bytes_from_env
 from ._errors import HostingConfigurationError, ProblemCode, ProblemError
+from ._history_api import with_history
 from ._models import (
     AgentInfo,
     AgentsBody,
@@ -221,6 +223,10 @@ class Api:
             if reason is not None:
                 raise unreadable(agent.name, call.session_id, reason)
             done = find_stored_run(snapshot.document, call.correlation_id) if call.retry_safe else None
+            if done is None and call.retry_safe:
+                done = await find_archived_run(
+                    agent.name, call.session_id, snapshot.document, call.correlation_id
+                )
             if done is not None:
                 check_same_request(done, asked, agent.name, call.session_id)
                 return self._finished(req, agent.name, call.session_id, done)
@@ -327,7 +333,9 @@ class Api:
         reason = state_problem(snapshot.document)
         if reason is not None:
             raise unreadable(agent.name, session_id, reason)
-        return json_response(_session_body(agent.name, session_id, snapshot.document))
+        return json_response(
+            with_history(_session_body(agent.name, session_id, snapshot.document), self, snapshot.document)
+        )
 
     async def session_reset(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/reset"""

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ._check import _entry_ok
+from ._check import _chunk_ref_ok, _entry_ok
 from ._errors import StateError
 from ._state import AgentState
 from ._versions import CURRENT_SCHEMA_VERSION
@@ -294,7 +294,9 @@ def apply_archive(state: AgentState, plan: ArchivePlan, policy: ArchivePolicy) -
     archive["epoch"] = plan.epoch
     archive["archivedEntries"] = (info.archived_entries if info else 0) + plan.move
     archive["chunks"] = refs[-policy.max_chunk_refs :]
-    archive["runs"] = dict(list(runs.items())[-policy.max_archived_runs :]) if policy.max_archived_runs else {}
+    archive["runs"] = (
+        dict(list(runs.items())[-policy.max_archived_runs :]) if policy.max_archived_runs else {}
+    )
     state._data["archive"] = archive
 
 
@@ -333,9 +335,6 @@ def _chunk_doc_ok(doc: Any) -> bool:
     if type(entries) is not list or not entries or not all(_entry_ok(e) for e in entries):
         return False
     previous = doc.get("previous")
-    if previous is not None and not (
-        type(previous) is dict and type(previous.get("name")) is str and _CHUNK_NAME.fullmatch(previous["name"])
-        and type(previous.get("first")) is int and type(previous.get("count")) is int
-    ):  # fmt: skip
+    if previous is not None and not _chunk_ref_ok(previous):
         return False
     return type(doc.get("runs")) is dict

@@ -80,6 +80,8 @@ def document_ok(doc: Any) -> bool:
         for run in runs.values():
             if not _run_ok(run):
                 return False
+    if "lastActivityAt" in data and type(data["lastActivityAt"]) is not str:
+        return False
     return "archive" not in data or _archive_ok(data["archive"])
 
 

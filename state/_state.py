@@ -185,6 +185,18 @@ class AgentState:
                 run["requestHash"] = request_hash
             runs[cid] = run
 
+    @property
+    def last_activity_at(self) -> str | None:
+        """(1.3.0) When the session last ran a turn or was reset (RFC 3339), for idle expiry."""
+        value = self._data.get("lastActivityAt")
+        return value if isinstance(value, str) else None
+
+    @last_activity_at.setter
+    def last_activity_at(self, value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"last_activity_at must be a string, not {type(value).__name__}")
+        self._data["lastActivityAt"] = value
+
     # --- archive (1.3.0): see state._archive -----------------------------------------------
 
     @property
@@ -215,7 +227,9 @@ class AgentState:
             shifted = dict(run)
             shifted["responseIndex"] = run["responseIndex"] - count
             request_index = run.get("requestIndex")
-            shifted["requestIndex"] = None if request_index is None or request_index < count else request_index - count
+            shifted["requestIndex"] = (
+                None if request_index is None or request_index < count else request_index - count
+            )
             kept_runs[cid] = shifted
         moved = self._history[:count]
         del self._history[:count]

@@ -167,6 +167,7 @@ class _StateData(TypedDict):
     runs: NotRequired[dict[str, _Run]]
     serviceThreadId: NotRequired[str | None]
     archive: NotRequired[_Archive]
+    lastActivityAt: NotRequired[str]
 
 
 class _Root(TypedDict):

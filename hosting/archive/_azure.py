@@ -11,6 +11,7 @@ user-assigned identity), used with `DefaultAzureCredential`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import weakref
 from collections.abc import Mapping
@@ -85,7 +86,9 @@ class AzureBlobChunkStore:
                 from azure.identity.aio import DefaultAzureCredential
 
                 credential: Any = DefaultAzureCredential(managed_identity_client_id=self.connection.client_id)
-                client = ContainerClient(str(self.connection.account_url), self.container, credential=credential)
+                client = ContainerClient(
+                    str(self.connection.account_url), self.container, credential=credential
+                )
             self._clients[loop] = client
         return client
 
@@ -96,10 +99,8 @@ class AzureBlobChunkStore:
         except ResourceNotFoundError:
             if self._created:
                 raise
-            try:
+            with contextlib.suppress(ResourceExistsError):
                 await client.create_container()
-            except ResourceExistsError:
-                pass
             self._created = True
             await client.upload_blob(path, data, overwrite=True)
 
@@ -111,12 +112,10 @@ class AzureBlobChunkStore:
             return None
 
     async def delete(self, path: str) -> None:
-        try:
+        with contextlib.suppress(ResourceNotFoundError):
             await self._client().delete_blob(path)
-        except ResourceNotFoundError:
-            pass
 
-    async def list(self, prefix: str) -> list[str]:
+    async def list_paths(self, prefix: str) -> list[str]:
         try:
             return sorted([b.name async for b in self._client().list_blobs(name_starts_with=prefix)])
         except ResourceNotFoundError:

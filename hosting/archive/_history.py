@@ -56,7 +56,9 @@ def crash_point(name: str) -> None:
 class HistoryArchive:
     """Archived history of every session of an app: one store, one policy, one chunk cache."""
 
-    def __init__(self, store: ChunkStore, policy: ArchivePolicy, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+    def __init__(
+        self, store: ChunkStore, policy: ArchivePolicy, cache_bytes: int = DEFAULT_CACHE_BYTES
+    ) -> None:
         self.store = store
         self.policy = policy
         self._cache: OrderedDict[str, Chunk] = OrderedDict()
@@ -87,7 +89,7 @@ class HistoryArchive:
         current = epoch_prefix(entity, key, plan.epoch)
         # Orphans: this operation is the session's only writer, so what the committed state
         # does not reference and this plan does not write again is left by a crash.
-        for path in await self.store.list(session_prefix(entity, key)):
+        for path in await self.store.list_paths(session_prefix(entity, key)):
             if path in keep:
                 continue
             if not path.startswith(current) or _sequence(path) >= next_sequence:
@@ -146,7 +148,9 @@ class HistoryArchive:
         current = start
         while not current.ref.first <= index < current.ref.end:
             if current.previous is None or index >= current.ref.end:
-                raise HistoryUnavailable(current.ref.name, f"the chain of chunks does not reach entry {index}")
+                raise HistoryUnavailable(
+                    current.ref.name, f"the chain of chunks does not reach entry {index}"
+                )
             current = await self.chunk(entity, key, epoch, current.previous)
         return current
 

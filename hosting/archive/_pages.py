@@ -53,7 +53,12 @@ def counts(document: Mapping[str, Any]) -> tuple[int, int]:
 
 
 async def history_page(
-    archive: HistoryArchive, entity: str, key: str, document: Mapping[str, Any], cursor: Cursor | None, limit: int
+    archive: HistoryArchive,
+    entity: str,
+    key: str,
+    document: Mapping[str, Any],
+    cursor: Cursor | None,
+    limit: int,
 ) -> Page:
     """One page of a session's history (a checked state document). A cursor past the end is
     clamped to the end; a missing or corrupt chunk raises `state.HistoryUnavailable`."""
@@ -91,7 +96,11 @@ def state_archive(document: Any) -> Mapping[str, Any] | None:
 
 
 async def archived_run(
-    archive: HistoryArchive, entity: str, key: str, state_archive: Mapping[str, Any] | None, correlation_id: str
+    archive: HistoryArchive,
+    entity: str,
+    key: str,
+    state_archive: Mapping[str, Any] | None,
+    correlation_id: str,
 ) -> StoredRun | None:
     """A finished run whose entries were archived (its record is among the state's archived
     runs, `data.archive.runs`), read from its chunks; None when the state has no record of it."""

@@ -1,13 +1,14 @@
 """Which blob store archived history goes to, and the archiving policy, from app settings.
 
-| setting | default | meaning |
-| --- | --- | --- |
-| `DURABLE_AGENTS_HISTORY_STORE` | auto | `files` or `azure`; auto is `azure` when the connection below is a real account (a connection string other than `UseDevelopmentStorage=true`, or identity-based settings), else `files` |
-| `DURABLE_AGENTS_HISTORY_CONNECTION` | `AzureWebJobsStorage` | the connection setting (prefix) of the storage account |
-| `DURABLE_AGENTS_HISTORY_CONTAINER` | `agent-history` | the blob container |
-| `DURABLE_AGENTS_HISTORY_DIR` | `.agent-history` | the folder of the `files` store (relative to the working directory) |
-| `DURABLE_AGENTS_ARCHIVE_AT_BYTES` | 49152 | entries in a state above this many bytes are archived |
-| `DURABLE_AGENTS_ARCHIVE_KEEP_BYTES` | 16384 | about this many bytes of the newest entries stay in the state |
+* `DURABLE_AGENTS_HISTORY_STORE`: `files` or `azure`. Unset: `azure` when the connection below
+  is a real account (a connection string other than `UseDevelopmentStorage=true`, or
+  identity-based settings), else `files`.
+* `DURABLE_AGENTS_HISTORY_CONNECTION` (default `AzureWebJobsStorage`): the connection setting
+  (or setting prefix, for identity-based connections) of the storage account.
+* `DURABLE_AGENTS_HISTORY_CONTAINER` (default `agent-history`): the blob container.
+* `DURABLE_AGENTS_HISTORY_DIR` (default `.agent-history`): the folder of the `files` store.
+* `DURABLE_AGENTS_ARCHIVE_AT_BYTES` (default 49152): entries above this many bytes are archived.
+* `DURABLE_AGENTS_ARCHIVE_KEEP_BYTES` (default 16384): about this much of the newest history stays.
 """
 
 from __future__ import annotations

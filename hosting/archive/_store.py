@@ -32,12 +32,16 @@ class ChunkStore(Protocol):
         """Remove the blob at `path` (nothing when it is already gone)."""
         ...
 
-    async def list(self, prefix: str) -> list[str]:
+    async def list_paths(self, prefix: str) -> list[str]:
         """Paths of every blob whose path starts with `prefix`."""
         ...
 
     def describe(self) -> str:
         """Where the blobs are, for logs and health output."""
+        ...
+
+    async def close(self) -> None:
+        """Release the running loop's connections (the store stays usable)."""
         ...
 
 
@@ -58,7 +62,7 @@ def chunk_path(entity: str, key: str, epoch: str, name: str) -> str:
 
 async def delete_prefix(store: ChunkStore, prefix: str) -> int:
     """Delete every blob under `prefix`; returns how many."""
-    paths = await store.list(prefix)
+    paths = await store.list_paths(prefix)
     for path in paths:
         await store.delete(path)
     return len(paths)
@@ -82,6 +86,9 @@ class FileChunkStore:
 
     def describe(self) -> str:
         return f"files under {self.root}"
+
+    async def close(self) -> None:
+        return None
 
     async def put(self, path: str, data: bytes) -> None:
         await asyncio.to_thread(self._put, self._file(path), data)
@@ -111,7 +118,7 @@ class FileChunkStore:
     async def delete(self, path: str) -> None:
         await asyncio.to_thread(self._file(path).unlink, True)
 
-    async def list(self, prefix: str) -> list[str]:
+    async def list_paths(self, prefix: str) -> list[str]:
         return await asyncio.to_thread(self._list, prefix)
 
     def _list(self, prefix: str) -> list[str]:

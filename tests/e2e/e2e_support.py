@@ -64,8 +64,10 @@ class HostProcess:
         log_path: pathlib.Path,
         function_key: str | None = FUNCTION_KEY,
         cwd: pathlib.Path = REPO,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.cwd = cwd
+        self.env = dict(env or {})
         self.data_dir = data_dir
         self.model_base_url = model_base_url
         self.log_path = log_path
@@ -89,7 +91,12 @@ class HostProcess:
                 [sys.executable, "-m", "devhost", "--port", str(self.port), "--data-dir", str(self.data_dir),
                  "--startup-hook", OFFLINE_MODEL_HOOK],
                 cwd=self.cwd,
-                env=host_env(self.model_base_url, self.function_key),
+                env={
+                    # Archived history goes under the host's data dir, never into the repository.
+                    "DURABLE_AGENTS_HISTORY_DIR": str(self.data_dir / "history"),
+                    **host_env(self.model_base_url, self.function_key),
+                    **self.env,
+                },
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
