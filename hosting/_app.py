@@ -15,6 +15,7 @@ from agents import Agent, AgentConfigurationError
 from ._entity import AgentEntity
 from ._history_api import history
 from ._http import Api, ApiSettings, guarded
+from ._lifecycle import register_lifecycle
 from ._openapi import openapi_document
 from ._problems import json_response
 from ._routes import AGENT_ROUTES, WORKFLOW_ROUTES, RouteSpec
@@ -149,4 +150,5 @@ def build_app(
         _register_http(app, spec, handlers[spec.function])
     for agent in agents:
         _register_entity(app, agent, settings)
+    register_lifecycle(app)
     return app

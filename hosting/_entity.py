@@ -17,6 +17,7 @@ from agents import Agent, InvalidTurnRequest, TurnRequest, TurnResult, failure
 from state import AgentState, TurnFailure, dump_state, load_state
 
 from ._entity_archive import answer_archived
+from ._entity_lifecycle import archive_epoch, expire
 from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
 from ._loop import run_sync
 from ._ttl import now_iso
@@ -24,7 +25,7 @@ from .archive import HistoryArchive, default_archive
 
 log = logging.getLogger("hosting.entity")
 
-OPERATIONS = ("run", "reset", "delete", "get")
+OPERATIONS = ("run", "reset", "delete", "get", "expire")
 """The operations every agent entity understands."""
 
 ENTITY_PREFIX = "dafx-"
@@ -136,13 +137,17 @@ class AgentEntity:
         if operation == "run":
             context.set_result(self._run(context))
         elif operation == "reset":
+            # The answer names the archive the reset left behind (deleted after this commits).
+            epoch = archive_epoch(self, context)
             self._reset(context)
-            context.set_result(None)
+            context.set_result({"epoch": epoch})
         elif operation == "delete":
             # destruct_on_exit after set_result: set_result would mark the entity as existing.
-            context.set_result(None)
+            context.set_result({"epoch": archive_epoch(self, context)})
             context.destruct_on_exit()
             context._dafx_loaded = None
+        elif operation == "expire":
+            expire(self, context)
         elif operation == "get":
             text = _stored_text(context)
             context.set_result(None if text is None else json.loads(text))

@@ -4,6 +4,7 @@ corrupt chunks. Each test runs with the embedded file store and with Azure Blob 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
 import sqlite3
@@ -277,5 +278,81 @@ async def test_missing_and_corrupt_chunks_are_typed_errors(
         retry = await run_turn(client, "broken", 0, 1500)
         assert retry.status == 200  # answered from the archive, not run again
         assert session.stored("broken") == before
+    finally:
+        await session.stop()
+
+
+async def eventually_true(probe: Any, what: str, timeout: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await probe():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.1)
+
+
+async def test_reset_and_delete_remove_the_chunks_after_commit(
+    tmp_path: pathlib.Path, long_model: ModelServer, backend: dict[str, str], http: aiohttp.ClientSession
+) -> None:
+    session = Session(tmp_path, long_model, {**backend, **SMALL})
+    session.start()
+    client = session.client(http)
+    try:
+        for name in ("to-reset", "to-delete"):
+            for turn in range(6):
+                assert (await run_turn(client, name, turn, 1500)).status == 200
+            assert await session.store.list_paths(session_prefix(ENTITY, name))
+        assert (await client.post(f"/api/agents/{AGENT}/sessions/to-reset/reset")).status == 202
+        assert (await client.request("DELETE", f"/api/agents/{AGENT}/sessions/to-delete")).status == 202
+
+        async def gone(name: str) -> bool:
+            return not await session.store.list_paths(session_prefix(ENTITY, name))
+
+        await eventually_true(lambda: gone("to-reset"), "the reset session's chunks to go")
+        await eventually_true(lambda: gone("to-delete"), "the deleted session's chunks to go")
+        assert session.stored("to-delete") is None
+        body = await client.session_state(AGENT, "to-reset")
+        assert body["entries"] == 0 and body["archived_entries"] == 0
+        # The reset session goes on, archiving into a new epoch.
+        for turn in range(6):
+            assert (await run_turn(client, "to-reset", 100 + turn, 1500)).status == 200
+        check_history(await full_history(client, "to-reset", limit=4), list(range(100, 106)), 1500)
+    finally:
+        await session.stop()
+
+
+async def test_idle_sessions_expire_with_their_chunks(
+    tmp_path: pathlib.Path, long_model: ModelServer, backend: dict[str, str], http: aiohttp.ClientSession
+) -> None:
+    ttl = 4
+    env = {**backend, **SMALL, f"DURABLE_AGENTS_SESSION_TTL__{AGENT}": str(ttl)}
+    session = Session(tmp_path, long_model, env)
+    session.start()
+    client = session.client(http)
+    try:
+        for turn in range(6):
+            assert (await run_turn(client, "idle", turn, 1500)).status == 200
+        body = await client.session_state(AGENT, "idle")
+        assert body["expires_at"] is not None
+        assert await session.store.list_paths(session_prefix(ENTITY, "idle"))
+
+        async def expired() -> bool:
+            answer = await client.get(f"/api/agents/{AGENT}/sessions/idle")
+            return answer.status == 404 and not await session.store.list_paths(session_prefix(ENTITY, "idle"))
+
+        await eventually_true(expired, "the idle session to expire", timeout=ttl + 30)
+
+        # Turns racing the expiry: each runs on the old session or on a fresh one, never on half.
+        for turn in range(6):
+            assert (await run_turn(client, "racing", turn, 1500)).status == 200
+        sent = list(range(6))
+        fresh_seen = 0
+        for attempt, turn in enumerate(range(6, 12)):
+            # Arrive around the moment the session falls due: a little before, at, or after it.
+            await asyncio.sleep(ttl + (-0.15, 0.0, 0.05, 0.1, 0.2, 0.4)[attempt])
+            assert (await run_turn(client, "racing", turn, 1500)).status == 200
+            fresh = (await client.session_state(AGENT, "racing"))["entries"] == 2
+            fresh_seen += fresh
+            sent = [turn] if fresh else [*sent, turn]
+            check_history(await full_history(client, "racing", limit=7), sent, 1500)
+        assert fresh_seen >= 1  # the session did expire between some of those turns
     finally:
         await session.stop()
