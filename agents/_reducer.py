@@ -94,7 +94,10 @@ class HistoryReducer(ContextProvider):
         state: dict[str, Any] = dict(context.state) if isinstance(context.state, dict) else {}
         summary = state.get("summary") if isinstance(state.get("summary"), str) else None
         start = state.get("summarizedCount", 0)
-        start = min(start, len(history)) if isinstance(start, int) and start >= 0 else 0
+        # summarizedCount counts from the session's first message; `history` starts after the
+        # archived ones (context.history_offset), which were summarized or passed over already.
+        start = start - context.history_offset if isinstance(start, int) else 0
+        start = min(max(start, 0), len(history))
         visible_from = start
         if len(history) - start > self.max_messages:
             cut = self._cut(history, start)
@@ -103,7 +106,7 @@ class HistoryReducer(ContextProvider):
                 new_summary = await self._fold(context, summary, history[start:cut])
                 if new_summary is not None or not self.summarize:
                     summary = new_summary if self.summarize else None
-                    state = {"summary": summary, "summarizedCount": cut}
+                    state = {"summary": summary, "summarizedCount": cut + context.history_offset}
                     context.state = state
         instructions: list[str] = []
         if summary:

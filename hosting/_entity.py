@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from agents import Agent, InvalidTurnRequest, TurnRequest, TurnResult, failure
+from agents import Agent, FullHistory, InvalidTurnRequest, TurnRequest, TurnResult, failure
 from state import AgentState, TurnFailure, dump_state, load_state
 
 from ._entity_archive import answer_archived
@@ -21,7 +21,7 @@ from ._entity_lifecycle import archive_epoch, expire
 from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
 from ._loop import run_sync
 from ._ttl import now_iso
-from .archive import HistoryArchive, default_archive
+from .archive import HistoryArchive, SessionHistory, default_archive
 
 log = logging.getLogger("hosting.entity")
 
@@ -202,7 +202,12 @@ class AgentEntity:
         state = loaded.state
         context._dafx_loaded = None  # the turn mutates the object; only a saved one is reused
         try:
-            result = run_sync(lambda: self.agent.run(state, request))
+            if isinstance(self.agent.context, FullHistory):
+                # Only an agent that asks for its full history reads the archive during a turn.
+                older = SessionHistory(self.archive, self.name, context.entity_key, state)
+                result = run_sync(lambda: self.agent.run(state, request, older))
+            else:
+                result = run_sync(lambda: self.agent.run(state, request))
             state.last_activity_at = now_iso()
             # Older entries move to chunks, stored before this state (which references them).
             self.archive.settle(self.name, context.entity_key, state)

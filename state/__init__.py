@@ -47,6 +47,7 @@ from ._state import (
     check_state,
     dump_state,
     load_state,
+    replay_turns,
     request_hash,
     response_failed,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "load_state",
     "plan_archive",
     "read_chunk",
+    "replay_turns",
     "request_hash",
     "response_failed",
 ]

@@ -22,7 +22,7 @@ import orjson
 
 from ._check import _chunk_ref_ok, _entry_ok
 from ._errors import StateError
-from ._state import AgentState
+from ._state import AgentState, replay_turns
 from ._versions import CURRENT_SCHEMA_VERSION
 from ._wire import CHUNK_NAME_PATTERN, EPOCH_PATTERN, Doc
 
@@ -108,12 +108,14 @@ class ArchivePolicy:
     to `max_chunk_bytes` (a single larger turn makes a larger chunk).
     """
 
-    max_state_bytes: int = 64 * 1024
+    max_state_bytes: int = 40 * 1024
+    """With the runs index of the kept turns, the archived runs and the chunk references, a
+    state stays under 64 KiB plus its latest turn."""
     keep_bytes: int = 16 * 1024
     max_chunk_bytes: int = 1024 * 1024
     max_chunk_refs: int = 32
     """References kept in the state; older chunks are reached through each chunk's `previous`."""
-    max_archived_runs: int = 64
+    max_archived_runs: int = 32
     """Run records of archived turns kept in the state (retries of those are answered from the archive)."""
 
     def __post_init__(self) -> None:
@@ -285,14 +287,16 @@ def apply_archive(state: AgentState, plan: ArchivePlan, policy: ArchivePolicy) -
     info = archive_info(state)
     raw = state._data.get("archive")
     archive: Doc = dict(raw) if isinstance(raw, dict) else {}
-    state._take_prefix(plan.move)
     refs = [r.to_json() for r in (info.chunks if info else ())] + [c.ref.to_json() for c in plan.chunks]
     runs: dict[str, Doc] = dict(archive.get("runs", {}))
     for cid, run in plan.runs.items():
         runs.pop(cid, None)  # re-inserted last: the dict stays in archive order
         runs[cid] = run
     archive["epoch"] = plan.epoch
+    moved_messages = sum(len(t) for t in replay_turns(state._history[: plan.move]))
     archive["archivedEntries"] = (info.archived_entries if info else 0) + plan.move
+    archive["archivedMessages"] = state.archived_messages + moved_messages
+    state._take_prefix(plan.move)
     archive["chunks"] = refs[-policy.max_chunk_refs :]
     archive["runs"] = (
         dict(list(runs.items())[-policy.max_archived_runs :]) if policy.max_archived_runs else {}

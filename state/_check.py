@@ -95,6 +95,9 @@ def _archive_ok(archive: Any) -> bool:
     archived = archive.get("archivedEntries")
     if type(archived) is not int or archived < 0:
         return False
+    messages = archive.get("archivedMessages", 0)
+    if type(messages) is not int or messages < 0:
+        return False
     chunks = archive.get("chunks")
     if type(chunks) is not list:
         return False

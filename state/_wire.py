@@ -157,6 +157,7 @@ class _ChunkRef(TypedDict):
 class _Archive(TypedDict):
     epoch: Annotated[str, StringConstraints(pattern=EPOCH_PATTERN)]
     archivedEntries: Annotated[int, Field(ge=0)]
+    archivedMessages: NotRequired[Annotated[int, Field(ge=0)]]
     chunks: list[_ChunkRef]
     runs: NotRequired[dict[str, _Run]]
 

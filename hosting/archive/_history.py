@@ -154,6 +154,19 @@ class HistoryArchive:
             current = await self.chunk(entity, key, epoch, current.previous)
         return current
 
+    async def archived_entries(self, entity: str, key: str, state_archive: Mapping[str, Any]) -> list[Any]:
+        """Every archived entry of a session, oldest first (the chain read back from the newest
+        chunk; cached per chunk). Raises HistoryUnavailable."""
+        epoch = state_archive["epoch"]
+        chunks: list[Chunk] = []
+        refs = state_archive["chunks"]
+        ref: ChunkRef | None = ChunkRef.from_json(refs[-1]) if refs else None
+        while ref is not None:
+            chunk = await self.chunk(entity, key, epoch, ref)
+            chunks.append(chunk)
+            ref = chunk.previous
+        return [entry for chunk in reversed(chunks) for entry in chunk.entries]
+
     async def forget(self, entity: str, key: str, epoch: str | None = None) -> int:
         """Delete a session's chunks (of one epoch, or all); call after the change committed."""
         prefix = epoch_prefix(entity, key, epoch) if epoch else session_prefix(entity, key)
@@ -166,3 +179,20 @@ def _sequence(path: str) -> int:
         return int(name[:8])
     except ValueError:
         return -1
+
+
+class SessionHistory:
+    """One session's archived entries, for an agent whose context policy asks for them."""
+
+    def __init__(self, archive: HistoryArchive, entity: str, key: str, state: AgentState) -> None:
+        self._archive = archive
+        self._entity = entity
+        self._key = key
+        raw = state.to_document()["data"].get("archive")
+        self._state_archive: Mapping[str, Any] | None = raw if isinstance(raw, Mapping) else None
+
+    async def entries(self) -> list[Any]:
+        """Every archived entry, oldest first."""
+        if self._state_archive is None:
+            return []
+        return await self._archive.archived_entries(self._entity, self._key, self._state_archive)

@@ -7,7 +7,7 @@
   (or setting prefix, for identity-based connections) of the storage account.
 * `DURABLE_AGENTS_HISTORY_CONTAINER` (default `agent-history`): the blob container.
 * `DURABLE_AGENTS_HISTORY_DIR` (default `.agent-history`): the folder of the `files` store.
-* `DURABLE_AGENTS_ARCHIVE_AT_BYTES` (default 49152): entries above this many bytes are archived.
+* `DURABLE_AGENTS_ARCHIVE_AT_BYTES` (default 40960): entries above this many bytes are archived.
 * `DURABLE_AGENTS_ARCHIVE_KEEP_BYTES` (default 16384): about this much of the newest history stays.
 """
 
@@ -33,10 +33,10 @@ KEEP_ENV = "DURABLE_AGENTS_ARCHIVE_KEEP_BYTES"
 DEFAULT_CONNECTION = "AzureWebJobsStorage"
 DEFAULT_CONTAINER = "agent-history"
 DEFAULT_DIR = ".agent-history"
-DEFAULT_ARCHIVE_AT_BYTES = 48 * 1024
-"""With the archived runs and chunk references (~14 KiB at most) a state stays under 64 KiB
+DEFAULT_ARCHIVE_AT_BYTES = ArchivePolicy().max_state_bytes
+"""40 KiB: with the runs index, archived runs and chunk references a state stays under 64 KiB
 plus its latest turn."""
-DEFAULT_KEEP_BYTES = 16 * 1024
+DEFAULT_KEEP_BYTES = ArchivePolicy().keep_bytes
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

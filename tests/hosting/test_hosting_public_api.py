@@ -121,6 +121,7 @@ def test_archive_subpackage_all_is_pinned() -> None:
         "FileChunkStore",
         "HistoryArchive",
         "Page",
+        "SessionHistory",
         "archived_run",
         "chunk_path",
         "counts",

@@ -48,6 +48,7 @@ EXPECTED = {
     "find_archived_run",
     "plan_archive",
     "read_chunk",
+    "replay_turns",
 }
 
 
