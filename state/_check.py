@@ -92,11 +92,8 @@ def _archive_ok(archive: Any) -> bool:
     epoch = archive.get("epoch")
     if type(epoch) is not str or _EPOCH.fullmatch(epoch) is None:
         return False
-    archived = archive.get("archivedEntries")
-    if type(archived) is not int or archived < 0:
-        return False
-    messages = archive.get("archivedMessages", 0)
-    if type(messages) is not int or messages < 0:
+    counts = (archive.get("archivedEntries"), archive.get("archivedMessages", 0))
+    if not all(_count_ok(count, 0) for count in counts):
         return False
     chunks = archive.get("chunks")
     if type(chunks) is not list:
@@ -111,14 +108,17 @@ def _archive_ok(archive: Any) -> bool:
     return True
 
 
+def _count_ok(value: Any, minimum: int) -> bool:
+    return type(value) is int and value >= minimum
+
+
 def _chunk_ref_ok(ref: Any) -> bool:
     if type(ref) is not dict:
         return False
     name = ref.get("name")
     if type(name) is not str or _CHUNK_NAME.fullmatch(name) is None:
         return False
-    first, count = ref.get("first"), ref.get("count")
-    if type(first) is not int or first < 0 or type(count) is not int or count < 1:
+    if not _count_ok(ref.get("first"), 0) or not _count_ok(ref.get("count"), 1):
         return False
     return "bytes" not in ref or type(ref["bytes"]) is int
 

@@ -106,6 +106,18 @@ class Session:
         return None if row is None else str(row[0])
 
 
+SMALL = {"DURABLE_AGENTS_ARCHIVE_AT_BYTES": "4096", "DURABLE_AGENTS_ARCHIVE_KEEP_BYTES": "1024"}
+
+
+def start_small(
+    tmp: pathlib.Path, model: ModelServer, backend: dict[str, str], http: aiohttp.ClientSession, **env: str
+) -> tuple[Session, Client]:
+    """A host of its own that archives above 4 KiB (so a few turns make several chunks)."""
+    session = Session(tmp, model, {**backend, **SMALL, **env})
+    session.start()
+    return session, session.client(http)
+
+
 def message(turn: int, size: int) -> str:
     unit = f'<turn {turn:05d} \u00e9\u6f22 {{"k": [1, 2]}}>'
     return (unit * (size // len(unit) + 1))[:size]
@@ -197,9 +209,6 @@ async def test_twenty_megabytes_of_history(
         await session.stop()
 
 
-SMALL = {"DURABLE_AGENTS_ARCHIVE_AT_BYTES": "4096", "DURABLE_AGENTS_ARCHIVE_KEEP_BYTES": "1024"}
-
-
 @pytest.mark.parametrize("point", ["archive-before-chunk", "archive-after-chunk", "after-commit"])
 async def test_kill_at_each_archiving_point(
     tmp_path: pathlib.Path, long_model: ModelServer, backend: dict[str, str], http: aiohttp.ClientSession,
@@ -247,9 +256,7 @@ async def test_kill_at_each_archiving_point(
 async def test_missing_and_corrupt_chunks_are_typed_errors(
     tmp_path: pathlib.Path, long_model: ModelServer, backend: dict[str, str], http: aiohttp.ClientSession
 ) -> None:
-    session = Session(tmp_path, long_model, {**backend, **SMALL})
-    session.start()
-    client = session.client(http)
+    session, client = start_small(tmp_path, long_model, backend, http)
     try:
         for turn in range(8):
             assert (await run_turn(client, "broken", turn, 1500)).status == 200
@@ -292,9 +299,7 @@ async def eventually_true(probe: Any, what: str, timeout: float = 30.0) -> None:
 async def test_reset_and_delete_remove_the_chunks_after_commit(
     tmp_path: pathlib.Path, long_model: ModelServer, backend: dict[str, str], http: aiohttp.ClientSession
 ) -> None:
-    session = Session(tmp_path, long_model, {**backend, **SMALL})
-    session.start()
-    client = session.client(http)
+    session, client = start_small(tmp_path, long_model, backend, http)
     try:
         for name in ("to-reset", "to-delete"):
             for turn in range(6):
@@ -323,10 +328,8 @@ async def test_idle_sessions_expire_with_their_chunks(
     tmp_path: pathlib.Path, long_model: ModelServer, backend: dict[str, str], http: aiohttp.ClientSession
 ) -> None:
     ttl = 4
-    env = {**backend, **SMALL, f"DURABLE_AGENTS_SESSION_TTL__{AGENT}": str(ttl)}
-    session = Session(tmp_path, long_model, env)
-    session.start()
-    client = session.client(http)
+    ttl_env = {f"DURABLE_AGENTS_SESSION_TTL__{AGENT}": str(ttl)}
+    session, client = start_small(tmp_path, long_model, backend, http, **ttl_env)
     try:
         for turn in range(6):
             assert (await run_turn(client, "idle", turn, 1500)).status == 200
