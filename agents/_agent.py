@@ -61,7 +61,8 @@ class Agent:
             )
         if not isinstance(self.context, TokenBudget | FullHistory):
             raise AgentConfigurationError(
-                f"agent {self.name!r}: context must be TokenBudget(...) or FullHistory(), not {self.context!r}"
+                f"agent {self.name!r}: context must be TokenBudget(...) or FullHistory(), "
+                f"not {self.context!r}"
             )
         if not isinstance(self.max_tool_rounds, int) or self.max_tool_rounds < 1:
             raise AgentConfigurationError(f"agent {self.name!r}: max_tool_rounds must be a positive integer")

@@ -36,7 +36,9 @@ def user_texts(body: Mapping[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "user"]
 
 
-async def test_a_token_budget_keeps_the_newest_whole_turns(model: ModelServer, settings: ModelSettings) -> None:
+async def test_a_token_budget_keeps_the_newest_whole_turns(
+    model: ModelServer, settings: ModelSettings
+) -> None:
     agent = Agent(name="budget", model=settings, tools=[lookup], context=TokenBudget(max_tokens=1500))
     state = AgentState.new()
     for i in range(6):

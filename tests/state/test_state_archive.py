@@ -181,7 +181,7 @@ def test_the_1_3_0_fixture_reads_back_with_its_chunks(
         [],
         {"epoch": "xyz", "archivedEntries": 0, "chunks": []},
         {"epoch": "0123456789abcdef", "archivedEntries": -1, "chunks": []},
-        {"epoch": "0123456789abcdef", "archivedEntries": 0, "chunks": [{"name": "../x", "first": 0, "count": 1}]},
+        {"epoch": "0123456789abcdef", "archivedEntries": 0, "chunks": [{"name": "../x", "first": 0, "count": 1}]},  # noqa: E501
         {"epoch": "0123456789abcdef", "archivedEntries": 0, "chunks": {}},
         {"epoch": "0123456789abcdef", "archivedEntries": 0, "chunks": [], "runs": {"c": {"status": "?"}}},
     ],
