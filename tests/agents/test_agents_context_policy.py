@@ -100,3 +100,30 @@ def test_a_context_policy_is_checked_at_definition() -> None:
         Agent(name="bad", context="everything")  # type: ignore[arg-type]
     with pytest.raises(AgentConfigurationError, match="max_tokens"):
         TokenBudget(max_tokens=0)
+
+
+async def test_the_history_reducer_keeps_its_place_across_archiving(
+    model: ModelServer, settings: ModelSettings
+) -> None:
+    from agents import HistoryReducer
+
+    reducer = HistoryReducer(max_messages=4, keep_messages=2, summarize=False)
+    agent = Agent(name="reduced", model=settings, context_providers=[reducer])
+    state = AgentState.new()
+    for i in range(6):
+        model.script(Reply.text(f"answer {i} " + "y" * 300))
+        await agent.run(state, ask(f"c{i}", f"question {i}"))
+    counted = state.state_bag["history-reducer"]
+    assert isinstance(counted, dict) and counted["summarizedCount"] > 0
+    policy = ArchivePolicy(max_state_bytes=1024, keep_bytes=512)
+    plan = plan_archive(state, policy)
+    assert plan is not None
+    apply_archive(state, plan, policy)
+    assert state.archived_messages > 0
+    model.script(Reply.text("after archiving"))
+    await agent.run(state, ask("c6", "question 6"))
+    # Still a window of recent turns (not nothing, not everything), ending with the new question.
+    texts = user_texts(model.requests[-1].body)
+    assert texts[-1] == "question 6" and texts[:-1] == ["question 5"]
+    after = state.state_bag["history-reducer"]
+    assert isinstance(after, dict) and after["summarizedCount"] >= counted["summarizedCount"]
