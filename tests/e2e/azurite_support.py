@@ -6,7 +6,9 @@ import pathlib
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 
+import pytest
 from e2e_support import REPO, free_port
 
 AZURITE_BLOB = REPO / ".tools" / "node_modules" / ".bin" / "azurite-blob"
@@ -65,3 +67,14 @@ class Azurite:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
+    """Azurite's blob service for the tests of one module (import this fixture to use it)."""
+    root = tmp_path_factory.mktemp("azurite")
+    server = Azurite(root / "data", root / "azurite.log").start()
+    try:
+        yield server
+    finally:
+        server.stop()

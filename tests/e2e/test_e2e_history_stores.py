@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import pathlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
-from azurite_support import Azurite
+from azurite_support import Azurite, azurite  # noqa: F401 - the fixture
 
 from hosting.archive import AzureBlobChunkStore, BlobConnection, ChunkStore, FileChunkStore, store_from_env
 from hosting.archive._store import delete_prefix
-
-
-@pytest.fixture(scope="module")
-def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
-    root = tmp_path_factory.mktemp("azurite-stores")
-    server = Azurite(root / "data", root / "azurite.log").start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["files", "azure"])
@@ -27,9 +17,9 @@ async def store(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Async
     if request.param == "files":
         chunks: ChunkStore = FileChunkStore(tmp_path / "chunks")
     else:
-        azurite: Azurite = request.getfixturevalue("azurite")
+        server: Azurite = request.getfixturevalue("azurite")
         chunks = AzureBlobChunkStore(
-            BlobConnection(connection_string=azurite.connection_string),
+            BlobConnection(connection_string=server.connection_string),
             tmp_path.name[:40].lower().replace("_", "-"),
         )
     yield chunks

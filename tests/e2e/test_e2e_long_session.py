@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
-from azurite_support import Azurite
+from azurite_support import Azurite, azurite  # noqa: F401 - the fixture
 from e2e_support import Client, HostProcess
 
 from agents.testing import ModelServer, Reply
@@ -26,16 +26,6 @@ ENTITY = "dafx-assistant"
 BOUND = 64 * 1024  # the default entity-state bound, besides the latest turn
 
 
-@pytest.fixture(scope="module")
-def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
-    root = tmp_path_factory.mktemp("azurite")
-    server = Azurite(root / "data", root / "azurite.log").start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture(params=["files", "azure"])
 def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> dict[str, str]:
     """The history-store settings of one backend (the host and the test's own store read them)."""
@@ -44,11 +34,11 @@ def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> dict[str,
             "DURABLE_AGENTS_HISTORY_STORE": "files",
             "DURABLE_AGENTS_HISTORY_DIR": str(tmp_path / "history"),
         }
-    azurite: Azurite = request.getfixturevalue("azurite")
+    server: Azurite = request.getfixturevalue("azurite")
     return {
         "DURABLE_AGENTS_HISTORY_STORE": "azure",
         "DURABLE_AGENTS_HISTORY_CONNECTION": "HistoryStorage",
-        "HistoryStorage": azurite.connection_string,
+        "HistoryStorage": server.connection_string,
         "DURABLE_AGENTS_HISTORY_CONTAINER": f"t{abs(hash(tmp_path)) % 10**12}",
     }
 
