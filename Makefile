@@ -25,14 +25,15 @@ lint: install
 	$(PY) -m ruff check .
 
 # Each test folder is checked on its own: its support modules are imported as top-level names
-# (pytest puts the folder on sys.path), and every folder has a conftest.py of its own.
-TEST_DIRS := state agents devhost hosting e2e
+# (pytest puts the folder on sys.path), and every folder has a conftest.py of its own. tests/hosting is
+# on the path for all: tests/examples drives its apps with hosting_support.
+TEST_DIRS := state agents devhost hosting examples e2e
 
 typecheck: install
 	$(PY) -m mypy
 	@for d in $(TEST_DIRS); do \
 		echo "mypy tests/$$d"; \
-		MYPYPATH=tests/$$d:tests/$$d/apps $(PY) -m mypy --explicit-package-bases tests/$$d || exit 1; \
+		MYPYPATH=tests/$$d:tests/$$d/apps:tests/hosting $(PY) -m mypy --explicit-package-bases tests/$$d || exit 1; \
 	done
 	$(PY) -m mypy --explicit-package-bases tests/conftest.py
 
@@ -55,6 +56,7 @@ bench: install
 	$(PY) bench/state_bench.py
 	$(PY) bench/host_bench.py
 	$(PY) bench/wait_bench.py
+	$(PY) bench/telemetry_bench.py
 
 clean:
 	rm -rf $(VENV) $(LOWEST) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -17,7 +17,8 @@ from ._errors import (
 )
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
-from ._settings import HistoryMode, ModelSettings, RetryPolicy
+from ._settings import HistoryMode, ModelConnection, ModelEnv, ModelSettings, RetryPolicy, SamplingSettings
+from ._telemetry import context_from, current_trace_context, mark_failed, tracing_enabled
 from ._tools import FunctionTool, tool
 from ._turns import InputMessage, TurnRequest, TurnResult, turn_result
 
@@ -39,14 +40,21 @@ __all__ = [
     "InvalidTurnRequest",
     "MemoryProvider",
     "ModelCallError",
+    "ModelConnection",
+    "ModelEnv",
     "ModelSettings",
     "ProviderContext",
     "RetryPolicy",
+    "SamplingSettings",
     "TokenBudget",
     "TurnRequest",
     "TurnResult",
     "close_model_clients",
+    "context_from",
+    "current_trace_context",
     "failure",
+    "mark_failed",
     "tool",
+    "tracing_enabled",
     "turn_result",
 ]

@@ -75,7 +75,7 @@ class Agent:
         object.__setattr__(self, "_format", agent_response_format(self.response_format))
         self._check_providers(providers)
         self._check_tool_names()
-        if self.history_mode == "service" and self.model.wire_api != "responses":
+        if self.history_mode == "service" and self.model.connection.wire_api != "responses":
             raise AgentConfigurationError(
                 f"agent {self.name!r}: service-side history needs the Responses API "
                 "(ModelSettings(wire_api='responses'))"
@@ -139,7 +139,7 @@ class Agent:
         serve this agent's wire API and history mode. Raises AgentConfigurationError.
         """
         endpoint = resolve_endpoint(self.model)
-        if self.model.wire_api == "responses" and not supports_responses(endpoint):
+        if self.model.connection.wire_api == "responses" and not supports_responses(endpoint):
             raise AgentConfigurationError(
                 f"agent {self.name!r}: Azure OpenAI API version {endpoint.api_version} has no Responses API "
                 "(set AZURE_OPENAI_API_VERSION to 2025-03-01-preview or later)"
@@ -152,7 +152,7 @@ class Agent:
             "name": self.name,
             "description": self.description,
             "historyMode": self.history_mode,
-            "wireApi": self.model.wire_api,
+            "wireApi": self.model.connection.wire_api,
             "tools": [{"name": t.name, "description": t.description} for t in self.all_tools],
             "contextProviders": [p.source_id for p in self.context_providers],
             "responseSchema": fmt.schema if fmt is not None else None,
@@ -166,12 +166,13 @@ class Agent:
         A correlation id that already finished returns its recorded result and changes nothing.
         """
         from ._runner import run_turn
+        from ._telemetry import invoke_agent
 
         if not isinstance(state, AgentState):
             raise TypeError(f"run takes an AgentState, not {type(state).__name__}")
         if not isinstance(request, TurnRequest):
             raise TypeError(f"run takes a TurnRequest, not {type(request).__name__}")
-        return await run_turn(self, state, request, archive)
+        return await invoke_agent(self, request, run_turn(self, state, request, archive))
 
     def request_identity(self, request: TurnRequest) -> str:
         """The hash a run of ``request`` is recorded under (`requestHash`): its messages, the

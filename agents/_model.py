@@ -24,6 +24,7 @@ from ._convert import (
 from ._errors import FailureCode, ModelCallError
 from ._settings import Endpoint, ModelSettings
 from ._structured import ResponseFormat
+from ._telemetry import model_call
 from ._tools import FunctionTool
 from ._unicode import without_lone_surrogates
 
@@ -43,6 +44,8 @@ class ModelOutput:
     usage: Usage | None
     response_id: str | None
     finish_reason: str | None
+    model: str | None = None
+    """The model that answered, as the service names it (``gen_ai.response.model``)."""
 
 
 @dataclass(frozen=True)
@@ -74,11 +77,13 @@ class ModelCaller:
     ) -> ModelOutput:
         """Send one request (retrying transient failures); ModelCallError when it fails for good."""
         opts = options or CallOptions()
-        temperature = opts.temperature if opts.temperature is not None else self.settings.temperature
+        temperature = opts.temperature if opts.temperature is not None else self.settings.sampling.temperature
         max_tokens = (
-            opts.max_output_tokens if opts.max_output_tokens is not None else self.settings.max_output_tokens
+            opts.max_output_tokens
+            if opts.max_output_tokens is not None
+            else self.settings.sampling.max_output_tokens
         )
-        if self.settings.wire_api == "responses":
+        if self.settings.connection.wire_api == "responses":
             return await self._responses(
                 instructions,
                 messages,
@@ -92,8 +97,8 @@ class ModelCaller:
         return await self._chat(instructions, messages, tools, response_format, temperature, max_tokens)
 
     def _extra(self, params: dict[str, Any]) -> dict[str, Any]:
-        if self.settings.extra_body:
-            params.update(self.settings.extra_body)
+        if self.settings.sampling.extra_body:
+            params.update(self.settings.sampling.extra_body)
         return params
 
     async def _post(self, path: str, body: dict[str, Any], read: Callable[[dict[str, Any]], T]) -> T:
@@ -121,7 +126,9 @@ class ModelCaller:
                 shape = f"{type(exc).__name__}: {exc}"
                 raise _invalid(f"the model's answer has an unexpected shape ({shape})") from exc
 
-        return await call_with_retries(attempt, self.settings.retry, self.settings.timeout)
+        connection = self.settings.connection
+        retried = call_with_retries(attempt, connection.retry, connection.timeout)
+        return await model_call(self.endpoint, path, body, retried)
 
     async def _chat(
         self,
@@ -153,9 +160,8 @@ class ModelCaller:
             raise _invalid("the model answered without a choice")
         choice = choices[0]
         message = from_chat_message(choice.get("message") or {}, self.author_name, now_iso())
-        return ModelOutput(
-            message, chat_usage(data.get("usage")), data.get("id"), choice.get("finish_reason")
-        )
+        usage = chat_usage(data.get("usage"))
+        return ModelOutput(message, usage, data.get("id"), choice.get("finish_reason"), data.get("model"))
 
     async def _responses(
         self,
@@ -202,7 +208,8 @@ class ModelCaller:
             details = data.get("incomplete_details") or {}
             reason = details.get("reason") if isinstance(details, Mapping) else None
             finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
-        return ModelOutput(message, responses_usage(data.get("usage")), data.get("id"), finish)
+        usage = responses_usage(data.get("usage"))
+        return ModelOutput(message, usage, data.get("id"), finish, data.get("model"))
 
 
 def _invalid(message: str) -> ModelCallError:

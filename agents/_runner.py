@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,13 +23,14 @@ from state import (
     request_hash,
 )
 
-from ._context import ContextProvider, ProviderContext
+from ._context import ContextProvider, ProviderContext, ProviderStateError
 from ._context_policy import ArchivedHistory, context_history
 from ._convert import RAW_ARGUMENTS, Message, add_usage
 from ._errors import AgentConfigurationError, FailureCode, ModelCallError, ToolExecutionError, failure
 from ._model import CallOptions, ModelCaller, now_iso
 from ._settings import ModelSettings, resolve_endpoint
 from ._structured import ResponseFormat, StructuredOutputError
+from ._telemetry import execute_tool
 from ._tools import FunctionTool, parse_arguments, to_jsonable
 from ._turns import TurnRequest, TurnResult, answer_text
 from ._unicode import without_lone_surrogates
@@ -61,7 +60,6 @@ class _Turn:
     usage: Usage | None = None
     contexts: list[tuple[ContextProvider, ProviderContext]] = field(default_factory=list)
     service_thread_id: str | None = None
-    structured: JSON = None
     archive: ArchivedHistory | None = None
 
     # --- model access --------------------------------------------------------------------
@@ -99,8 +97,8 @@ class _Turn:
             ctx = ProviderContext(
                 agent_name=agent.name,
                 correlation_id=self.request.correlation_id,
-                # A copy, so a failed turn leaves the stored provider state untouched.
-                state=copy.deepcopy(self.state.state_bag.get(provider.source_id)),
+                # A copy (or a validated model), so a failed turn leaves the stored state untouched.
+                state=_provider_state(provider, self.state.state_bag.get(provider.source_id)),
                 request_messages=tuple(self.request_messages),
                 history=tuple(history),
                 history_offset=self.state.archived_messages,
@@ -164,14 +162,17 @@ class _Turn:
                     )
                 )
             rounds += 1
-            results = await asyncio.gather(*(self._run_tool(call, by_name) for call in calls))
+            results = await asyncio.gather(
+                *(execute_tool(call, by_name.get(call.name), self._run_tool(call, by_name)) for call in calls)
+            )
             tool_message = ChatMessage(role="tool", contents=list(results), created_at=now_iso())
             self.messages.append(tool_message)
             pending = [tool_message]
 
         if self.response_format is not None:
             try:
-                self.structured = self.response_format.parse_answer(answer_text(self.messages))
+                # Only a check: the result's `structured` is computed by `turn_result` from what is stored.
+                self.response_format.parse_answer(answer_text(self.messages))
             except StructuredOutputError as exc:
                 raise _TurnFailed(failure(FailureCode.INVALID_STRUCTURED_OUTPUT, str(exc))) from None
         for provider, ctx in self.contexts:
@@ -227,15 +228,17 @@ class _Turn:
             if ctx.state is None and provider.source_id not in self.state.state_bag:
                 continue
             try:
-                updates[provider.source_id] = json.loads(json.dumps(ctx.state, allow_nan=False))
-            except (TypeError, ValueError) as exc:
-                raise _TurnFailed(
-                    failure(
-                        FailureCode.PROVIDER_ERROR,
-                        f"context provider {provider.source_id!r} state is not JSON: {exc}",
-                    )
-                ) from None
+                updates[provider.source_id] = provider.dump_state(ctx.state)
+            except ProviderStateError as exc:
+                raise _TurnFailed(failure(FailureCode.PROVIDER_ERROR, str(exc))) from None
         self.state.state_bag.update(updates)
+
+
+def _provider_state(provider: ContextProvider, stored: JSON) -> Any:
+    try:
+        return provider.load_state(stored)
+    except ProviderStateError as exc:
+        raise _TurnFailed(failure(FailureCode.PROVIDER_ERROR, str(exc))) from None
 
 
 def _tools_by_name(tools: Sequence[FunctionTool]) -> dict[str, FunctionTool]:

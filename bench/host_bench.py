@@ -71,9 +71,14 @@ class Host:
     """`python -m devhost` as a subprocess, stopped with SIGTERM."""
 
     def __init__(
-        self, data_dir: pathlib.Path, model_url: str, log: pathlib.Path, history: pathlib.Path
+        self,
+        data_dir: pathlib.Path,
+        model_url: str,
+        log: pathlib.Path,
+        extra_env: dict[str, str] | None = None,
     ) -> None:
-        self.data_dir, self.model_url, self.log, self.history = data_dir, model_url, log, history
+        self.data_dir, self.model_url, self.log = data_dir, model_url, log
+        self.extra_env = dict(extra_env or {})
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -90,10 +95,9 @@ class Host:
             OPENAI_API_KEY="bench",
             OPENAI_CHAT_MODEL_ID="bench-model",
             DURABLE_AGENTS_ALLOW_MODEL_REQUESTS="0",
-            DURABLE_AGENTS_HISTORY_STORE="files",
-            DURABLE_AGENTS_HISTORY_DIR=str(self.history),
             PYTHONPATH=str(ROOT),
         )
+        env.update(self.extra_env)
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "devhost", "--port", str(self.port), "--data-dir", str(self.data_dir)],
@@ -300,7 +304,8 @@ def main() -> None:
                 f"{len(chunks)} chunks) in {time.perf_counter() - started:.1f} s"
             )
         log = pathlib.Path(tempfile.mkdtemp() if args.keep_log else tmp) / "host.log"
-        host = Host(data, model.base_url, log, history)
+        history_env = {"DURABLE_AGENTS_HISTORY_STORE": "files", "DURABLE_AGENTS_HISTORY_DIR": str(history)}
+        host = Host(data, model.base_url, log, extra_env=history_env)
         host.start()
         try:
             asyncio.run(bench(host.url, args.turns, sizes, data / "devhost.db"))

@@ -81,6 +81,10 @@ async def _serve(host: LocalHost, started: float) -> None:
                         ("activity", host.model.activities)):
         for item in names.values():
             log.info("  %s: %s", item.function_name, kind)
+    if host.mcp_url is not None:
+        tools = ", ".join(f.tool_name for f in host.model.mcp_tools)
+        log.info("MCP server (streamable HTTP): %s  tools: %s", host.mcp_url, tools)
+        log.info("MCP server (legacy SSE): %s/sse", host.mcp_url)
     for problem in host.model.unsupported:
         log.warning("  %s", problem)
     if not host.function_key:
@@ -92,15 +96,31 @@ async def _serve(host: LocalHost, started: float) -> None:
     await host.stop()
 
 
+class TraceIdFormatter(logging.Formatter):
+    """Appends ``trace=… span=…`` to a line whose record carries OpenTelemetry ids (`otelTraceID`,
+    `otelSpanID`: the attribute names of OpenTelemetry's logging instrumentation, which the app
+    sets while a span is current)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        trace_id = getattr(record, "otelTraceID", None)
+        if not trace_id or not trace_id.strip("0"):
+            return line
+        return f"{line} trace={trace_id} span={getattr(record, 'otelSpanID', '')}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the local host until Ctrl-C / SIGTERM."""
     started = time.monotonic()
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname).1s %(message)s",
-                        datefmt="%H:%M:%S", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TraceIdFormatter("%(asctime)s %(levelname).1s %(message)s", datefmt="%H:%M:%S"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     # One line per request: the model client's per-call transport lines would double them.
     for transport in ("httpx", "httpx2"):
         logging.getLogger(transport).setLevel(logging.WARNING)
+    # The MCP SDK's transports log each session's start and end; devhost logs each request.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
     log = logging.getLogger("devhost")
     project = pathlib.Path.cwd()
     data_dir = pathlib.Path(args.data_dir)

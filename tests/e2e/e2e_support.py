@@ -64,10 +64,10 @@ class HostProcess:
         log_path: pathlib.Path,
         function_key: str | None = FUNCTION_KEY,
         cwd: pathlib.Path = REPO,
-        env: dict[str, str] | None = None,
+        extra_env: dict[str, str] | None = None,
     ) -> None:
         self.cwd = cwd
-        self.env = dict(env or {})
+        self.extra_env = dict(extra_env or {})
         self.data_dir = data_dir
         self.model_base_url = model_base_url
         self.log_path = log_path
@@ -95,7 +95,7 @@ class HostProcess:
                     # Archived history goes under the host's data dir, never into the repository.
                     "DURABLE_AGENTS_HISTORY_DIR": str(self.data_dir / "history"),
                     **host_env(self.model_base_url, self.function_key),
-                    **self.env,
+                    **self.extra_env,
                 },
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -107,7 +107,8 @@ class HostProcess:
             try:
                 # The OpenAPI route is anonymous and touches no storage: a cheap readiness probe.
                 with urllib.request.urlopen(f"{self.url}/api/openapi.json", timeout=2) as resp:
-                    if resp.status == 200:
+                    # Serving starts a moment before the startup summary is logged (tests read it).
+                    if resp.status == 200 and "devhost ready on" in self.log():
                         return self
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass

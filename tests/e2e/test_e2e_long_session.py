@@ -75,7 +75,7 @@ class Session:
 
     def start(self, **extra: str) -> HostProcess:
         self.host = HostProcess(
-            self.data, self.model.base_url, self.data.parent / "host.log", env={**self.env, **extra}
+            self.data, self.model.base_url, self.data.parent / "host.log", extra_env={**self.env, **extra}
         ).start()
         return self.host
 

@@ -4,6 +4,7 @@ real functions (entity batches through the JSON batch protocol, HTTP requests wi
 
 from __future__ import annotations
 
+import inspect
 import json
 import pathlib
 import re
@@ -169,6 +170,8 @@ class Api:
             kwargs: dict[str, Any] = {"req": req}
             if needs_client:
                 kwargs["client"] = self.binding
+            if "context" in inspect.signature(handler).parameters:
+                kwargs["context"] = None  # no host invocation: no trace context to hand over
             response: func.HttpResponse = await handler(**kwargs)
             return Response(
                 response.status_code,
@@ -193,3 +196,15 @@ async def stored_state(host: Any, agent: str, session: str) -> str:
     text: str | None = await host._store.run(host._store.load_state, f"@dafx-{agent}@{session}")
     assert text is not None, f"no state stored for {agent}/{session}"
     return text
+
+
+async def finished_orchestration(client: Any, instance: str, timeout: float = 20.0) -> Any:
+    """The status of orchestration `instance` once it has completed or failed (polled)."""
+    import asyncio
+
+    for _ in range(int(timeout / 0.05)):
+        status = await client.get_status(instance)
+        if status.runtime_status and status.runtime_status.value in ("Completed", "Failed"):
+            return status
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"orchestration {instance} did not finish in {timeout} s")
