@@ -14,6 +14,7 @@ from ._errors import (
     ModelCallError,
     failure,
 )
+from ._events import TurnEvent, TurnEventSink, TurnEventType
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
 from ._settings import HistoryMode, ModelSettings, RetryPolicy
@@ -37,6 +38,9 @@ __all__ = [
     "ModelSettings",
     "ProviderContext",
     "RetryPolicy",
+    "TurnEvent",
+    "TurnEventSink",
+    "TurnEventType",
     "TurnRequest",
     "TurnResult",
     "close_model_clients",

@@ -14,16 +14,18 @@ from agents import Agent, AgentConfigurationError
 
 from ._entity import AgentEntity
 from ._http import Api, ApiSettings, guarded
+from ._http_v2 import Request, Response, serve
 from ._openapi import openapi_document
 from ._problems import json_response
 from ._routes import AGENT_ROUTES, WORKFLOW_ROUTES, RouteSpec
 from ._workflow import WORKFLOW_NAME, ReviewWorkflow, make_orchestrator
 from ._workflow_api import WorkflowApi
+from .streams import RunStreams, StreamStore, stream_store_from_env
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
 
-Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse]]
+Handler = Callable[[func.HttpRequest, Any], Awaitable[Any]]
 
 
 def _check_agents(agents: Sequence[Agent]) -> None:
@@ -60,32 +62,39 @@ def _workflow_for(
     return workflow
 
 
-def _register_http(app: df.DFApp, spec: RouteSpec, handler: Handler) -> None:
+def _register_http(app: df.DFApp, spec: RouteSpec, handler: Handler, max_body_bytes: int) -> None:
     auth = func.AuthLevel.ANONYMOUS if spec.anonymous else func.AuthLevel.FUNCTION
     wrapped = guarded(handler)
     function: Any
+    # The Functions HTTP streaming types (hosting/_http_v2.py): what streams in Azure streams locally.
     if spec.needs_client:
 
-        async def with_client(
-            req: func.HttpRequest, client: df.DurableOrchestrationClient
-        ) -> func.HttpResponse:
-            return await wrapped(req, client)
+        async def with_client(req: Request, client: df.DurableOrchestrationClient) -> Any:
+            return await serve(wrapped, req, client, max_body_bytes)
 
         with_client.__name__ = spec.function
+        # Real types, not this module's postponed strings: the worker (and the local host) pick the
+        # streaming protocol from the request parameter's type.
+        with_client.__annotations__ = {
+            "req": Request,
+            "client": df.DurableOrchestrationClient,
+            "return": Response,
+        }
         function = app.durable_client_input(client_name="client")(with_client)
     else:
 
-        async def without_client(req: func.HttpRequest) -> func.HttpResponse:
-            return await wrapped(req, None)
+        async def without_client(req: Request) -> Any:
+            return await serve(wrapped, req, None, max_body_bytes)
 
         without_client.__name__ = spec.function
+        without_client.__annotations__ = {"req": Request, "return": Response}
         function = without_client
     function = app.route(route=spec.route, methods=spec.methods, auth_level=auth)(function)
     app.function_name(spec.function)(function)
 
 
-def _register_entity(app: df.DFApp, agent: Agent, settings: ApiSettings) -> None:
-    entity = AgentEntity(agent, settings.max_session_bytes)
+def _register_entity(app: df.DFApp, agent: Agent, settings: ApiSettings, streams: StreamStore) -> None:
+    entity = AgentEntity(agent, settings.max_session_bytes, streams)
 
     def entity_function(context: df.DurableEntityContext) -> None:
         entity(context)
@@ -113,6 +122,8 @@ def build_app(
     workflow = _workflow_for(agents, review_workflow)
     app = df.DFApp(http_auth_level=func.AuthLevel.FUNCTION)
     api = Api(agents, settings)
+    store = stream_store_from_env()
+    api.streams = RunStreams(api, store)
     specs = list(AGENT_ROUTES) + (list(WORKFLOW_ROUTES) if workflow else [])
     document = json.dumps(
         openapi_document(specs, route_prefix=settings.route_prefix, agent_names=[a.name for a in agents])
@@ -124,6 +135,7 @@ def build_app(
     handlers: dict[str, Handler] = {
         "agent_run": api.run,
         "agent_run_status": api.run_status,
+        "agent_run_stream": api.streams.get,
         "agent_session": api.session,
         "agent_session_reset": api.session_reset,
         "agents_list": api.list_agents,
@@ -144,7 +156,7 @@ def build_app(
         )
         app.function_name(WORKFLOW_NAME)(decorated)
     for spec in specs:
-        _register_http(app, spec, handlers[spec.function])
+        _register_http(app, spec, handlers[spec.function], settings.max_body_bytes)
     for agent in agents:
-        _register_entity(app, agent, settings)
+        _register_entity(app, agent, settings, store)
     return app

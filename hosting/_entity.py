@@ -18,6 +18,7 @@ from state import AgentState, TurnFailure, dump_state, load_state
 
 from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
 from ._loop import run_sync
+from .streams import RunEvents, StreamKey, StreamStore
 
 log = logging.getLogger("hosting.entity")
 
@@ -110,10 +111,17 @@ def decode_operation_input(context: Any) -> Any:
 class AgentEntity:
     """The entity function of one agent; the SDK calls it once per operation of a batch."""
 
-    def __init__(self, agent: Agent, max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES,
+        streams: StreamStore | None = None,
+    ) -> None:
         self.agent = agent
         self.name = entity_name(agent.name)
         self.max_session_bytes = max_session_bytes
+        self.streams = streams
+        """Where runs' events are published while they run (hosting.streams); None: not at all."""
 
     def __call__(self, context: Any) -> None:
         operation = context.operation_name
@@ -171,6 +179,22 @@ class AgentEntity:
         answer = self._answered(loaded, request)
         if answer is not None:
             return answer
+        key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
+        events = RunEvents(self.streams, key)
+        events.begin()
+        try:
+            result = self._run_turn(context, loaded, request, events)
+        except Exception as error:
+            too_large = isinstance(error, SessionTooLarge)
+            code = ProblemCode.SESSION_TOO_LARGE if too_large else ProblemCode.INTERNAL_ERROR
+            events.fail(code, str(error))
+            raise
+        events.finish(result)
+        return result
+
+    def _run_turn(
+        self, context: Any, loaded: _Loaded, request: TurnRequest, events: RunEvents
+    ) -> dict[str, Any]:
         stored_bytes = len(loaded.text.encode("utf-8"))
         asked_bytes = sum(len(m.text.encode("utf-8")) for m in request.messages)
         if stored_bytes + asked_bytes > self.max_session_bytes:
@@ -179,7 +203,7 @@ class AgentEntity:
         state = loaded.state
         context._dafx_loaded = None  # the turn mutates the object; only a saved one is reused
         try:
-            result = run_sync(lambda: self.agent.run(state, request))
+            result = run_sync(lambda: self.agent.run(state, request, on_event=events.sink))
             text = dump_state(state)
         except Exception as error:
             # A bug, not a model failure (agents records those): answer the run instead of leaving

@@ -1,0 +1,101 @@
+"""The entity side: a running turn's events into the stream store, framed by run.* events.
+
+`RunEvents` is what `AgentEntity` uses: `begin()` writes `run.started` (or `run.restarted` when an
+earlier attempt of the same run left events behind: the turn was redelivered after a crash), the
+turn's `TurnEvent`s follow through `sink`, and `finish(result)` writes exactly one terminal event.
+Publishing never fails a turn: a store error is logged and the rest of the run is not published
+(readers then take the final answer from the stored state).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from agents import TurnEvent, failure
+
+from .._loop import run_sync
+from ._store import RUN_COMPLETED, RUN_FAILED, RUN_RESTARTED, RUN_STARTED, StreamEvent, StreamKey, StreamStore
+
+log = logging.getLogger("hosting.streams")
+
+
+class RunEvents:
+    """Publishes one attempt of one run; the single writer of its stream while it runs."""
+
+    def __init__(self, store: StreamStore | None, key: StreamKey) -> None:
+        self.store = store
+        self.key = key
+        self.seq = 0
+
+    async def _put(self, kind: str, data: dict[str, Any]) -> None:
+        if self.store is None:
+            return
+        try:
+            await self.store.append(self.key, StreamEvent(self.seq + 1, kind, data))
+            self.seq += 1
+        except Exception:
+            log.exception(
+                "could not publish %s of run %s; its remaining events are not streamed", kind, self.key
+            )
+            self.store = None
+
+    async def _begin(self) -> None:
+        if self.store is None:
+            return
+        try:
+            last = await self.store.last(self.key)
+        except Exception:
+            log.exception("stream store unreachable; run %s is not streamed", self.key)
+            self.store = None
+            return
+        if last is not None and last.terminal:
+            # A closed stream and yet the run is executed: the session was reset or deleted and
+            # the id is used again (or the host died between publishing the answer and storing
+            # it). Either way this attempt's events are the run's now: start the stream afresh.
+            log.warning("run %s is executed again after its stream closed; restarting its stream", self.key)
+            try:
+                await self.store.discard(self.key)
+            except Exception:
+                log.exception("could not restart the stream of run %s; it is not streamed", self.key)
+                self.store = None
+                return
+            last = None
+        if last is None:
+            identity = {
+                "agent": self.key.agent,
+                "session_id": self.key.session_id,
+                "correlation_id": self.key.correlation_id,
+            }
+            await self._put(RUN_STARTED, identity)
+        else:
+            self.seq = last.seq
+            await self._put(RUN_RESTARTED, {"reason": "redelivered", "after": last.seq})
+
+    async def sink(self, event: TurnEvent) -> None:
+        """The `agents.TurnEventSink` of the turn."""
+        await self._put(str(event.type), dict(event.data))
+
+    def begin(self) -> None:
+        """Open the attempt (synchronous: called from the entity function)."""
+        run_sync(self._begin)
+
+    def finish(self, result: dict[str, Any]) -> None:
+        """Close the stream with the turn's result (`TurnResult.to_json()`)."""
+        kind = RUN_COMPLETED if result.get("status") == "succeeded" else RUN_FAILED
+        run_sync(lambda: self._put(kind, result))
+
+    def fail(self, code: str, message: str) -> None:
+        """Close the stream with a failure the turn could not record (the operation raised)."""
+        error = failure(code, message)
+        self.finish(
+            {
+                "correlationId": self.key.correlation_id,
+                "status": "failed",
+                "text": "",
+                "messages": [],
+                "usage": None,
+                "structured": None,
+                "error": error.model_dump(mode="json"),
+            }
+        )
