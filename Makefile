@@ -14,8 +14,9 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 install: $(STAMP)
 
+# The offline model streams its answer a word every 50 ms, so `curl -N` shows tokens arriving.
 run: install
-	$(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
+	AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
 
 # The real servers the tests start (Redis, Azurite, Chromium): .ci/services.sh installs what is missing.
 services:
@@ -55,6 +56,7 @@ bench: install
 	$(PY) bench/state_bench.py
 	$(PY) bench/host_bench.py
 	$(PY) bench/wait_bench.py
+	$(PY) bench/stream_bench.py
 
 clean:
 	rm -rf $(VENV) $(LOWEST) .pytest_cache .mypy_cache .ruff_cache .hypothesis

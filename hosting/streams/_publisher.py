@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from agents import TurnEvent, failure
+from agents import TurnEvent, TurnEventSink, failure
 
 from .._loop import run_sync
 from ._store import RUN_COMPLETED, RUN_FAILED, RUN_RESTARTED, RUN_STARTED, StreamEvent, StreamKey, StreamStore
@@ -27,6 +27,10 @@ class RunEvents:
         self.store = store
         self.key = key
         self.seq = 0
+        self.live = False
+        """Whether someone asked for this run's stream (an SSE `POST` declared it): only then is
+        the model streamed and every event published. Other runs publish their first and final
+        events only, so any reader can still follow them, and keep the JSON path's speed."""
 
     async def _put(self, kind: str, data: dict[str, Any]) -> None:
         if self.store is None:
@@ -44,6 +48,7 @@ class RunEvents:
         if self.store is None:
             return
         try:
+            self.live = await self.store.exists(self.key)
             last = await self.store.last(self.key)
         except Exception:
             log.exception("stream store unreachable; run %s is not streamed", self.key)
@@ -72,8 +77,12 @@ class RunEvents:
             self.seq = last.seq
             await self._put(RUN_RESTARTED, {"reason": "redelivered", "after": last.seq})
 
-    async def sink(self, event: TurnEvent) -> None:
-        """The `agents.TurnEventSink` of the turn."""
+    @property
+    def sink(self) -> TurnEventSink | None:
+        """The turn's `agents.TurnEventSink`; None when the run is not streamed live."""
+        return self._publish if self.live and self.store is not None else None
+
+    async def _publish(self, event: TurnEvent) -> None:
         await self._put(str(event.type), dict(event.data))
 
     def begin(self) -> None:

@@ -215,10 +215,14 @@ async def test_idempotent_retry_attaches_to_the_same_run(
 async def test_model_error_ends_in_run_failed_with_the_json_code(
     stream_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
 ) -> None:
-    model.script(Reply.error(400, "nope", code="invalid_prompt"))
+    model.handler = lambda request: (
+        Reply.error(400, "nope", code="invalid_prompt")
+        if request.last_user_text == "boom"
+        else Reply.text("ok")
+    )
     session = f"s-{uuid.uuid4().hex[:8]}"
     response, events = await read_all(
-        web, "POST", run_url(stream_host), json={"message": "x", "session_id": session}
+        web, "POST", run_url(stream_host), json={"message": "boom", "session_id": session}
     )
     check_sequence(events)
     failed = events[-1]

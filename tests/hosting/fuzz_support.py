@@ -47,6 +47,9 @@ class Stored:
     entities: tuple[tuple[str, str | None], ...]
     queued: tuple[tuple[str, str, str | None], ...]
     orchestrations: tuple[tuple[str, str, str | None, int], ...]
+    pending: int = 0
+    """Orchestration work not yet done (inbox events, work items other than timers): an
+    orchestration between two steps changes nothing visible above for a while."""
 
 
 def read_stored(db_path: pathlib.Path) -> Stored:
@@ -59,6 +62,12 @@ def read_stored(db_path: pathlib.Path) -> Stored:
         ).fetchall()
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         orchestrations: list[tuple[str, str, str | None, int]] = []
+        pending = 0
+        if {"orch_inbox", "orch_work"} <= tables:
+            pending = conn.execute(
+                "SELECT (SELECT COUNT(*) FROM orch_inbox)"
+                " + (SELECT COUNT(*) FROM orch_work WHERE kind != 'timer')"
+            ).fetchone()[0]
         if "orch_instances" in tables:
             orchestrations = conn.execute(
                 "SELECT i.instance_id, i.status, i.custom_status,"
@@ -67,7 +76,7 @@ def read_stored(db_path: pathlib.Path) -> Stored:
             ).fetchall()
     finally:
         conn.close()
-    return Stored(tuple(entities), tuple(queued), tuple(orchestrations))
+    return Stored(tuple(entities), tuple(queued), tuple(orchestrations), pending)
 
 
 def settled(db_path: pathlib.Path, timeout: float = 15.0) -> Stored:
@@ -79,7 +88,7 @@ def settled(db_path: pathlib.Path, timeout: float = 15.0) -> Stored:
     stable = 0
     while True:
         current = read_stored(db_path)
-        stable = stable + 1 if current == previous and not current.queued else 0
+        stable = stable + 1 if current == previous and not current.queued and not current.pending else 0
         if stable >= 2:
             return current
         if time.monotonic() > deadline:
