@@ -9,7 +9,7 @@ that time minus the model's. 1 stream at a time and 50 at once (each in its own 
 embedded SQLite store and on a real redis-server started on a free port. For comparison it prints
 the time to first byte of the non-streaming JSON answer of the same turn (which is the whole turn).
 
-Usage: .venv/bin/python bench/stream_bench.py [--rounds 40] [--ttft 0.2] [--token-ms 5]
+Usage: .venv/bin/python bench/stream_bench.py [--rounds 40] [--ttft 0.2] [--token-ms 5] [--threads 64]
 """
 
 from __future__ import annotations
@@ -129,6 +129,9 @@ def main() -> None:
         "--ttft", type=float, default=0.2, help="the model's delay before its first chunk (s)"
     )
     parser.add_argument("--token-ms", type=float, default=5.0, help="the model's time between tokens (ms)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="PYTHON_THREADPOOL_THREAD_COUNT of the host (0: its default)"
+    )
     args = parser.parse_args()
     model_ttft = args.ttft + args.token_ms / 1000
     print(
@@ -145,6 +148,10 @@ def main() -> None:
                     "Redis Streams": {"DURABLE_AGENTS_STREAM_REDIS": redis_url},
                 }
                 for name, env in backends.items():
+                    if args.threads:
+                        # The entity function holds a worker thread for the whole turn (model
+                        # call included): with 50 turns at once, the pool is the queue.
+                        env["PYTHON_THREADPOOL_THREAD_COUNT"] = str(args.threads)
                     data = root / name.split()[-1].lower()
                     host = Host(data, str(model.base_url), root / f"{data.name}.log", env)
                     host.start()

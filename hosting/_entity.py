@@ -203,7 +203,9 @@ class AgentEntity:
         state = loaded.state
         context._dafx_loaded = None  # the turn mutates the object; only a saved one is reused
         try:
-            result = run_sync(lambda: self.agent.run(state, request, on_event=events.sink))
+            result = run_sync(
+                lambda: events.streaming(lambda sink: self.agent.run(state, request, on_event=sink))
+            )
             text = dump_state(state)
         except Exception as error:
             # A bug, not a model failure (agents records those): answer the run instead of leaving

@@ -9,8 +9,10 @@ Publishing never fails a turn: a store error is logged and the rest of the run i
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from agents import TurnEvent, TurnEventSink, failure
 
@@ -18,6 +20,7 @@ from .._loop import run_sync
 from ._store import RUN_COMPLETED, RUN_FAILED, RUN_RESTARTED, RUN_STARTED, StreamEvent, StreamKey, StreamStore
 
 log = logging.getLogger("hosting.streams")
+T = TypeVar("T")
 
 
 class RunEvents:
@@ -31,18 +34,44 @@ class RunEvents:
         """Whether someone asked for this run's stream (an SSE `POST` declared it): only then is
         the model streamed and every event published. Other runs publish their first and final
         events only, so any reader can still follow them, and keep the JSON path's speed."""
+        self._pending: list[StreamEvent] = []
+        self._flusher: asyncio.Task[None] | None = None
 
-    async def _put(self, kind: str, data: dict[str, Any]) -> None:
+    def _enqueue(self, kind: str, data: dict[str, Any]) -> None:
+        """Number the event and hand it to the flusher; the turn does not wait for the store.
+        What arrives while a write is in flight goes out together in the next one."""
         if self.store is None:
             return
+        self.seq += 1
+        self._pending.append(StreamEvent(self.seq, kind, data))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self._pending and self.store is not None:
+            batch, self._pending = self._pending, []
+            try:
+                await self.store.append_many(self.key, batch)
+            except Exception:
+                log.exception("could not publish events of run %s; the rest is not streamed", self.key)
+                self.store = None
+                self._pending = []
+
+    async def _drain(self) -> None:
+        """Wait until everything enqueued is stored (before the entity operation returns)."""
+        while self._flusher is not None and not self._flusher.done():
+            await self._flusher
+
+    async def _put(self, kind: str, data: dict[str, Any]) -> None:
+        self._enqueue(kind, data)
+        await self._drain()
+
+    async def streaming(self, turn: Callable[[TurnEventSink | None], Awaitable[T]]) -> T:
+        """Run `turn(sink)` and wait for its events to be stored."""
         try:
-            await self.store.append(self.key, StreamEvent(self.seq + 1, kind, data))
-            self.seq += 1
-        except Exception:
-            log.exception(
-                "could not publish %s of run %s; its remaining events are not streamed", kind, self.key
-            )
-            self.store = None
+            return await turn(self.sink)
+        finally:
+            await self._drain()
 
     async def _begin(self) -> None:
         if self.store is None:
@@ -83,7 +112,7 @@ class RunEvents:
         return self._publish if self.live and self.store is not None else None
 
     async def _publish(self, event: TurnEvent) -> None:
-        await self._put(str(event.type), dict(event.data))
+        self._enqueue(str(event.type), dict(event.data))
 
     def begin(self) -> None:
         """Open the attempt (synchronous: called from the entity function)."""

@@ -13,7 +13,7 @@ import asyncio
 import json
 import threading
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -80,17 +80,23 @@ class RedisStreamStore:
         return bool(await self._client().exists(self._name(key), self._marker(key)))
 
     async def append(self, key: StreamKey, event: StreamEvent) -> None:
+        await self.append_many(key, [event])
+
+    async def append_many(self, key: StreamKey, events: Sequence[StreamEvent]) -> None:
         name = self._name(key)
-        fields = {"type": event.type, "data": json.dumps(event.data, separators=(",", ":"))}
         pipe = self._client().pipeline(transaction=True)
-        pipe.xadd(name, fields, id=f"0-{event.seq}")  # type: ignore[arg-type]
+        for event in events:
+            fields = {"type": event.type, "data": json.dumps(event.data, separators=(",", ":"))}
+            pipe.xadd(name, fields, id=f"0-{event.seq}")  # type: ignore[arg-type]
         pipe.expire(name, self._ttl())
         pipe.expire(self._marker(key), self._ttl())
         try:
             await pipe.execute()
         except ResponseError as exc:
             if "equal or smaller" in str(exc):
-                raise StreamConflict(f"event {event.seq} of {key.text()} is already stored") from exc
+                raise StreamConflict(
+                    f"events {events[0].seq}-{events[-1].seq} of {key.text()}: a number is taken"
+                ) from exc
             raise
 
     async def last(self, key: StreamKey) -> StreamEvent | None:

@@ -8,6 +8,7 @@ one process or instance use Redis (`_redis.py`).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import json
@@ -15,7 +16,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from ._notify import notify, waiter
@@ -40,6 +41,7 @@ class SqliteStreamStore:
         self.poll_interval = poll_interval
         self._local = threading.local()
         self._appends = itertools.count()
+        self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="stream-writer")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.executescript(_SCHEMA)
@@ -86,23 +88,31 @@ class SqliteStreamStore:
         return row is not None
 
     async def append(self, key: StreamKey, event: StreamEvent) -> None:
+        await self.append_many(key, [event])
+
+    async def append_many(self, key: StreamKey, events: Sequence[StreamEvent]) -> None:
+        # One writer thread for the file: writers never wait on each other's locks, and the
+        # caller's loop goes on (the publisher batches what arrives meanwhile).
+        await asyncio.get_running_loop().run_in_executor(self._writer, self._write, key, list(events))
+        notify(self._topic(key))
+
+    def _write(self, key: StreamKey, events: list[StreamEvent]) -> None:
         db = self._db()
         text = key.text()
+        rows = [(text, e.seq, e.type, json.dumps(e.data, separators=(",", ":"))) for e in events]
         try:
             with db:
                 db.execute("BEGIN IMMEDIATE")
-                db.execute(
-                    "INSERT INTO events (key, seq, type, data) VALUES (?, ?, ?, ?)",
-                    (text, event.seq, event.type, json.dumps(event.data, separators=(",", ":"))),
-                )
+                db.executemany("INSERT INTO events (key, seq, type, data) VALUES (?, ?, ?, ?)", rows)
                 db.execute(
                     "INSERT INTO streams (key, expires) VALUES (?, ?) "
                     "ON CONFLICT (key) DO UPDATE SET expires = excluded.expires",
                     (text, time.time() + self.retention),
                 )
         except sqlite3.IntegrityError as exc:
-            raise StreamConflict(f"event {event.seq} of {text} is already stored") from exc
-        notify(self._topic(key))
+            raise StreamConflict(
+                f"events {events[0].seq}-{events[-1].seq} of {text}: a number is taken"
+            ) from exc
         if next(self._appends) % _PURGE_EVERY == _PURGE_EVERY - 1:
             self._purge()
 

@@ -25,7 +25,7 @@ from .._errors import HostingConfigurationError, ProblemCode, ProblemError
 from .._problems import problem_response
 from .._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
 from .._results import find_stored_run, result_from_stored
-from .._waiting import read_session
+from .._waiting import read_session, wait_for_run
 from ._events_doc import EVENT_STREAM
 from ._store import RUN_COMPLETED, RUN_FAILED, StreamEvent, StreamKey, StreamStore
 
@@ -36,6 +36,8 @@ log = logging.getLogger("hosting.streams")
 
 DEFAULT_HEARTBEAT_SECONDS = 15.0
 HEARTBEAT_ENV = "DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS"
+COMMIT_WAIT_SECONDS = 10.0
+"""How long a reader waits, after the terminal event, for the host to have stored the turn."""
 
 
 def heartbeat_from_env() -> float:
@@ -106,16 +108,39 @@ class RunStreams:
         body = json.loads(response.get_body())
         return (RUN_COMPLETED if response.status_code == 200 else RUN_FAILED), body
 
-    def _render(self, key: StreamKey, event: StreamEvent) -> bytes:
-        if event.terminal:
+    async def _render(self, client: Any, key: StreamKey, event: StreamEvent) -> bytes:
+        if not event.terminal:
+            return sse_frame(event.seq, event.type, event.data)
+        # The entity publishes its answer just before the host commits it: wait for the stored
+        # run, so a client that has the terminal event finds the turn stored, and the event is
+        # the stored answer itself.
+        result = await self._committed(client, key)
+        if result is None:
             try:
                 result = TurnResult.from_json(event.data)
-            except Exception:  # not ours to fail on: pass it as stored
+            except Exception:  # not ours to fail on: pass it as published
                 log.warning("stream %s: terminal event %d is not a turn result", key, event.seq)
-            else:
-                kind, body = self.terminal(key.agent, key.session_id, result)
-                return sse_frame(event.seq, kind, body)
-        return sse_frame(event.seq, event.type, event.data)
+                return sse_frame(event.seq, event.type, event.data)
+        kind, body = self.terminal(key.agent, key.session_id, result)
+        return sse_frame(event.seq, kind, body)
+
+    async def _committed(self, client: Any, key: StreamKey) -> TurnResult | None:
+        from .._entity import entity_name  # the entity module publishes through this package
+
+        try:
+            run = await wait_for_run(
+                client,
+                df.EntityId(entity_name(key.agent), key.session_id),
+                agent=key.agent,
+                session_id=key.session_id,
+                correlation_id=key.correlation_id,
+                timeout=COMMIT_WAIT_SECONDS,
+                state_checked=True,
+            )
+        except Exception:
+            log.warning("stream %s: the stored run could not be read; sending the published answer", key)
+            return None
+        return None if run is None else result_from_stored(run)
 
     async def _stored_result(self, client: Any, key: StreamKey) -> TurnResult | None:
         from .._entity import entity_name  # the entity module publishes through this package
@@ -166,7 +191,7 @@ class RunStreams:
             async for event in self.store.follow(key, after, self.heartbeat_seconds):
                 if event is not None:
                     after = event.seq
-                    yield self._render(key, event)
+                    yield await self._render(client, key, event)
                     continue
                 # Idle: if the run is stored but its terminal event never came (its publishing
                 # failed), answer from the stored state instead of waiting forever.

@@ -8,7 +8,7 @@ follow new events until the final one. Events expire `retention` seconds after t
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -73,6 +73,9 @@ class StreamStore(Protocol):
 
     async def append(self, key: StreamKey, event: StreamEvent) -> None:
         """Store `event`; its `seq` must be the last one plus one (`StreamConflict` otherwise)."""
+
+    async def append_many(self, key: StreamKey, events: Sequence[StreamEvent]) -> None:
+        """Store consecutive events at once (one transaction / round trip)."""
 
     async def last(self, key: StreamKey) -> StreamEvent | None:
         """The newest stored event of the stream, if any."""
