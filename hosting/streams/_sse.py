@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +20,13 @@ from starlette.responses import StreamingResponse
 
 from agents import TurnResult
 
-from .._errors import HostingConfigurationError, ProblemCode, ProblemError
+from .._errors import ProblemCode, ProblemError
 from .._problems import problem_response
 from .._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
 from .._results import find_stored_run, result_from_stored
 from .._waiting import read_session, wait_for_run
 from ._events_doc import EVENT_STREAM
-from ._store import RUN_COMPLETED, RUN_FAILED, StreamEvent, StreamKey, StreamStore
+from ._store import RUN_COMPLETED, RUN_FAILED, StreamEvent, StreamKey, StreamStore, seconds_from_env
 
 if TYPE_CHECKING:
     from .._http import Api
@@ -42,16 +41,7 @@ COMMIT_WAIT_SECONDS = 10.0
 
 def heartbeat_from_env() -> float:
     """`DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS` (0.05 to 300), else 15 seconds."""
-    raw = os.environ.get(HEARTBEAT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_HEARTBEAT_SECONDS
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0.05 <= value <= 300:
-        raise HostingConfigurationError(f"{HEARTBEAT_ENV} must be from 0.05 to 300 seconds, not {raw!r}")
-    return value
+    return seconds_from_env(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECONDS, 0.05, 300)
 
 
 MAX_EVENT_ID_DIGITS = 16

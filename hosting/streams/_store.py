@@ -91,15 +91,20 @@ class StreamStore(Protocol):
         """Release connections opened on the running event loop."""
 
 
-def retention_from_env() -> float:
-    """`DURABLE_AGENTS_STREAM_RETENTION_SECONDS`, else one hour."""
-    raw = os.environ.get(RETENTION_ENV, "").strip()
+def seconds_from_env(name: str, default: float, low: float, high: float) -> float:
+    """A number of seconds from the setting `name` (from `low` to `high`), else `default`."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_RETENTION_SECONDS
+        return default
     try:
         value = float(raw)
     except ValueError:
-        value = -1
-    if not value > 0:
-        raise HostingConfigurationError(f"{RETENTION_ENV} must be a positive number of seconds, not {raw!r}")
+        value = float("nan")
+    if not low <= value <= high:
+        raise HostingConfigurationError(f"{name} must be from {low:g} to {high:g} seconds, not {raw!r}")
     return value
+
+
+def retention_from_env() -> float:
+    """`DURABLE_AGENTS_STREAM_RETENTION_SECONDS` (1 s to 30 days), else one hour."""
+    return seconds_from_env(RETENTION_ENV, DEFAULT_RETENTION_SECONDS, 1, 30 * 86_400)
