@@ -94,7 +94,6 @@ class SqliteStreamStore:
         # One writer thread for the file: writers never wait on each other's locks, and the
         # caller's loop goes on (the publisher batches what arrives meanwhile).
         await asyncio.get_running_loop().run_in_executor(self._writer, self._write, key, list(events))
-        notify(self._topic(key))
 
     def _write(self, key: StreamKey, events: list[StreamEvent]) -> None:
         db = self._db()
@@ -113,6 +112,8 @@ class SqliteStreamStore:
             raise StreamConflict(
                 f"events {events[0].seq}-{events[-1].seq} of {text}: a number is taken"
             ) from exc
+        # Straight from the writer thread: readers wake without a detour through the caller's loop.
+        notify(self._topic(key))
         if next(self._appends) % _PURGE_EVERY == _PURGE_EVERY - 1:
             self._purge()
 
