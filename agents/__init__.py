@@ -17,7 +17,7 @@ from ._errors import (
 from ._events import TurnEvent, TurnEventSink, TurnEventType
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
-from ._settings import HistoryMode, ModelSettings, RetryPolicy
+from ._settings import HistoryMode, ModelConnection, ModelEnv, ModelSettings, RetryPolicy, SamplingSettings
 from ._tools import FunctionTool, tool
 from ._turns import InputMessage, TurnRequest, TurnResult, turn_result
 
@@ -35,9 +35,12 @@ __all__ = [
     "InvalidTurnRequest",
     "MemoryProvider",
     "ModelCallError",
+    "ModelConnection",
+    "ModelEnv",
     "ModelSettings",
     "ProviderContext",
     "RetryPolicy",
+    "SamplingSettings",
     "TurnEvent",
     "TurnEventSink",
     "TurnEventType",

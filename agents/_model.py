@@ -84,11 +84,13 @@ class ModelCaller:
         """
         live = emitter if emitter is not None and emitter.active else None
         opts = options or CallOptions()
-        temperature = opts.temperature if opts.temperature is not None else self.settings.temperature
+        temperature = opts.temperature if opts.temperature is not None else self.settings.sampling.temperature
         max_tokens = (
-            opts.max_output_tokens if opts.max_output_tokens is not None else self.settings.max_output_tokens
+            opts.max_output_tokens
+            if opts.max_output_tokens is not None
+            else self.settings.sampling.max_output_tokens
         )
-        if self.settings.wire_api == "responses":
+        if self.settings.connection.wire_api == "responses":
             return await self._responses(
                 instructions,
                 messages,
@@ -103,8 +105,8 @@ class ModelCaller:
         return await self._chat(instructions, messages, tools, response_format, temperature, max_tokens, live)
 
     def _extra(self, params: dict[str, Any]) -> dict[str, Any]:
-        if self.settings.extra_body:
-            params.update(self.settings.extra_body)
+        if self.settings.sampling.extra_body:
+            params.update(self.settings.sampling.extra_body)
         return params
 
     async def _post(
@@ -144,7 +146,8 @@ class ModelCaller:
                 shape = f"{type(exc).__name__}: {exc}"
                 raise _invalid(f"the model's answer has an unexpected shape ({shape})") from exc
 
-        return await call_with_retries(attempt, self.settings.retry, self.settings.timeout)
+        connection = self.settings.connection
+        return await call_with_retries(attempt, connection.retry, connection.timeout)
 
     @staticmethod
     async def _streamed(

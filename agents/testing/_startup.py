@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 import os
 
+from .._settings import ENDPOINT_ENV, ModelEnv
 from ._server import ModelServer
 
-MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT")
 STREAM_DELAY_ENV = "AGENTS_OFFLINE_STREAM_DELAY"
 """Seconds between the offline model's streamed tokens (`make run` sets 0.05 so tokens are seen
 arriving; unset: no delay, as the tests want)."""
@@ -22,7 +22,7 @@ _log = logging.getLogger("agents.testing")
 
 def model_configured() -> bool:
     """Whether the environment names a model endpoint or key."""
-    return any(os.environ.get(name) for name in MODEL_ENV)
+    return any(os.environ.get(name) for name in ENDPOINT_ENV)
 
 
 def start_offline_model_if_unconfigured() -> ModelServer | None:
@@ -38,9 +38,9 @@ def start_offline_model_if_unconfigured() -> ModelServer | None:
     server = ModelServer(mode="offline", port=0, stream_delay=delay)
     server.start()
     base_url = str(server.base_url)
-    os.environ["OPENAI_BASE_URL"] = base_url
-    os.environ["OPENAI_API_KEY"] = "offline"
-    os.environ.setdefault("OPENAI_CHAT_MODEL_ID", "offline")
+    os.environ[ModelEnv.OPENAI_BASE_URL] = base_url
+    os.environ[ModelEnv.OPENAI_API_KEY] = "offline"
+    os.environ.setdefault(ModelEnv.OPENAI_CHAT_MODEL_ID, "offline")
     _log.info("no model configured: using the offline model server at %s (set OPENAI_API_KEY/"
               "OPENAI_BASE_URL or AZURE_OPENAI_ENDPOINT for a real model)", base_url)
     return server

@@ -41,15 +41,12 @@ def threaded_host(app: df.DFApp, data_dir: pathlib.Path) -> Iterator[LocalHost]:
 
 @dataclass(frozen=True)
 class Stored:
-    """Everything the host keeps: entity states (exact text), queued entity operations,
-    orchestration instances with their history length."""
+    """Everything the host keeps: entity states (exact text), queued entity operations and
+    orchestration messages and work in flight, orchestration instances with their history length."""
 
     entities: tuple[tuple[str, str | None], ...]
     queued: tuple[tuple[str, str, str | None], ...]
     orchestrations: tuple[tuple[str, str, str | None, int], ...]
-    pending: int = 0
-    """Orchestration work not yet done (inbox events, work items other than timers): an
-    orchestration between two steps changes nothing visible above for a while."""
 
 
 def read_stored(db_path: pathlib.Path) -> Stored:
@@ -62,12 +59,14 @@ def read_stored(db_path: pathlib.Path) -> Stored:
         ).fetchall()
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         orchestrations: list[tuple[str, str, str | None, int]] = []
-        pending = 0
-        if {"orch_inbox", "orch_work"} <= tables:
-            pending = conn.execute(
-                "SELECT (SELECT COUNT(*) FROM orch_inbox)"
-                " + (SELECT COUNT(*) FROM orch_work WHERE kind != 'timer')"
-            ).fetchone()[0]
+        if "orch_inbox" in tables and "orch_work" in tables:
+            # Orchestration work in flight counts as queued too: a running workflow (one started by
+            # an earlier request) can pause longer than the settling reads between its steps. A
+            # timer is not in flight: the review workflow waits a day for its human.
+            queued += conn.execute(
+                "SELECT instance_id, kind, payload FROM orch_inbox"
+                " UNION ALL SELECT instance_id, kind, payload FROM orch_work WHERE kind != 'timer'"
+            ).fetchall()
         if "orch_instances" in tables:
             orchestrations = conn.execute(
                 "SELECT i.instance_id, i.status, i.custom_status,"
@@ -76,7 +75,7 @@ def read_stored(db_path: pathlib.Path) -> Stored:
             ).fetchall()
     finally:
         conn.close()
-    return Stored(tuple(entities), tuple(queued), tuple(orchestrations), pending)
+    return Stored(tuple(entities), tuple(queued), tuple(orchestrations))
 
 
 def settled(db_path: pathlib.Path, timeout: float = 15.0) -> Stored:
@@ -88,7 +87,7 @@ def settled(db_path: pathlib.Path, timeout: float = 15.0) -> Stored:
     stable = 0
     while True:
         current = read_stored(db_path)
-        stable = stable + 1 if current == previous and not current.queued and not current.pending else 0
+        stable = stable + 1 if current == previous and not current.queued else 0
         if stable >= 2:
             return current
         if time.monotonic() > deadline:
