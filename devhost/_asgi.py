@@ -40,7 +40,8 @@ def _scope(request: web.Request, root_path: str) -> Scope:
         "path": request.path,
         "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1", errors="replace"),
         "root_path": root_path,
-        "query_string": request.query_string.encode("latin-1", errors="replace"),
+        # As sent (percent-encoded), as ASGI servers pass it; the decoded text may not survive bytes.
+        "query_string": request.rel_url.raw_query_string.encode("latin-1", errors="replace"),
         "headers": [(k.lower(), v) for k, v in request.raw_headers],
         "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else None,
         "server": (host, port),

@@ -63,12 +63,22 @@ async def from_streaming_request(req: Request, max_body_bytes: int) -> func.Http
             break
     return func.HttpRequest(
         method=req.method,
-        url=str(req.url),
+        url=_url(req),
         headers=dict(req.headers),
         params=dict(req.query_params),
         route_params={k: str(v) for k, v in req.path_params.items()},
         body=bytes(body),
     )
+
+
+def _url(req: Request) -> str:
+    """The request URL. Not `req.url`: Starlette decodes the query string as strict UTF-8 there, and
+    a caller's query may be any bytes (the handlers refuse what they cannot read, with a 400)."""
+    scope = req.scope
+    query = bytes(scope.get("query_string") or b"").decode("utf-8", "replace")
+    host = req.headers.get("host") or "localhost"
+    url = f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}{scope.get('path', '')}"
+    return f"{url}?{query}" if query else url
 
 
 def to_streaming_response(answer: func.HttpResponse | StarletteResponse) -> StarletteResponse:

@@ -290,3 +290,15 @@ async def test_kill_9_mid_stream_restart_and_resume(
         assert [e["$type"] for e in history(state)] == ["request", "response"], host.log()
     finally:
         host.stop()
+
+
+async def test_a_query_string_of_any_bytes_is_no_server_error(
+    stream_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
+) -> None:
+    # Percent-escapes that decode to bytes which are not UTF-8 (found by the API fuzzer).
+    model.script(Reply.text("ok"))
+    url = f"{run_url(stream_host)}?%C3%B5%F0%94%BF%9E%C2%95=&%00C%F2%A5%B7%8A=&x=%F5%FF"
+    answer = await web.post(url, json={"message": "hi"})
+    assert answer.status_code in (200, 400), answer.text
+    streamed = await web.get(stream_url(stream_host, "s", "c") + "?after=%F5")
+    assert streamed.status_code == 400 and streamed.json()["field"] == "after"
