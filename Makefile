@@ -14,9 +14,10 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 install: $(STAMP)
 
-# The request body limit the app documents (docs/hosting.md "Body limits"), as Azure's app setting.
+# The request body limit the app documents (docs/hosting.md "Body limits"), as Azure's app setting;
+# the offline model streams its answer a word every 50 ms, so `curl -N` shows tokens arriving.
 run: install
-	FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} $(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
+	FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
 
 # The real servers the tests start (Redis, Azurite, Chromium): .ci/services.sh installs what is missing.
 services:
@@ -58,6 +59,7 @@ bench: install
 	$(PY) bench/host_bench.py
 	$(PY) bench/wait_bench.py
 	$(PY) bench/telemetry_bench.py
+	$(PY) bench/stream_bench.py
 
 clean:
 	rm -rf $(VENV) $(LOWEST) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -15,6 +15,7 @@ from ._errors import (
     ModelCallError,
     failure,
 )
+from ._events import TurnEvent, TurnEventSink, TurnEventType
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
 from ._settings import HistoryMode, ModelConnection, ModelEnv, ModelSettings, RetryPolicy, SamplingSettings
@@ -47,6 +48,9 @@ __all__ = [
     "RetryPolicy",
     "SamplingSettings",
     "TokenBudget",
+    "TurnEvent",
+    "TurnEventSink",
+    "TurnEventType",
     "TurnRequest",
     "TurnResult",
     "close_model_clients",

@@ -14,6 +14,7 @@ from state import AgentState, TurnFailure
 from ._context import ContextProvider, check_source_id
 from ._context_policy import ArchivedHistory, ContextPolicy, FullHistory, TokenBudget
 from ._errors import AgentConfigurationError
+from ._events import TurnEventSink
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint, supports_responses
 from ._structured import ResponseFormat, agent_response_format
 from ._tools import FunctionTool
@@ -159,11 +160,17 @@ class Agent:
         }
 
     async def run(
-        self, state: AgentState, request: TurnRequest, archive: ArchivedHistory | None = None
+        self,
+        state: AgentState,
+        request: TurnRequest,
+        archive: ArchivedHistory | None = None,
+        on_event: TurnEventSink | None = None,
     ) -> TurnResult:
         """Run one turn and record it (request and response entries, provider state, service id)
         in ``state``. A model or tool failure gives ``status == "failed"``; it never raises for one.
         A correlation id that already finished returns its recorded result and changes nothing.
+        With ``on_event`` the model is streamed and each `TurnEvent` (text deltas, tool calls and
+        results, usage) is awaited on it as it happens; what is recorded is the same either way.
         """
         from ._runner import run_turn
         from ._telemetry import invoke_agent
@@ -172,7 +179,7 @@ class Agent:
             raise TypeError(f"run takes an AgentState, not {type(state).__name__}")
         if not isinstance(request, TurnRequest):
             raise TypeError(f"run takes a TurnRequest, not {type(request).__name__}")
-        return await invoke_agent(self, request, run_turn(self, state, request, archive))
+        return await invoke_agent(self, request, run_turn(self, state, request, archive, on_event))
 
     def request_identity(self, request: TurnRequest) -> str:
         """The hash a run of ``request`` is recorded under (`requestHash`): its messages, the

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
+import openai
+
 from state import ChatMessage, Usage
 
-from ._client import call_with_retries, get_client
+from ._client import call_with_retries, classify_error, get_client
 from ._convert import (
     Message,
     balanced,
@@ -22,7 +24,9 @@ from ._convert import (
     to_responses_input,
 )
 from ._errors import FailureCode, ModelCallError
+from ._events import EventEmitter
 from ._settings import Endpoint, ModelSettings
+from ._streaming import read_chat_stream, read_responses_stream
 from ._structured import ResponseFormat
 from ._telemetry import model_call
 from ._tools import FunctionTool
@@ -74,8 +78,14 @@ class ModelCaller:
         previous_response_id: str | None = None,
         store: bool = False,
         options: CallOptions | None = None,
+        emitter: EventEmitter | None = None,
     ) -> ModelOutput:
-        """Send one request (retrying transient failures); ModelCallError when it fails for good."""
+        """Send one request (retrying transient failures); ModelCallError when it fails for good.
+
+        With an active ``emitter`` the answer is streamed and its text deltas emitted as they
+        arrive; the returned output is the same as without.
+        """
+        live = emitter if emitter is not None and emitter.active else None
         opts = options or CallOptions()
         temperature = opts.temperature if opts.temperature is not None else self.settings.sampling.temperature
         max_tokens = (
@@ -93,15 +103,22 @@ class ModelCaller:
                 store,
                 temperature,
                 max_tokens,
+                live,
             )
-        return await self._chat(instructions, messages, tools, response_format, temperature, max_tokens)
+        return await self._chat(instructions, messages, tools, response_format, temperature, max_tokens, live)
 
     def _extra(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.settings.sampling.extra_body:
             params.update(self.settings.sampling.extra_body)
         return params
 
-    async def _post(self, path: str, body: dict[str, Any], read: Callable[[dict[str, Any]], T]) -> T:
+    async def _post(
+        self,
+        path: str,
+        body: dict[str, Any],
+        read: Callable[[dict[str, Any]], T],
+        emitter: EventEmitter | None = None,
+    ) -> T:
         """POST the request body through the SDK client (its auth, Azure routing and errors).
 
         ``client.post`` rather than ``chat.completions.create``: the typed methods walk the whole
@@ -114,8 +131,14 @@ class ModelCaller:
         client = get_client(self.endpoint)
 
         async def attempt(timeout: float) -> T:
+            response: Any
             try:
-                response = await client.post(path, cast_to=object, body=body, options={"timeout": timeout})
+                if emitter is not None:
+                    response = await self._streamed(client, path, body, timeout, emitter)
+                else:
+                    response = await client.post(
+                        path, cast_to=object, body=body, options={"timeout": timeout}
+                    )
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # the 200's body did not decode
                 raise _invalid(f"the model's answer is not JSON ({exc})") from exc
             try:
@@ -130,6 +153,41 @@ class ModelCaller:
         retried = call_with_retries(attempt, connection.retry, connection.timeout)
         return await model_call(self.endpoint, path, body, retried)
 
+    @staticmethod
+    async def _streamed(
+        client: Any, path: str, body: dict[str, Any], timeout: float, emitter: EventEmitter
+    ) -> dict[str, Any]:
+        """One streamed attempt, folded into the non-streamed answer. Once text has reached the
+        listeners a failure is final: a retry would show them the answer twice."""
+        streamed = {**body, "stream": True}
+        if path == "/chat/completions":
+            streamed["stream_options"] = {"include_usage": True}
+        sent_before = emitter.sent
+        try:
+            stream = await client.post(
+                path,
+                cast_to=object,
+                body=streamed,
+                options={"timeout": timeout},
+                stream=True,
+                stream_cls=openai.AsyncStream[object],
+            )
+            reader = read_chat_stream if path == "/chat/completions" else read_responses_stream
+            try:
+                return await reader(stream, emitter)
+            finally:
+                await stream.close()
+        except Exception as exc:
+            if emitter.sent == sent_before:
+                raise
+            error = classify_error(exc) if _is_model_error(exc) else None
+            if error is None or not error.retryable:
+                raise
+            raise ModelCallError(
+                error.code, f"{error.message} (after part of the answer was streamed)",
+                retryable=False, status=error.status,
+            ) from exc
+
     async def _chat(
         self,
         instructions: str,
@@ -138,6 +196,7 @@ class ModelCaller:
         response_format: ResponseFormat | None,
         temperature: float | None,
         max_tokens: int | None,
+        emitter: EventEmitter | None,
     ) -> ModelOutput:
         wire = to_chat_messages(balanced(messages))
         if instructions:
@@ -152,7 +211,7 @@ class ModelCaller:
         if response_format is not None:
             params["response_format"] = response_format.chat_param()
         self._extra(params)
-        return await self._post("/chat/completions", params, self._read_chat)
+        return await self._post("/chat/completions", params, self._read_chat, emitter)
 
     def _read_chat(self, data: dict[str, Any]) -> ModelOutput:
         choices = data.get("choices") or []
@@ -173,6 +232,7 @@ class ModelCaller:
         store: bool,
         temperature: float | None,
         max_tokens: int | None,
+        emitter: EventEmitter | None,
     ) -> ModelOutput:
         # With a previous response the service holds the earlier calls, so results must not be
         # dropped as unmatched.
@@ -191,7 +251,7 @@ class ModelCaller:
         if response_format is not None:
             params["text"] = {"format": response_format.responses_param()}
         self._extra(params)
-        return await self._post("/responses", params, self._read_responses)
+        return await self._post("/responses", params, self._read_responses, emitter)
 
     def _read_responses(self, data: dict[str, Any]) -> ModelOutput:
         error = data.get("error")
@@ -210,6 +270,10 @@ class ModelCaller:
             finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
         usage = responses_usage(data.get("usage"))
         return ModelOutput(message, usage, data.get("id"), finish, data.get("model"))
+
+
+def _is_model_error(exc: BaseException) -> bool:
+    return isinstance(exc, openai.OpenAIError | TimeoutError | ModelCallError)
 
 
 def _invalid(message: str) -> ModelCallError:

@@ -27,6 +27,8 @@ from ._context import ContextProvider, ProviderContext, ProviderStateError
 from ._context_policy import ArchivedHistory, context_history
 from ._convert import RAW_ARGUMENTS, Message, add_usage
 from ._errors import AgentConfigurationError, FailureCode, ModelCallError, ToolExecutionError, failure
+from ._events import EventEmitter, TurnEventSink
+from ._live import announce_calls, announce_results, announce_usage
 from ._model import CallOptions, ModelCaller, now_iso
 from ._settings import ModelSettings, resolve_endpoint
 from ._structured import ResponseFormat, StructuredOutputError
@@ -61,6 +63,7 @@ class _Turn:
     contexts: list[tuple[ContextProvider, ProviderContext]] = field(default_factory=list)
     service_thread_id: str | None = None
     archive: ArchivedHistory | None = None
+    emitter: EventEmitter = field(default_factory=lambda: EventEmitter(None))
 
     # --- model access --------------------------------------------------------------------
 
@@ -144,7 +147,9 @@ class _Turn:
                 previous_response_id=previous_id,
                 store=not local,
                 options=call_options,
+                emitter=self.emitter,
             )
+            await announce_usage(self.emitter, output.usage)
             self.usage = add_usage(self.usage, output.usage)
             self.messages.append(output.message)
             if not local:
@@ -162,9 +167,11 @@ class _Turn:
                     )
                 )
             rounds += 1
+            await announce_calls(self.emitter, calls)
             results = await asyncio.gather(
                 *(execute_tool(call, by_name.get(call.name), self._run_tool(call, by_name)) for call in calls)
             )
+            await announce_results(self.emitter, results)
             tool_message = ChatMessage(role="tool", contents=list(results), created_at=now_iso())
             self.messages.append(tool_message)
             pending = [tool_message]
@@ -338,9 +345,14 @@ def record_failed_turn(
 
 
 async def run_turn(
-    agent: Agent, state: AgentState, request: TurnRequest, archive: ArchivedHistory | None = None
+    agent: Agent,
+    state: AgentState,
+    request: TurnRequest,
+    archive: ArchivedHistory | None = None,
+    on_event: TurnEventSink | None = None,
 ) -> TurnResult:
-    """Run one turn and record it in ``state``; failures become a failed turn, never an exception."""
+    """Run one turn and record it in ``state``; failures become a failed turn, never an exception.
+    With ``on_event`` the model is streamed and the turn's events sent to it as they happen."""
     done = TurnResult.from_state(state, request.correlation_id)
     if done is not None:
         return done  # a redelivered request: answer it again, change nothing
@@ -349,7 +361,15 @@ async def run_turn(
     )
     request_entry = _request_entry(request, response_format)
     request_messages = list(request_entry.messages)
-    turn = _Turn(agent, state, request, request_messages, response_format, archive=archive)
+    turn = _Turn(
+        agent,
+        state,
+        request,
+        request_messages,
+        response_format,
+        archive=archive,
+        emitter=EventEmitter(on_event),
+    )
     error: TurnFailure | None = None
     try:
         await turn.execute()

@@ -13,15 +13,17 @@ import azure.functions as func
 from agents import Agent, AgentConfigurationError
 
 from ._entity import AgentEntity, entity_name
-from ._extensions import Extension, Handler
+from ._extensions import Extension
 from ._history_api import history
-from ._http import Api, ApiSettings, guarded
+from ._http import Api, ApiSettings, Handler, guarded
+from ._http_v2 import Request, Response, serve
 from ._lifecycle import register_lifecycle
 from ._openapi import openapi_document
 from ._problems import json_response
 from ._routes import AGENT_ROUTES, RouteSpec
 from ._telemetry import configure_telemetry, traced_http
 from .mcp import McpTools, register_mcp_tools
+from .streams import RunStreams, StreamStore, stream_store_from_env
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
@@ -71,38 +73,48 @@ def _register_orchestrator(app: df.DFApp, name: str, orchestrator: Any) -> None:
     app.function_name(name)(decorated)
 
 
-def _register_http(app: df.DFApp, spec: RouteSpec, handler: Handler, route_prefix: str) -> None:
+def _register_http(
+    app: df.DFApp, spec: RouteSpec, handler: Handler, route_prefix: str, max_body_bytes: int
+) -> None:
     auth = func.AuthLevel.ANONYMOUS if spec.anonymous else func.AuthLevel.FUNCTION
     route = f"/{route_prefix}/{spec.route}" if route_prefix else f"/{spec.route}"
     wrapped = traced_http(route, guarded(handler))
     function: Any
+    # The Functions HTTP streaming types (hosting/_http_v2.py): what streams in Azure streams locally.
     # `context` (the invocation's, with the host's W3C trace context) is passed by the worker to
     # functions that declare it. The worker refuses to load a function whose `context` annotation
     # is anything but azure.functions.Context (not even Optional), hence no default here.
     if spec.needs_client:
 
         async def with_client(
-            req: func.HttpRequest,
-            client: df.DurableOrchestrationClient,
-            context: func.Context,
-        ) -> func.HttpResponse:
-            return await wrapped(req, client, context)
+            req: Request, client: df.DurableOrchestrationClient, context: func.Context
+        ) -> Any:
+            return await serve(wrapped, req, client, max_body_bytes, context)
 
         with_client.__name__ = spec.function
+        # Real types, not this module's postponed strings: the worker (and the local host) pick the
+        # streaming protocol from the request parameter's type.
+        with_client.__annotations__ = {
+            "req": Request,
+            "client": df.DurableOrchestrationClient,
+            "context": func.Context,
+            "return": Response,
+        }
         function = app.durable_client_input(client_name="client")(with_client)
     else:
 
-        async def without_client(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
-            return await wrapped(req, None, context)
+        async def without_client(req: Request, context: func.Context) -> Any:
+            return await serve(wrapped, req, None, max_body_bytes, context)
 
         without_client.__name__ = spec.function
+        without_client.__annotations__ = {"req": Request, "context": func.Context, "return": Response}
         function = without_client
     function = app.route(route=spec.route, methods=spec.methods, auth_level=auth)(function)
     app.function_name(spec.function)(function)
 
 
-def _register_entity(app: df.DFApp, agent: Agent, settings: ApiSettings) -> None:
-    entity = AgentEntity(agent, settings.max_session_bytes)
+def _register_entity(app: df.DFApp, agent: Agent, settings: ApiSettings, streams: StreamStore) -> None:
+    entity = AgentEntity(agent, settings.max_session_bytes, streams=streams)
 
     def entity_function(context: df.DurableEntityContext) -> None:
         entity(context)
@@ -136,6 +148,8 @@ def build_app(
     settings = settings or ApiSettings()
     app = df.DFApp(http_auth_level=func.AuthLevel.FUNCTION)
     api = Api(agents, settings)
+    store = stream_store_from_env()
+    api.streams = RunStreams(api, store)
     specs = list(AGENT_ROUTES) + [spec for extension in extensions for spec in extension.routes]
     document = json.dumps(
         openapi_document(specs, route_prefix=settings.route_prefix, agent_names=[a.name for a in agents])
@@ -147,6 +161,7 @@ def build_app(
     handlers: dict[str, Handler] = {
         "agent_run": api.run,
         "agent_run_status": api.run_status,
+        "agent_run_stream": api.streams.get,
         "agent_session": api.session,
         "agent_session_reset": api.session_reset,
         "agent_session_history": lambda req, client: history(api, req, client),
@@ -162,9 +177,9 @@ def build_app(
         handler = handlers.get(spec.function)
         if handler is None:
             raise AgentConfigurationError(f"no handler for the route function {spec.function!r}")
-        _register_http(app, spec, handler, settings.route_prefix)
+        _register_http(app, spec, handler, settings.route_prefix, settings.max_body_bytes)
     for agent in agents:
-        _register_entity(app, agent, settings)
+        _register_entity(app, agent, settings, store)
     register_lifecycle(app)
     register_mcp_tools(app, agents, mcp_tools)
     return app

@@ -25,6 +25,7 @@ from ._loop import run_sync
 from ._telemetry import traced_entity_run
 from ._ttl import now_iso
 from .archive import HistoryArchive, SessionHistory, default_archive
+from .streams import RunEvents, StreamKey, StreamStore
 
 log = logging.getLogger("hosting.entity")
 
@@ -128,11 +129,14 @@ class AgentEntity:
         agent: Agent,
         max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES,
         archive: HistoryArchive | None = None,
+        streams: StreamStore | None = None,
     ) -> None:
         self.agent = agent
         self.name = entity_name(agent.name)
         self.max_session_bytes = max_session_bytes
         self._archive = archive
+        self.streams = streams
+        """Where runs' events are published while they run (hosting.streams); None: not at all."""
 
     @property
     def archive(self) -> HistoryArchive:
@@ -214,6 +218,22 @@ class AgentEntity:
             # A retry of a run a reset discarded: never run again in the new history (the HTTP
             # side answers 410 run_discarded from the state).
             raise RunDiscarded(f"run {request.correlation_id!r} was discarded by a reset; not run again")
+        key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
+        events = RunEvents(self.streams, key)
+        events.begin()
+        try:
+            result = self._run_turn(context, loaded, request, events)
+        except Exception as error:
+            too_large = isinstance(error, SessionTooLarge)
+            code = ProblemCode.SESSION_TOO_LARGE if too_large else ProblemCode.INTERNAL_ERROR
+            events.fail(code, str(error))
+            raise
+        events.finish(result)
+        return result
+
+    def _run_turn(
+        self, context: Any, loaded: _Loaded, request: TurnRequest, events: RunEvents
+    ) -> dict[str, Any]:
         stored_bytes = len(loaded.text.encode("utf-8"))
         asked_bytes = sum(len(m.text.encode("utf-8")) for m in request.messages)
         if stored_bytes + asked_bytes > self.max_session_bytes:
@@ -222,12 +242,13 @@ class AgentEntity:
         state = loaded.state
         context._dafx_loaded = None  # the turn mutates the object; only a saved one is reused
         try:
+            older = None
             if isinstance(self.agent.context, FullHistory):
                 # Only an agent that asks for its full history reads the archive during a turn.
                 older = SessionHistory(self.archive, self.name, context.entity_key, state)
-                result = run_sync(lambda: self.agent.run(state, request, older))
-            else:
-                result = run_sync(lambda: self.agent.run(state, request))
+            result = run_sync(
+                lambda: events.streaming(lambda sink: self.agent.run(state, request, older, on_event=sink))
+            )
             state.last_activity_at = now_iso()
             # Older entries move to chunks, stored before this state (which references them).
             self.archive.settle(self.name, context.entity_key, state)

@@ -33,6 +33,7 @@ class ProblemCode(StrEnum):
     CONFLICTING_FIELDS = "conflicting_fields"
     UNKNOWN_AGENT = "unknown_agent"
     SESSION_NOT_FOUND = "session_not_found"
+    RUN_NOT_FOUND = "run_not_found"
     WORKFLOW_NOT_FOUND = "workflow_not_found"
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     STATE_UNREADABLE = "state_unreadable"
@@ -61,6 +62,7 @@ PROBLEMS: dict[ProblemCode, tuple[int, str]] = {
     ProblemCode.CONFLICTING_FIELDS: (400, "Bad request"),
     ProblemCode.UNKNOWN_AGENT: (404, "Not found"),
     ProblemCode.SESSION_NOT_FOUND: (404, "Not found"),
+    ProblemCode.RUN_NOT_FOUND: (404, "Not found"),
     ProblemCode.WORKFLOW_NOT_FOUND: (404, "Not found"),
     ProblemCode.IDEMPOTENCY_CONFLICT: (409, "Conflict"),
     ProblemCode.STATE_UNREADABLE: (409, "Conflict"),

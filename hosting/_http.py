@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import azure.durable_functions as df
 import azure.functions as func
+from starlette.responses import StreamingResponse
 
 from agents import Agent, TurnResult, turn_result
 
@@ -46,10 +47,11 @@ from ._requests import CORRELATION_HEADER, MAX_BODY_BYTES, SESSION_HEADER, RunCa
 from ._results import StoredRun, find_stored_run, result_from_stored
 from ._waiting import Snapshot, check_same_request, read_session, state_problem, unreadable, wait_for_run
 from .archive import state_archive
+from .streams import RunStreams, StreamKey, resume_after, wants_event_stream
 
 log = logging.getLogger("hosting.http")
 
-Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse]]
+Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse | StreamingResponse]]
 
 
 PUBLIC_BASE_URL_ENV = "DURABLE_AGENTS_PUBLIC_BASE_URL"
@@ -114,7 +116,7 @@ _HOST_FAILURES = frozenset({ProblemCode.SESSION_TOO_LARGE, ProblemCode.INTERNAL_
 def guarded(handler: Handler) -> Handler:
     """Turn typed problems into problem responses, and storage outages into 503."""
 
-    async def run(req: func.HttpRequest, client: Any) -> func.HttpResponse:
+    async def run(req: func.HttpRequest, client: Any) -> func.HttpResponse | StreamingResponse:
         try:
             return await handler(req, client)
         except ProblemError as problem:
@@ -142,6 +144,8 @@ class Api:
     def __init__(self, agents: Sequence[Agent], settings: ApiSettings) -> None:
         self.agents: dict[str, Agent] = {a.name: a for a in agents}
         self.settings = settings
+        self.streams: RunStreams | None = None
+        """Set by build_app: serves `Accept: text/event-stream` (hosting.streams)."""
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -181,11 +185,26 @@ class Api:
     def _finished(
         self, req: func.HttpRequest, agent: str, session_id: str, run: StoredRun
     ) -> func.HttpResponse:
-        location = self._run_url(req, agent, session_id, run.correlation_id)
-        headers = {SESSION_HEADER: session_id, CORRELATION_HEADER: run.correlation_id, "Location": location}
-        result = result_from_stored(run)
+        return self.answer(agent, session_id, result_from_stored(run))
+
+    def hosted_agent(self, req: func.HttpRequest) -> Agent:
+        """The agent the route names; 404 `unknown_agent` when it is not hosted."""
+        return self._agent(req)
+
+    def run_location(self, agent: str, session_id: str, correlation_id: str) -> str:
+        """The public URL of a run resource."""
+        return self.settings.url(f"agents/{agent}/sessions/{session_id}/runs/{correlation_id}")
+
+    def answer(self, agent: str, session_id: str, result: TurnResult) -> func.HttpResponse:
+        """The answer to a finished run: 200 with its body, or raises the problem it failed with."""
+        location = self.run_location(agent, session_id, result.correlation_id)
+        headers = {
+            SESSION_HEADER: session_id,
+            CORRELATION_HEADER: result.correlation_id,
+            "Location": location,
+        }
         error = result.error
-        context = {"agent": agent, "session_id": session_id, "correlation_id": run.correlation_id}
+        context = {"agent": agent, "session_id": session_id, "correlation_id": result.correlation_id}
         if error is not None and error.code in _HOST_FAILURES:
             raise ProblemError(
                 ProblemCode(error.code),
@@ -202,7 +221,7 @@ class Api:
         body = RunResultBody(
             agent=agent,
             session_id=session_id,
-            correlation_id=run.correlation_id,
+            correlation_id=result.correlation_id,
             status="succeeded",
             response=_response_body(result),
             location=location,
@@ -211,11 +230,14 @@ class Api:
 
     # -- routes -----------------------------------------------------------------------------
 
-    async def run(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+    async def run(self, req: func.HttpRequest, client: Any) -> func.HttpResponse | StreamingResponse:
         """POST agents/{agent}/run"""
         agent = self._agent(req)
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
         entity_id = df.EntityId(entity_name(agent.name), call.session_id)
+        streams = self.streams if self.streams is not None and wants_event_stream(req) else None
+        key = StreamKey(agent.name, call.session_id, call.correlation_id)
+        after = resume_after(req) if streams is not None else 0
 
         def asked(stored_hash: str | None, stored_request: Mapping[str, Any] | None) -> bool:
             return agent.same_request(call.request, stored_hash, stored_request)
@@ -235,10 +257,20 @@ class Api:
                 )
             if done is not None:
                 check_same_request(done, asked, agent.name, call.session_id)
+                if streams is not None:  # a retry attaches to the finished run's stream
+                    return await streams.open(client, key, after)
                 return self._finished(req, agent.name, call.session_id, done)
             if call.retry_safe and is_discarded(snapshot.document, call.correlation_id):
                 raise discarded_problem(agent.name, call.session_id, call.correlation_id)
             self._refuse_full_session(agent.name, call, snapshot.document)
+        if streams is not None:
+
+            async def send() -> None:
+                await client.signal_entity(entity_id, "run", call.request.to_json())
+                if not snapshot.exists:
+                    await watch_expiry(client, agent.name, call.session_id)
+
+            return await streams.started(client, key, after, send)
         await client.signal_entity(entity_id, "run", call.request.to_json())
         if not snapshot.exists:
             await watch_expiry(client, agent.name, call.session_id)

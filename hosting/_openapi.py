@@ -14,6 +14,7 @@ from ._errors import MODEL_FAILURE_STATUS, PROBLEMS
 from ._ids import ID_PATTERN_TEXT
 from ._models import Problem
 from ._routes import Operation, RouteSpec
+from .streams._events_doc import EVENT_STREAM, event_stream_content
 
 _REF = "#/components/schemas/{model}"
 
@@ -77,6 +78,10 @@ def _operation(spec: RouteSpec, op: Operation, agent_names: Sequence[str]) -> di
     for response in op.responses:
         if response.model is not None:
             content = {"application/json": {"schema": {"$ref": _REF.format(model=response.model.__name__)}}}
+            if response.events:
+                content[EVENT_STREAM] = event_stream_content()
+        elif response.events:
+            content = {EVENT_STREAM: event_stream_content()}
         elif response.status >= 400:
             content = {"application/problem+json": {"schema": {"$ref": _REF.format(model="Problem")}}}
         else:

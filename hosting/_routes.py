@@ -40,6 +40,8 @@ class Response:
     status: int
     description: str
     model: type[BaseModel] | None = None
+    events: bool = False
+    """Also (or only, without `model`) answered as `text/event-stream` (docs/streaming.md)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ _DOWN = UNAVAILABLE
 
 _ID_SCHEMA: dict[str, object] = {"type": "string", "pattern": ID_PATTERN_TEXT}
 _KEY_SCHEMA: dict[str, object] = {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN_TEXT}
+_EVENT_ID_SCHEMA: dict[str, object] = {"type": "string", "pattern": "^[0-9]{1,16}$"}
 
 AGENT_ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec(
@@ -99,7 +102,14 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                 "POST",
                 "Send a message to an agent (one turn); waits for the answer by default.",
                 (
-                    Response(200, "The turn finished; the agent's answer.", RunResultBody),
+                    Response(
+                        200,
+                        "The turn finished; the agent's answer. With `Accept: text/event-stream`: the "
+                        "run's events as they happen (docs/streaming.md), ending in `run.completed` or "
+                        "`run.failed`.",
+                        RunResultBody,
+                        events=True,
+                    ),
                     Response(
                         202,
                         "Accepted; poll the `Location` (not waiting, or the wait ran out).",
@@ -132,6 +142,11 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                 headers=(
                     Param("x-ms-wait-for-response", "true (default) or false.", {"type": "boolean"}),
                     Param("Idempotency-Key", "Retry-safe key: the same key and body run once.", _KEY_SCHEMA),
+                    Param(
+                        "Last-Event-ID",
+                        "With `Accept: text/event-stream`: resume after this event id.",
+                        _EVENT_ID_SCHEMA,
+                    ),
                 ),
             ),
         ),
@@ -150,6 +165,32 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                         "Long-poll: wait up to this many seconds (max 60) for the run to finish.",
                         {"type": "number", "minimum": 0, "maximum": 60},
                     ),
+                ),
+            ),
+        ),
+    ),
+    RouteSpec(
+        "agent_run_stream",
+        "agents/{agent}/sessions/{session_id}/runs/{correlation_id}/stream",
+        (
+            Operation(
+                "GET",
+                "A run's events as Server-Sent Events: replayed from the start or after an event id, "
+                "then live until the run ends.",
+                (
+                    Response(
+                        200,
+                        "`text/event-stream`: `id:` (sequence number), `event:` (type), `data:` (JSON). "
+                        "A finished run whose events expired gets its final result as one event.",
+                        events=True,
+                    ),
+                    _BAD,
+                    Response(404, "Unknown agent, or no such run (`run_not_found`)."),
+                    _DOWN,
+                ),
+                query=(Param("after", "Resume after this event id (as Last-Event-ID).", _EVENT_ID_SCHEMA),),
+                headers=(
+                    Param("Last-Event-ID", "Resume after this event id (wins over after).", _EVENT_ID_SCHEMA),
                 ),
             ),
         ),

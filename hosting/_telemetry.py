@@ -20,6 +20,7 @@ import azure.functions as func
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, StatusCode
+from starlette.responses import StreamingResponse
 
 from agents import context_from, current_trace_context, mark_failed, tracing_enabled
 
@@ -35,8 +36,9 @@ _tracer = trace.get_tracer("hosting")
 _lock = threading.Lock()
 _configured: str | None = None
 
-Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse]]
-ContextHandler = Callable[[func.HttpRequest, Any, Any], Awaitable[func.HttpResponse]]
+# A handler may answer a Starlette StreamingResponse (an event stream), passed through as it is.
+Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse | StreamingResponse]]
+ContextHandler = Callable[[func.HttpRequest, Any, Any], Awaitable[func.HttpResponse | StreamingResponse]]
 
 
 # -- configuration -------------------------------------------------------------------------------------
@@ -183,7 +185,9 @@ def traced_http(route: str, handler: Handler) -> ContextHandler:
     """``handler`` inside a SERVER span named ``{method} {route}``; the response's problem code is
     the span's `error.type`, and a 5xx sets its status to ERROR."""
 
-    async def run(req: func.HttpRequest, client: Any, invocation: Any = None) -> func.HttpResponse:
+    async def run(
+        req: func.HttpRequest, client: Any, invocation: Any = None
+    ) -> func.HttpResponse | StreamingResponse:
         if not tracing_enabled():
             return await handler(req, client)
         with _tracer.start_as_current_span(
@@ -210,13 +214,14 @@ def _path(url: str) -> str:
     return "/" if slash < 0 else rest[slash:].split("?", 1)[0]
 
 
-def _http_outcome(span: Any, response: func.HttpResponse) -> None:
+def _http_outcome(span: Any, response: func.HttpResponse | StreamingResponse) -> None:
     status = response.status_code
     span.set_attribute("http.response.status_code", status)
     if status < 400:
         return
     code = str(status)
-    if "problem+json" in (response.mimetype or ""):
+    # Only our problem responses (classic ones) carry a code; an event stream has none.
+    if isinstance(response, func.HttpResponse) and "problem+json" in (response.mimetype or ""):
         with contextlib.suppress(ValueError, AttributeError):
             code = str(json.loads(response.get_body()).get("code") or code)
     span.set_attribute("error.type", code)

@@ -8,6 +8,7 @@ from the developer's environment are removed.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -17,8 +18,14 @@ os.environ["DURABLE_AGENTS_ALLOW_MODEL_REQUESTS"] = "0"
 
 # A developer's shell may export a real model's settings; the suite must behave the same there as
 # on CI, so every test starts from "no model configured" and sets what it needs.
-for _name in [n for n in os.environ if n.startswith(("OPENAI_", "AZURE_OPENAI_"))]:
+for _name in [n for n in os.environ if n.startswith(("OPENAI_", "AZURE_OPENAI_", "DURABLE_AGENTS_STREAM_"))]:
     del os.environ[_name]
+
+# Runs' event streams (hosting.streams) of this test run go to a store of its own, never the
+# developer's default one; a host a test starts as a subprocess gets one in its data directory.
+os.environ["DURABLE_AGENTS_STREAM_PATH"] = os.path.join(
+    tempfile.mkdtemp(prefix="durable-agents-tests-"), "streams.db"
+)
 
 if TYPE_CHECKING:
     from agents.testing import ModelServer
@@ -40,3 +47,47 @@ def model(model_server: ModelServer) -> Iterator[ModelServer]:
     model_server.reset()
     yield model_server
     model_server.reset()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server (installed by .ci/services.sh) on a free loopback port with its files in
+    a temp dir, for the session; stopped afterwards. Tests use keys of their own."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    executable = shutil.which("redis-server")
+    if executable is None:
+        pytest.fail("redis-server is not installed: run `make services` (.ci/services.sh)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    directory = tmp_path_factory.mktemp("redis")
+    process = subprocess.Popen(
+        [executable, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory),
+         "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start on port {port}")
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()

@@ -93,7 +93,13 @@ class ModelServer:
         *,
         api_key: str | None = None,
         models: tuple[str, ...] = DEFAULT_MODELS,
+        stream_delay: float = 0.0,
     ) -> None:
+        if stream_delay < 0:
+            raise ValueError("stream_delay must not be negative")
+        self.stream_delay = stream_delay
+        """Seconds between two chunks of a streamed answer (0: as fast as possible), so a client
+        sees tokens arrive one by one the way a real model sends them."""
         if mode not in ("offline", "scripted"):
             raise ValueError(f"mode must be 'offline' or 'scripted', not {mode!r}")
         self.mode: Mode = mode
@@ -231,6 +237,7 @@ class ModelServer:
             self._script.clear()
             self.handler = None
             self.requests.clear()
+            self.stream_delay = 0.0
         self.responses.clear()
         self.conversations.clear()
 
@@ -394,7 +401,8 @@ class ModelServer:
                 chat_completion(reply, request, usage), headers={"x-request-id": new_id("req_")}
             )
         stream = await self._open_stream(http)
-        for chunk in chat_chunks(reply, request, usage):
+        for index, chunk in enumerate(chat_chunks(reply, request, usage)):
+            await self._pace(index)
             await stream.write(sse(chunk))
         await stream.write(sse("[DONE]"))
         await stream.write_eof()
@@ -423,10 +431,16 @@ class ModelServer:
         if not request.stream:
             return web.json_response(final, headers={"x-request-id": new_id("req_")})
         stream = await self._open_stream(http)
-        for event in response_events(request, response_id, reply, final):
+        for index, event in enumerate(response_events(request, response_id, reply, final)):
+            await self._pace(index)
             await stream.write(sse(event, event=event["type"]))
         await stream.write_eof()
         return stream
+
+    async def _pace(self, index: int) -> None:
+        # The first chunk goes out at once (time to first token is scripted with Reply.delay).
+        if index and self.stream_delay:
+            await asyncio.sleep(self.stream_delay)
 
     @staticmethod
     async def _open_stream(http: web.Request) -> web.StreamResponse:

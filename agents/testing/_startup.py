@@ -13,6 +13,10 @@ import os
 from .._settings import ENDPOINT_ENV, ModelEnv
 from ._server import ModelServer
 
+STREAM_DELAY_ENV = "AGENTS_OFFLINE_STREAM_DELAY"
+"""Seconds between the offline model's streamed tokens (`make run` sets 0.05 so tokens are seen
+arriving; unset: no delay, as the tests want)."""
+
 _log = logging.getLogger("agents.testing")
 
 
@@ -26,7 +30,12 @@ def start_offline_model_if_unconfigured() -> ModelServer | None:
     configured. Returns the running server (the caller stops it), or None."""
     if model_configured():
         return None
-    server = ModelServer(mode="offline", port=0)
+    try:
+        delay = max(0.0, float(os.environ.get(STREAM_DELAY_ENV) or 0))
+    except ValueError:
+        _log.warning("%s is not a number of seconds; streaming without delay", STREAM_DELAY_ENV)
+        delay = 0.0
+    server = ModelServer(mode="offline", port=0, stream_delay=delay)
     server.start()
     base_url = str(server.base_url)
     os.environ[ModelEnv.OPENAI_BASE_URL] = base_url

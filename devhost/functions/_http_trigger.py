@@ -20,6 +20,7 @@ from aiohttp import web
 from .._problems import problem
 from .._redact import loggable_url
 from ._body import BodyTooLarge, body_limit_from_env, read_limited
+from ._http_stream import serve_streaming
 from ._index import HttpFunction
 from ._trace_context import InvocationTraceContext, invocation_trace_context
 
@@ -158,6 +159,38 @@ class HttpDispatcher:
         )
         return response
 
+    def _bindings(self, function: HttpFunction, trace: InvocationTraceContext) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        for param, binding in function.client_params.items():
+            kwargs[param] = self._client_binding(binding)
+        if function.wants_context:
+            kwargs["context"] = InvocationContext(function.name, self._project_dir, trace)
+        return kwargs
+
+    async def _streaming(
+        self,
+        request: web.Request,
+        function: HttpFunction,
+        params: dict[str, str],
+        trace: InvocationTraceContext,
+    ) -> web.StreamResponse:
+        """A function on the HTTP streaming types: its response goes out as it is produced."""
+        kwargs = self._bindings(function, trace)
+
+        async def call(framework_request: Any) -> Any:
+            kwargs[function.request_param] = framework_request
+            if function.is_async:
+                return await function.func(**kwargs)
+            loop = asyncio.get_running_loop()
+            bound = functools.partial(contextvars.copy_context().run, function.func, **kwargs)
+            return await loop.run_in_executor(self._executor, bound)
+
+        try:
+            return await serve_streaming(request, params, call)
+        except Exception as exc:
+            self._log.exception("function %s failed", function.name)
+            return problem(500, "function_failed", f"function {function.name!r} raised {type(exc).__name__}")
+
     async def _handle(self, request: web.Request, trace: InvocationTraceContext) -> web.StreamResponse:
         found = self.resolve(request.method.upper(), request.raw_path.split("?", 1)[0])
         if isinstance(found, list):
@@ -177,6 +210,12 @@ class HttpDispatcher:
         if function.auth_level != "anonymous" and not key_matches(request, self._key()):
             return problem(401, "unauthorized", "a valid function key is required (code= query "
                            "parameter or x-functions-key header)")
+        if function.streaming:
+            declared = request.content_length
+            if declared is not None and declared > self._max_body:
+                # Refused unread, as for any trigger; a chunked body is bounded by what the app reads.
+                return BodyTooLarge(declared, self._max_body).response()
+            return await self._streaming(request, function, params, trace)
         try:
             body = await read_limited(request, self._max_body)
         except BodyTooLarge as refused:
@@ -189,11 +228,7 @@ class HttpDispatcher:
             route_params=params,
             body=body,
         )
-        kwargs: dict[str, Any] = {function.request_param: req}
-        for param, binding in function.client_params.items():
-            kwargs[param] = self._client_binding(binding)
-        if function.wants_context:
-            kwargs["context"] = InvocationContext(function.name, self._project_dir, trace)
+        kwargs = {**self._bindings(function, trace), function.request_param: req}
         try:
             if function.is_async:
                 result = await function.func(**kwargs)

@@ -7,11 +7,13 @@ import inspect
 import json
 import sys
 import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import AppLoadError
+from ._http_stream import streaming_request_type
 from ._routes import RouteTemplate, compile_route, sort_key
 
 
@@ -28,6 +30,7 @@ class HttpFunction:
     client_params: dict[str, dict[str, Any]]  # param -> durableClient binding
     wants_context: bool
     is_async: bool
+    streaming: bool = False  # takes the HTTP streaming extension's request type (_http_stream.py)
 
 
 @dataclass
@@ -116,6 +119,14 @@ def list_functions(app: Any) -> list[Any]:
         app.functions_bindings = saved
 
 
+def _annotation(func: Callable[..., Any], param: str) -> Any:
+    """A parameter's type as the worker resolves it (postponed annotations evaluated)."""
+    try:
+        return typing.get_type_hints(func).get(param)
+    except Exception:  # an annotation that does not resolve: the worker treats it as untyped
+        return None
+
+
 def index_app(app: Any) -> AppModel:
     """Index every function of ``app`` by trigger type."""
     model = AppModel(app=app)
@@ -152,6 +163,7 @@ def index_app(app: Any) -> AppModel:
                     },
                     wants_context="context" in inspect.signature(func).parameters,
                     is_async=is_async,
+                    streaming=streaming_request_type(_annotation(func, param)),
                 )
             )
         elif kind == "entityTrigger":

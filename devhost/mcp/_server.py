@@ -28,9 +28,9 @@ from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
+from .._asgi import Message, Receive, Scope, Send, serve_asgi
 from .._problems import problem
 from ..functions import key_matches
-from ._asgi import Message, Receive, Scope, Send, serve_asgi
 from ._tools import ToolRegistry
 
 MCP_PREFIX = "/runtime/webhooks/mcp"

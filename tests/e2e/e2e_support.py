@@ -68,6 +68,7 @@ class HostProcess:
         cwd: pathlib.Path = REPO,
         extra_env: dict[str, str] | None = None,
     ) -> None:
+        self.extra_env = dict(extra_env or {})
         self.cwd = cwd
         self.extra_env = dict(extra_env or {})
         self.data_dir = data_dir
@@ -85,6 +86,15 @@ class HostProcess:
         """Everything the host printed so far."""
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def env(self) -> dict[str, str]:
+        """The host's environment; its embedded stream store lives in its data directory."""
+        env = host_env(self.model_base_url, self.function_key)
+        env["DURABLE_AGENTS_STREAM_PATH"] = str(self.data_dir / "streams.db")
+        # Archived history goes under the host's data dir, never into the repository.
+        env["DURABLE_AGENTS_HISTORY_DIR"] = str(self.data_dir / "history")
+        env.update(self.extra_env)
+        return env
+
     def start(self, timeout: float = 30.0) -> HostProcess:
         """Spawn the host and return once it answers its anonymous health route's neighbour."""
         self.port = free_port()
@@ -93,12 +103,7 @@ class HostProcess:
                 [sys.executable, "-m", "devhost", "--port", str(self.port), "--data-dir", str(self.data_dir),
                  "--startup-hook", OFFLINE_MODEL_HOOK],
                 cwd=self.cwd,
-                env={
-                    # Archived history goes under the host's data dir, never into the repository.
-                    "DURABLE_AGENTS_HISTORY_DIR": str(self.data_dir / "history"),
-                    **host_env(self.model_base_url, self.function_key),
-                    **self.extra_env,
-                },
+                env=self.env(),
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )

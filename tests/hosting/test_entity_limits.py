@@ -14,7 +14,7 @@ import pytest
 from hosting_support import ROOT, Api, make_agents, run_batch, run_op, stored_state
 from jsonschema import Draft202012Validator
 
-from agents import Agent, ArchivedHistory, TurnRequest, TurnResult
+from agents import Agent, ArchivedHistory, TurnEventSink, TurnRequest, TurnResult
 from agents.testing import ModelServer, Reply
 from hosting import ApiSettings, HostingError, build_app
 from state import AgentRequest, AgentState, ChatMessage, TextContent, dump_state, load_state
@@ -170,7 +170,11 @@ class BuggyAgent(Agent):
     """An agent with a bug: its run writes half a turn into the state, then raises."""
 
     async def run(
-        self, state: AgentState, request: TurnRequest, archive: ArchivedHistory | None = None
+        self,
+        state: AgentState,
+        request: TurnRequest,
+        archive: ArchivedHistory | None = None,
+        on_event: TurnEventSink | None = None,
     ) -> TurnResult:
         state.append_request(
             AgentRequest(

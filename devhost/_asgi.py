@@ -1,4 +1,5 @@
-"""Serve one aiohttp request with an ASGI application (the MCP SDK's transports are ASGI).
+"""Serve one aiohttp request with an ASGI application: the MCP SDK's transports (devhost.mcp) and
+the app's functions on the Functions HTTP streams types (devhost.functions._http_stream).
 
 Written here rather than taken from aiohttp-asgi: that adapter answers every ``receive()`` after
 the body with another empty ``http.request`` and never with ``http.disconnect``, so a streaming
@@ -39,7 +40,8 @@ def _scope(request: web.Request, root_path: str) -> Scope:
         "path": request.path,
         "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1", errors="replace"),
         "root_path": root_path,
-        "query_string": request.query_string.encode("latin-1", errors="replace"),
+        # As sent (percent-encoded), as ASGI servers pass it; the decoded text may not survive bytes.
+        "query_string": request.rel_url.raw_query_string.encode("latin-1", errors="replace"),
         "headers": [(k.lower(), v) for k, v in request.raw_headers],
         "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else None,
         "server": (host, port),
@@ -54,11 +56,16 @@ class _Exchange:
         self.request = request
         self.response: web.StreamResponse | None = None
         self.finished = asyncio.Event()
+        self.body_sent = False
 
     async def receive(self) -> Message:
-        if not self.request.content.at_eof():
-            chunk = await self.request.content.readany()
-            return {"type": "http.request", "body": chunk, "more_body": not self.request.content.at_eof()}
+        if not self.body_sent:
+            # The body first, in chunks; an empty one too (an app reading the body of a GET must
+            # get its end, not a wait for the client to go away).
+            content = self.request.content
+            chunk = b"" if content.at_eof() else await content.readany()
+            self.body_sent = content.at_eof()
+            return {"type": "http.request", "body": chunk, "more_body": not self.body_sent}
         while not self.finished.is_set():
             transport = self.request.transport
             if transport is None or transport.is_closing():

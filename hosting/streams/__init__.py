@@ -1,0 +1,59 @@
+"""Live, resumable event streams of durable turns (SSE), on a stream store (Redis or SQLite).
+
+See docs/streaming.md. The entity publishes a run's events (`RunEvents`); HTTP readers replay and
+follow them (`RunStreams`); `stream_store_from_env()` picks the backend from the settings.
+"""
+
+from ._publisher import RunEvents
+from ._settings import (
+    PATH_ENV,
+    REDIS_ENTRA_ENV,
+    REDIS_ENV,
+    EntraIdCredentials,
+    default_stream_path,
+    stream_store_from_env,
+)
+from ._sqlite import SqliteStreamStore
+from ._sse import EVENT_STREAM, RunStreams, resume_after, sse_frame, wants_event_stream
+from ._store import (
+    DEFAULT_RETENTION_SECONDS,
+    RETENTION_ENV,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUN_RESTARTED,
+    RUN_STARTED,
+    TERMINAL_TYPES,
+    StreamConflict,
+    StreamEvent,
+    StreamKey,
+    StreamStore,
+    retention_from_env,
+)
+
+__all__ = [
+    "DEFAULT_RETENTION_SECONDS",
+    "EVENT_STREAM",
+    "PATH_ENV",
+    "REDIS_ENTRA_ENV",
+    "REDIS_ENV",
+    "RETENTION_ENV",
+    "RUN_COMPLETED",
+    "RUN_FAILED",
+    "RUN_RESTARTED",
+    "RUN_STARTED",
+    "TERMINAL_TYPES",
+    "EntraIdCredentials",
+    "RunEvents",
+    "RunStreams",
+    "SqliteStreamStore",
+    "StreamConflict",
+    "StreamEvent",
+    "StreamKey",
+    "StreamStore",
+    "default_stream_path",
+    "resume_after",
+    "retention_from_env",
+    "sse_frame",
+    "stream_store_from_env",
+    "wants_event_stream",
+]

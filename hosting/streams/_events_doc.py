@@ -1,0 +1,75 @@
+"""What each SSE event carries, as JSON Schemas: the OpenAPI document's `x-events` of a
+`text/event-stream` response (OpenAPI 3.1 has no way to describe SSE items; docs/streaming.md
+says the same in prose)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+EVENT_STREAM = "text/event-stream"
+
+_STRING = {"type": "string"}
+_INT_OR_NULL = {"type": ["integer", "null"]}
+
+
+def _object(
+    description: str, properties: dict[str, Any], required: list[str] | None = None
+) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": description,
+        "properties": properties,
+        "required": list(properties) if required is None else required,
+    }
+
+
+EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
+    "run.started": _object(
+        "Always the first event of a run.",
+        {"agent": _STRING, "session_id": _STRING, "correlation_id": _STRING},
+    ),
+    "run.restarted": _object(
+        "The host died mid-turn and the turn was redelivered: the new attempt's events follow "
+        "(earlier text deltas are void; the answer is restated from the start).",
+        {"reason": {"const": "redelivered"}, "after": {"type": "integer"}},
+    ),
+    "text.delta": _object("The next piece of the answer text.", {"text": _STRING}),
+    "reasoning.delta": _object(
+        "The next piece of a reasoning summary (where the model sends one).", {"text": _STRING}
+    ),
+    "tool.call": _object(
+        "A complete function call the model asked for; `arguments` is the JSON text it sent.",
+        {"call_id": _STRING, "name": _STRING, "arguments": _STRING},
+    ),
+    "tool.result": _object(
+        "A tool's answer to a call; `is_error` is present (true) when the call failed.",
+        {"call_id": _STRING, "result": {}, "is_error": {"type": "boolean"}},
+        ["call_id", "result"],
+    ),
+    "usage": _object(
+        "Token usage of one model call.",
+        {"input_tokens": _INT_OR_NULL, "output_tokens": _INT_OR_NULL, "total_tokens": _INT_OR_NULL},
+    ),
+    "run.completed": {
+        "description": "The last event of a successful run: the same body as the JSON answer "
+        "(RunResultBody).",
+        "$ref": "#/components/schemas/RunResultBody",
+    },
+    "run.failed": {
+        "description": "The last event of a failed run: the problem document the JSON API answers "
+        "with (same `code` and `status`).",
+        "$ref": "#/components/schemas/Problem",
+    },
+}
+"""Every event type a run's stream carries, with its `data`."""
+
+
+def event_stream_content() -> dict[str, Any]:
+    """The OpenAPI media type object of a run's event stream."""
+    return {
+        "schema": {
+            "type": "string",
+            "description": "Server-Sent Events: `id:`, `event:`, `data:` (one JSON object).",
+        },
+        "x-events": EVENT_SCHEMAS,
+    }

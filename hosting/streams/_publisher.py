@@ -1,0 +1,139 @@
+"""The entity side: a running turn's events into the stream store, framed by run.* events.
+
+`RunEvents` is what `AgentEntity` uses: `begin()` writes `run.started` (or `run.restarted` when an
+earlier attempt of the same run left events behind: the turn was redelivered after a crash), the
+turn's `TurnEvent`s follow through `sink`, and `finish(result)` writes exactly one terminal event.
+Publishing never fails a turn: a store error is logged and the rest of the run is not published
+(readers then take the final answer from the stored state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from agents import TurnEvent, TurnEventSink, failure
+
+from .._loop import run_sync
+from ._store import RUN_COMPLETED, RUN_FAILED, RUN_RESTARTED, RUN_STARTED, StreamEvent, StreamKey, StreamStore
+
+log = logging.getLogger("hosting.streams")
+T = TypeVar("T")
+
+
+class RunEvents:
+    """Publishes one attempt of one run; the single writer of its stream while it runs."""
+
+    def __init__(self, store: StreamStore | None, key: StreamKey) -> None:
+        self.store = store
+        self.key = key
+        self.seq = 0
+        self.live = False
+        """Whether someone asked for this run's stream (an SSE `POST` declared it): only then is
+        the model streamed and every event published. Other runs publish their first and final
+        events only, so any reader can still follow them, and keep the JSON path's speed."""
+        self._pending: list[StreamEvent] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    def _enqueue(self, kind: str, data: dict[str, Any]) -> None:
+        """Number the event and hand it to the flusher; the turn does not wait for the store.
+        What arrives while a write is in flight goes out together in the next one."""
+        if self.store is None:
+            return
+        self.seq += 1
+        self._pending.append(StreamEvent(self.seq, kind, data))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self._pending and self.store is not None:
+            batch, self._pending = self._pending, []
+            try:
+                await self.store.append_many(self.key, batch)
+            except Exception:
+                log.exception("could not publish events of run %s; the rest is not streamed", self.key)
+                self.store = None
+                self._pending = []
+
+    async def _drain(self) -> None:
+        """Wait until everything enqueued is stored (before the entity operation returns)."""
+        while self._flusher is not None and not self._flusher.done():
+            await self._flusher
+
+    async def _put(self, kind: str, data: dict[str, Any]) -> None:
+        self._enqueue(kind, data)
+        await self._drain()
+
+    async def streaming(self, turn: Callable[[TurnEventSink | None], Awaitable[T]]) -> T:
+        """Run `turn(sink)` and wait for its events to be stored."""
+        try:
+            return await turn(self.sink)
+        finally:
+            await self._drain()
+
+    async def _begin(self) -> None:
+        if self.store is None:
+            return
+        try:
+            self.live = await self.store.exists(self.key)
+            last = await self.store.last(self.key)
+        except Exception:
+            log.exception("stream store unreachable; run %s is not streamed", self.key)
+            self.store = None
+            return
+        if last is not None and last.terminal:
+            # A closed stream and yet the run is executed: the session was reset or deleted and
+            # the id is used again (or the host died between publishing the answer and storing
+            # it). Either way this attempt's events are the run's now: start the stream afresh.
+            log.warning("run %s is executed again after its stream closed; restarting its stream", self.key)
+            try:
+                await self.store.discard(self.key)
+            except Exception:
+                log.exception("could not restart the stream of run %s; it is not streamed", self.key)
+                self.store = None
+                return
+            last = None
+        if last is None:
+            identity = {
+                "agent": self.key.agent,
+                "session_id": self.key.session_id,
+                "correlation_id": self.key.correlation_id,
+            }
+            await self._put(RUN_STARTED, identity)
+        else:
+            self.seq = last.seq
+            await self._put(RUN_RESTARTED, {"reason": "redelivered", "after": last.seq})
+
+    @property
+    def sink(self) -> TurnEventSink | None:
+        """The turn's `agents.TurnEventSink`; None when the run is not streamed live."""
+        return self._publish if self.live and self.store is not None else None
+
+    async def _publish(self, event: TurnEvent) -> None:
+        self._enqueue(str(event.type), dict(event.data))
+
+    def begin(self) -> None:
+        """Open the attempt (synchronous: called from the entity function)."""
+        run_sync(self._begin)
+
+    def finish(self, result: dict[str, Any]) -> None:
+        """Close the stream with the turn's result (`TurnResult.to_json()`)."""
+        kind = RUN_COMPLETED if result.get("status") == "succeeded" else RUN_FAILED
+        run_sync(lambda: self._put(kind, result))
+
+    def fail(self, code: str, message: str) -> None:
+        """Close the stream with a failure the turn could not record (the operation raised)."""
+        error = failure(code, message)
+        self.finish(
+            {
+                "correlationId": self.key.correlation_id,
+                "status": "failed",
+                "text": "",
+                "messages": [],
+                "usage": None,
+                "structured": None,
+                "error": error.model_dump(mode="json"),
+            }
+        )

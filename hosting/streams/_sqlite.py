@@ -1,0 +1,172 @@
+"""The embedded stream store: one SQLite file, nothing to install (the default for `make run`).
+
+It survives a restart of the local host (the file stays), and readers in the writer's process are
+woken at once; readers in other processes see new events within `poll_interval`. For more than
+one process or instance use Redis (`_redis.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import itertools
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from ._notify import notify, waiter
+from ._store import READ_BATCH, StreamConflict, StreamEvent, StreamKey
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS streams (key TEXT PRIMARY KEY, expires REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+    key TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (key, seq)
+) WITHOUT ROWID;
+"""
+_PURGE_EVERY = 500
+
+
+class SqliteStreamStore:
+    """`StreamStore` on a SQLite file (WAL), one connection per thread."""
+
+    def __init__(self, path: str | os.PathLike[str], retention: float, poll_interval: float = 0.2) -> None:
+        self.path = Path(path)
+        self.retention = retention
+        self.poll_interval = poll_interval
+        self._local = threading.local()
+        self._appends = itertools.count()
+        self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="stream-writer")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.executescript(_SCHEMA)
+        self._purge()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = self._connect()
+        return db
+
+    def _topic(self, key: StreamKey) -> str:
+        return f"{self.path}\n{key.text()}"
+
+    def _purge(self) -> None:
+        db = self._db()
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            expired = "SELECT key FROM streams WHERE expires < ?"
+            now = time.time()
+            db.execute(f"DELETE FROM events WHERE key IN ({expired})", (now,))
+            db.execute("DELETE FROM streams WHERE expires < ?", (now,))
+
+    async def declare(self, key: StreamKey) -> None:
+        db = self._db()
+        db.execute(
+            "INSERT INTO streams (key, expires) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET expires = excluded.expires",
+            (key.text(), time.time() + self.retention),
+        )
+
+    async def exists(self, key: StreamKey) -> bool:
+        row = (
+            self._db()
+            .execute("SELECT 1 FROM streams WHERE key = ? AND expires >= ?", (key.text(), time.time()))
+            .fetchone()
+        )
+        return row is not None
+
+    async def append(self, key: StreamKey, event: StreamEvent) -> None:
+        await self.append_many(key, [event])
+
+    async def append_many(self, key: StreamKey, events: Sequence[StreamEvent]) -> None:
+        # One writer thread for the file: writers never wait on each other's locks, and the
+        # caller's loop goes on (the publisher batches what arrives meanwhile).
+        await asyncio.get_running_loop().run_in_executor(self._writer, self._write, key, list(events))
+
+    def _write(self, key: StreamKey, events: list[StreamEvent]) -> None:
+        db = self._db()
+        text = key.text()
+        rows = [(text, e.seq, e.type, json.dumps(e.data, separators=(",", ":"))) for e in events]
+        try:
+            with db:
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("INSERT INTO events (key, seq, type, data) VALUES (?, ?, ?, ?)", rows)
+                db.execute(
+                    "INSERT INTO streams (key, expires) VALUES (?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET expires = excluded.expires",
+                    (text, time.time() + self.retention),
+                )
+        except sqlite3.IntegrityError as exc:
+            raise StreamConflict(
+                f"events {events[0].seq}-{events[-1].seq} of {text}: a number is taken"
+            ) from exc
+        # Straight from the writer thread: readers wake without a detour through the caller's loop.
+        notify(self._topic(key))
+        if next(self._appends) % _PURGE_EVERY == _PURGE_EVERY - 1:
+            self._purge()
+
+    async def last(self, key: StreamKey) -> StreamEvent | None:
+        row = (
+            self._db()
+            .execute(
+                "SELECT e.seq, e.type, e.data FROM events e JOIN streams s ON s.key = e.key "
+                "WHERE e.key = ? AND s.expires >= ? ORDER BY e.seq DESC LIMIT 1",
+                (key.text(), time.time()),
+            )
+            .fetchone()
+        )
+        return None if row is None else StreamEvent(row[0], row[1], json.loads(row[2]))
+
+    async def discard(self, key: StreamKey) -> None:
+        self._db().execute("DELETE FROM events WHERE key = ?", (key.text(),))
+
+    def _read(self, key: StreamKey, after: int) -> list[StreamEvent]:
+        rows = (
+            self._db()
+            .execute(
+                "SELECT seq, type, data FROM events WHERE key = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (key.text(), after, READ_BATCH),
+            )
+            .fetchall()
+        )
+        return [StreamEvent(seq, kind, json.loads(data)) for seq, kind, data in rows]
+
+    async def follow(self, key: StreamKey, after: int, idle: float) -> AsyncIterator[StreamEvent | None]:
+        loop = asyncio.get_running_loop()
+        quiet_since = loop.time()
+        with waiter(self._topic(key)) as woken:
+            while True:
+                woken.clear()  # before reading: an append after this read sets it again
+                events = self._read(key, after)
+                for event in events:
+                    yield event
+                    if event.terminal:
+                        return
+                    after = event.seq
+                if events:
+                    quiet_since = loop.time()
+                    continue
+                wait = min(self.poll_interval, max(0.0, quiet_since + idle - loop.time()))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), wait)
+                if loop.time() - quiet_since >= idle:
+                    yield None
+                    quiet_since = loop.time()
+
+    async def aclose(self) -> None:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None

@@ -1,0 +1,217 @@
+"""The HTTP side: a run's events as Server-Sent Events (`text/event-stream`).
+
+Each event is ``id: <seq>``, ``event: <type>``, ``data: <one JSON object>``. The terminal events
+are rendered here, from the stored turn result, by the very code that renders the JSON answer of
+a finished run: `run.completed` carries the body `POST .../run` answers with 200, `run.failed`
+the problem document (with the same `code`) it answers with otherwise. A comment line
+(``: heartbeat``) goes out whenever the stream is idle for `heartbeat_seconds`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import azure.durable_functions as df
+import azure.functions as func
+from starlette.responses import StreamingResponse
+
+from agents import TurnResult
+
+from .._errors import ProblemCode, ProblemError
+from .._problems import problem_response
+from .._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
+from .._results import find_stored_run, result_from_stored
+from .._waiting import read_session, wait_for_run
+from ._events_doc import EVENT_STREAM
+from ._store import RUN_COMPLETED, RUN_FAILED, StreamEvent, StreamKey, StreamStore, seconds_from_env
+
+if TYPE_CHECKING:
+    from .._http import Api
+
+log = logging.getLogger("hosting.streams")
+
+DEFAULT_HEARTBEAT_SECONDS = 15.0
+HEARTBEAT_ENV = "DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS"
+COMMIT_WAIT_SECONDS = 10.0
+"""How long a reader waits, after the terminal event, for the host to have stored the turn."""
+
+
+def heartbeat_from_env() -> float:
+    """`DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS` (0.05 to 300), else 15 seconds."""
+    return seconds_from_env(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECONDS, 0.05, 300)
+
+
+MAX_EVENT_ID_DIGITS = 16
+"""Longest accepted `Last-Event-ID` / `?after=` (event ids are whole numbers from 1)."""
+
+Render = Callable[[str, str, TurnResult], func.HttpResponse]
+
+
+def wants_event_stream(req: func.HttpRequest) -> bool:
+    """Whether the caller asked for `text/event-stream` (its Accept header names it)."""
+    accept = req.headers.get("accept") or ""
+    return any(part.split(";", 1)[0].strip().lower() == EVENT_STREAM for part in accept.split(","))
+
+
+def resume_after(req: func.HttpRequest) -> int:
+    """The sequence number to resume after: the `Last-Event-ID` header (what an EventSource sends on
+    reconnect), else `?after=`, else 0 (from the start). 400 `invalid_field` for anything else."""
+    header = req.headers.get("last-event-id")
+    name, raw = ("Last-Event-ID", header) if header is not None else ("after", req.params.get("after"))
+    if raw is None or (raw.strip() == "" and name == "Last-Event-ID"):
+        return 0
+    text = raw.strip()
+    if not text.isascii() or not text.isdigit() or len(text) > MAX_EVENT_ID_DIGITS:
+        raise ProblemError(
+            ProblemCode.INVALID_FIELD,
+            f"'{name}' must be the id of an event of this run (a whole number from 0)",
+            field=name,
+        )
+    return int(text)
+
+
+def sse_frame(event_id: int, kind: str, data: dict[str, Any]) -> bytes:
+    """One SSE event; the JSON is on one line, so it is one `data:` field."""
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return f"id: {event_id}\nevent: {kind}\ndata: {payload}\n\n".encode()
+
+
+class RunStreams:
+    """Serves runs' event streams from the store, bound to the API's answer rendering."""
+
+    def __init__(self, api: Api, store: StreamStore, heartbeat_seconds: float | None = None) -> None:
+        self.api = api
+        self.store = store
+        self.heartbeat_seconds = heartbeat_from_env() if heartbeat_seconds is None else heartbeat_seconds
+
+    # -- terminal events --------------------------------------------------------------------
+
+    def terminal(self, agent: str, session_id: str, result: TurnResult) -> tuple[str, dict[str, Any]]:
+        """The terminal event of a finished run: the JSON answer or problem the API gives for it."""
+        try:
+            response = self.api.answer(agent, session_id, result)
+        except ProblemError as problem:
+            response = problem_response(problem)
+        body = json.loads(response.get_body())
+        return (RUN_COMPLETED if response.status_code == 200 else RUN_FAILED), body
+
+    async def _render(self, client: Any, key: StreamKey, event: StreamEvent) -> bytes:
+        if not event.terminal:
+            return sse_frame(event.seq, event.type, event.data)
+        # The entity publishes its answer just before the host commits it: wait for the stored
+        # run, so a client that has the terminal event finds the turn stored, and the event is
+        # the stored answer itself.
+        result = await self._committed(client, key)
+        if result is None:
+            try:
+                result = TurnResult.from_json(event.data)
+            except Exception:  # not ours to fail on: pass it as published
+                log.warning("stream %s: terminal event %d is not a turn result", key, event.seq)
+                return sse_frame(event.seq, event.type, event.data)
+        kind, body = self.terminal(key.agent, key.session_id, result)
+        return sse_frame(event.seq, kind, body)
+
+    async def _committed(self, client: Any, key: StreamKey) -> TurnResult | None:
+        from .._entity import entity_name  # the entity module publishes through this package
+
+        try:
+            run = await wait_for_run(
+                client,
+                df.EntityId(entity_name(key.agent), key.session_id),
+                agent=key.agent,
+                session_id=key.session_id,
+                correlation_id=key.correlation_id,
+                timeout=COMMIT_WAIT_SECONDS,
+                state_checked=True,
+            )
+        except Exception:
+            log.warning("stream %s: the stored run could not be read; sending the published answer", key)
+            return None
+        return None if run is None else result_from_stored(run)
+
+    async def _stored_result(self, client: Any, key: StreamKey) -> TurnResult | None:
+        from .._entity import entity_name  # the entity module publishes through this package
+
+        snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
+        if not snapshot.exists:
+            return None
+        run = find_stored_run(snapshot.document, key.correlation_id)
+        return None if run is None else result_from_stored(run)
+
+    # -- responses --------------------------------------------------------------------------
+
+    def _headers(self, key: StreamKey) -> dict[str, str]:
+        location = self.api.run_location(key.agent, key.session_id, key.correlation_id)
+        return {
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",  # nginx and similar proxies: pass events on at once
+            SESSION_HEADER: key.session_id,
+            CORRELATION_HEADER: key.correlation_id,
+            "Location": location,
+        }
+
+    def response(self, body: AsyncIterator[bytes], key: StreamKey) -> StreamingResponse:
+        """The 200 `text/event-stream` answer carrying `body`."""
+        return StreamingResponse(body, status_code=200, media_type=EVENT_STREAM, headers=self._headers(key))
+
+    async def open(self, client: Any, key: StreamKey, after: int) -> StreamingResponse:
+        """The stream of a run: its retained events after `after`, then live ones; a finished run
+        whose events have expired gets its result as one event; 404 `run_not_found` otherwise."""
+        if await self.store.exists(key):
+            return self.response(self._follow(client, key, after), key)
+        result = await self._stored_result(client, key)
+        if result is None:
+            raise ProblemError(
+                ProblemCode.RUN_NOT_FOUND,
+                f"agent {key.agent!r} has no run {key.correlation_id!r} in session {key.session_id!r} "
+                "(or its events have expired and it has not finished)",
+                field="correlation_id",
+            )
+        return self.response(self._once(key, after, result), key)
+
+    async def _once(self, key: StreamKey, after: int, result: TurnResult) -> AsyncIterator[bytes]:
+        kind, body = self.terminal(key.agent, key.session_id, result)
+        yield sse_frame(after + 1, kind, body)
+
+    async def _follow(self, client: Any, key: StreamKey, after: int) -> AsyncIterator[bytes]:
+        try:
+            async for event in self.store.follow(key, after, self.heartbeat_seconds):
+                if event is not None:
+                    after = event.seq
+                    yield await self._render(client, key, event)
+                    continue
+                # Idle: if the run is stored but its terminal event never came (its publishing
+                # failed), answer from the stored state instead of waiting forever.
+                result = await self._stored_result(client, key)
+                last = await self.store.last(key) if result is not None else None
+                if result is not None and not (last is not None and last.terminal and last.seq > after):
+                    kind, body = self.terminal(key.agent, key.session_id, result)
+                    yield sse_frame(after + 1, kind, body)
+                    return
+                yield b": heartbeat\n\n"
+        except Exception:
+            # Headers are out; all that is left is to end the stream (the client reconnects).
+            log.exception("stream of run %s broke off", key)
+
+    # -- handlers ---------------------------------------------------------------------------
+
+    async def get(self, req: func.HttpRequest, client: Any) -> StreamingResponse:
+        """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}/stream"""
+        agent = self.api.hosted_agent(req)
+        session_id = check_id(req.route_params.get("session_id", ""), "session_id")
+        correlation_id = check_id(
+            req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
+        )
+        after = resume_after(req)
+        return await self.open(client, StreamKey(agent.name, session_id, correlation_id), after)
+
+    async def started(
+        self, client: Any, key: StreamKey, after: int, signal: Callable[[], Awaitable[None]]
+    ) -> StreamingResponse:
+        """POST .../run with Accept: text/event-stream: declare the stream, send the turn, stream it."""
+        await self.store.declare(key)
+        await signal()
+        return self.response(self._follow(client, key, after), key)

@@ -1,0 +1,110 @@
+"""The stream store: one run's events in order, replayable from any sequence number, then live.
+
+A run's events are appended by the one entity operation running it (a single writer per run), each
+with a sequence number one higher than the last. Readers on any process replay what is stored and
+follow new events until the final one. Events expire `retention` seconds after the last append.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .._errors import HostingConfigurationError
+
+RUN_STARTED = "run.started"
+RUN_RESTARTED = "run.restarted"
+RUN_COMPLETED = "run.completed"
+RUN_FAILED = "run.failed"
+TERMINAL_TYPES = frozenset({RUN_COMPLETED, RUN_FAILED})
+"""Types that close a stream: a reader stops after one of them."""
+
+DEFAULT_RETENTION_SECONDS = 3600
+"""How long a run's events stay readable after its last event (1 hour)."""
+RETENTION_ENV = "DURABLE_AGENTS_STREAM_RETENTION_SECONDS"
+
+READ_BATCH = 256
+"""Most events one store read returns (a long stream is replayed in several reads)."""
+
+
+@dataclass(frozen=True)
+class StreamKey:
+    """Which run a stream belongs to."""
+
+    agent: str
+    session_id: str
+    correlation_id: str
+
+    def text(self) -> str:
+        """The key as one string (ids never contain ':'; see hosting._ids)."""
+        return f"{self.agent}:{self.session_id}:{self.correlation_id}"
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One stored event: its sequence number (from 1), type and JSON object."""
+
+    seq: int
+    type: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the event closes its stream."""
+        return self.type in TERMINAL_TYPES
+
+
+class StreamConflict(Exception):
+    """An append named a sequence number that is already taken (two writers of one run)."""
+
+
+class StreamStore(Protocol):
+    """Where runs' events live between the entity that writes them and the HTTP readers."""
+
+    retention: float
+
+    async def declare(self, key: StreamKey) -> None:
+        """Make the stream known before its first event (a reader attaching early waits on it)."""
+
+    async def exists(self, key: StreamKey) -> bool:
+        """Whether the stream is declared or has events that have not expired."""
+
+    async def append(self, key: StreamKey, event: StreamEvent) -> None:
+        """Store `event`; its `seq` must be the last one plus one (`StreamConflict` otherwise)."""
+
+    async def append_many(self, key: StreamKey, events: Sequence[StreamEvent]) -> None:
+        """Store consecutive events at once (one transaction / round trip)."""
+
+    async def last(self, key: StreamKey) -> StreamEvent | None:
+        """The newest stored event of the stream, if any."""
+
+    async def discard(self, key: StreamKey) -> None:
+        """Drop the stream's events (a closed stream whose run id is being run anew)."""
+
+    def follow(self, key: StreamKey, after: int, idle: float) -> AsyncIterator[StreamEvent | None]:
+        """The events after sequence number `after`, then new ones as they are appended, ending
+        after a terminal event; yields None whenever `idle` seconds pass without an event."""
+
+    async def aclose(self) -> None:
+        """Release connections opened on the running event loop."""
+
+
+def seconds_from_env(name: str, default: float, low: float, high: float) -> float:
+    """A number of seconds from the setting `name` (from `low` to `high`), else `default`."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not low <= value <= high:
+        raise HostingConfigurationError(f"{name} must be from {low:g} to {high:g} seconds, not {raw!r}")
+    return value
+
+
+def retention_from_env() -> float:
+    """`DURABLE_AGENTS_STREAM_RETENTION_SECONDS` (1 s to 30 days), else one hour."""
+    return seconds_from_env(RETENTION_ENV, DEFAULT_RETENTION_SECONDS, 1, 30 * 86_400)

@@ -1,0 +1,172 @@
+"""The stream store contract, run the same way on both backends (SQLite file, real redis-server)."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from hosting.streams import (
+    SqliteStreamStore,
+    StreamConflict,
+    StreamEvent,
+    StreamKey,
+    StreamStore,
+)
+from hosting.streams._redis import RedisStreamStore
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def store(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> AsyncIterator[StreamStore]:
+    made: StreamStore
+    if request.param == "redis":
+        made = RedisStreamStore(request.getfixturevalue("redis_url"), retention=60)
+    else:
+        made = SqliteStreamStore(tmp_path / "streams.db", retention=60, poll_interval=0.05)
+    yield made
+    await made.aclose()
+
+
+def key() -> StreamKey:
+    return StreamKey("agent", f"s-{uuid.uuid4().hex[:8]}", f"c-{uuid.uuid4().hex[:8]}")
+
+
+def delta(seq: int) -> StreamEvent:
+    return StreamEvent(seq, "text.delta", {"text": f"t{seq}"})
+
+
+async def collect(store: StreamStore, k: StreamKey, after: int, idle: float = 5.0) -> list[StreamEvent]:
+    return [e async for e in store.follow(k, after, idle) if e is not None]
+
+
+async def test_replay_from_any_point_then_stop_at_the_terminal_event(store: StreamStore) -> None:
+    k = key()
+    assert not await store.exists(k) and await store.last(k) is None
+    events = [
+        StreamEvent(1, "run.started", {}),
+        delta(2),
+        delta(3),
+        StreamEvent(4, "run.completed", {"x": 1}),
+    ]
+    for event in events:
+        await store.append(k, event)
+    assert await store.exists(k)
+    assert await store.last(k) == events[-1]
+    assert await collect(store, k, 0) == events
+    assert await collect(store, k, 2) == events[2:]
+    assert await collect(store, k, 3) == events[3:]
+
+
+async def test_a_reader_follows_live_appends(store: StreamStore) -> None:
+    k = key()
+    await store.declare(k)
+    assert await store.exists(k)
+    reader = asyncio.create_task(collect(store, k, 0))
+    await asyncio.sleep(0.1)
+    assert not reader.done()
+    started = time.monotonic()
+    for seq in range(1, 4):
+        await store.append(k, delta(seq))
+        await asyncio.sleep(0.02)
+    await store.append(k, StreamEvent(4, "run.failed", {}))
+    got = await asyncio.wait_for(reader, 5)
+    assert [e.seq for e in got] == [1, 2, 3, 4]
+    assert time.monotonic() - started < 2
+
+
+async def test_a_writer_on_another_thread_wakes_the_reader(store: StreamStore) -> None:
+    # The entity writes from its own thread and loop; HTTP readers run on the host's loop.
+    k = key()
+    reader = asyncio.create_task(collect(store, k, 0))
+    await asyncio.sleep(0.05)
+
+    def write() -> None:
+        async def main() -> None:
+            await store.append(k, delta(1))
+            await store.append(k, StreamEvent(2, "run.completed", {}))
+            await store.aclose()
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    got = await asyncio.wait_for(reader, 5)
+    thread.join()
+    assert [e.type for e in got] == ["text.delta", "run.completed"]
+
+
+async def test_idle_ticks_while_nothing_happens(store: StreamStore) -> None:
+    k = key()
+    await store.declare(k)
+    ticks = 0
+    async for event in store.follow(k, 0, idle=0.1):
+        assert event is None
+        ticks += 1
+        if ticks == 3:
+            break
+    assert ticks == 3
+
+
+async def test_a_taken_sequence_number_is_a_conflict(store: StreamStore) -> None:
+    k = key()
+    await store.append(k, delta(1))
+    with pytest.raises(StreamConflict):
+        await store.append(k, delta(1))
+    assert await collect_first(store, k) == [delta(1)]
+
+
+async def collect_first(store: StreamStore, k: StreamKey) -> list[StreamEvent]:
+    out: list[StreamEvent] = []
+    async for event in store.follow(k, 0, idle=0.1):
+        if event is None:
+            return out
+        out.append(event)
+    return out
+
+
+async def test_discard_starts_the_stream_afresh(store: StreamStore) -> None:
+    k = key()
+    await store.append(k, delta(1))
+    await store.append(k, StreamEvent(2, "run.completed", {}))
+    await store.discard(k)
+    assert await store.last(k) is None
+    await store.append(k, StreamEvent(1, "run.started", {}))
+    assert [e.type for e in await collect_first(store, k)] == ["run.started"]
+
+
+async def test_events_expire_after_the_retention(tmp_path: pathlib.Path, redis_url: str) -> None:
+    for made in (
+        SqliteStreamStore(tmp_path / "short.db", retention=1),
+        RedisStreamStore(redis_url, retention=1),
+    ):
+        k = key()
+        await made.append(k, delta(1))
+        assert await made.exists(k)
+        await asyncio.sleep(2.1)
+        assert not await made.exists(k), type(made).__name__
+        assert await made.last(k) is None
+        await made.aclose()
+
+
+def test_the_sqlite_store_survives_a_restart(tmp_path: pathlib.Path) -> None:
+    k = key()
+
+    async def write() -> None:
+        first = SqliteStreamStore(tmp_path / "streams.db", retention=60)
+        await first.append(k, delta(1))
+        await first.aclose()
+
+    async def read() -> StreamEvent | None:
+        second = SqliteStreamStore(tmp_path / "streams.db", retention=60)
+        try:
+            return await second.last(k)
+        finally:
+            await second.aclose()
+
+    asyncio.run(write())
+    assert asyncio.run(read()) == delta(1)
