@@ -2,7 +2,7 @@
 orchestration helpers, and `Extension` for an app's own routes and orchestrators)."""
 
 from ._app import build_app
-from ._entity import ENTITY_PREFIX, OPERATIONS, AgentEntity, entity_name
+from ._entity import OPERATIONS, AgentEntity
 from ._errors import (
     PROBLEMS,
     AgentRunFailed,
@@ -14,6 +14,7 @@ from ._errors import (
 )
 from ._extensions import Extension, Handler, parse_body
 from ._http import ApiSettings
+from ._ids import ENTITY_PREFIX, entity_name
 from ._models import Problem, RunRequestBody, RunResultBody, WholeNumber
 from ._openapi import openapi_document
 from ._orchestration import AgentHandle, get_agent

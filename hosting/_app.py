@@ -12,11 +12,12 @@ import azure.functions as func
 
 from agents import Agent, AgentConfigurationError
 
-from ._entity import AgentEntity, entity_name
+from ._entity import AgentEntity
 from ._extensions import Extension
 from ._history_api import history
 from ._http import Api, ApiSettings, Handler, guarded
 from ._http_v2 import Request, Response, serve
+from ._ids import entity_name
 from ._lifecycle import register_lifecycle
 from ._openapi import openapi_document
 from ._problems import json_response

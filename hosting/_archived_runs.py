@@ -7,8 +7,8 @@ from typing import Any
 
 from state import HistoryUnavailable
 
-from ._entity import entity_name
 from ._errors import ProblemCode, ProblemError
+from ._ids import entity_name
 from ._results import StoredRun
 from .archive import HistoryArchive, archived_run, default_archive, state_archive
 

@@ -21,6 +21,7 @@ from ._discarded import reset_text, text_is_discarded
 from ._entity_archive import answer_archived
 from ._entity_lifecycle import archive_epoch, expire
 from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
+from ._ids import entity_name
 from ._loop import run_sync
 from ._telemetry import traced_entity_run
 from ._ttl import now_iso
@@ -32,9 +33,6 @@ log = logging.getLogger("hosting.entity")
 OPERATIONS = ("run", "reset", "delete", "get", "expire")
 """The operations every agent entity understands."""
 
-ENTITY_PREFIX = "dafx-"
-"""Entity names are this prefix plus the agent name (the naming the Durable Task Scheduler
-dashboard recognises as agent sessions)."""
 
 
 DEFAULT_MAX_SESSION_BYTES = 960 * 1024
@@ -70,11 +68,6 @@ class RunDiscarded(HostingError):
 
 class SessionTooLarge(HostingError):
     """Even the compact record of a refused turn would not fit: nothing is saved, the operation fails."""
-
-
-def entity_name(agent_name: str) -> str:
-    """The entity name of a hosted agent."""
-    return ENTITY_PREFIX + agent_name
 
 
 @dataclass

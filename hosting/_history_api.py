@@ -12,8 +12,8 @@ import azure.functions as func
 from state import HistoryUnavailable
 
 from ._archived_runs import history_unavailable
-from ._entity import entity_name
 from ._errors import ProblemCode, ProblemError
+from ._ids import entity_name
 from ._models import HistoryPageBody, SessionBody
 from ._problems import json_response
 from ._ttl import expires_at, ttl_for

@@ -26,9 +26,10 @@ from agents import Agent, TurnResult, turn_result
 
 from ._archived_runs import find_archived_run
 from ._discarded import discarded_problem, is_discarded
-from ._entity import MIN_SESSION_BYTES, entity_name, max_session_bytes_from_env
+from ._entity import MIN_SESSION_BYTES, max_session_bytes_from_env
 from ._errors import HostingConfigurationError, ProblemCode, ProblemError
 from ._history_api import with_history
+from ._ids import entity_name
 from ._lifecycle import reset_or_delete, watch_expiry
 from ._models import (
     AgentInfo,

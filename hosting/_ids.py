@@ -70,3 +70,13 @@ def session_id_for_key(agent: str, idempotency_key: str) -> str:
 def correlation_id_for_key(agent: str, session_id: str, idempotency_key: str) -> str:
     """The correlation id of the run an Idempotency-Key names within one session."""
     return _digest("run", agent, session_id, idempotency_key)[:32]
+
+
+ENTITY_PREFIX = "dafx-"
+"""Entity names are this prefix plus the agent name (the naming the Durable Task Scheduler
+dashboard recognises as agent sessions)."""
+
+
+def entity_name(agent_name: str) -> str:
+    """The entity name of a hosted agent."""
+    return ENTITY_PREFIX + agent_name

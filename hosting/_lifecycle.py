@@ -22,7 +22,7 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from ._entity import entity_name
+from ._ids import entity_name
 from ._ttl import ttl_for
 from .archive import default_archive
 

@@ -14,9 +14,8 @@ import azure.durable_functions as df
 
 from agents import InputMessage, InvalidTurnRequest, TurnRequest, TurnResult
 
-from ._entity import entity_name
 from ._errors import AgentRunFailed, InvalidOperation
-from ._ids import id_problem
+from ._ids import entity_name, id_problem
 from ._telemetry import orchestration_trace_context
 
 

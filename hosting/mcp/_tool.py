@@ -24,9 +24,8 @@ import azure.durable_functions as df
 
 from agents import Agent, InputMessage, InvalidTurnRequest, TurnRequest
 
-from .._entity import entity_name
 from .._errors import ProblemCode, ProblemError
-from .._ids import new_session_id
+from .._ids import entity_name, new_session_id
 from .._requests import check_id
 from .._results import result_from_stored
 from .._waiting import read_session, state_problem, unreadable, wait_for_run

@@ -21,6 +21,7 @@ from starlette.responses import StreamingResponse
 from agents import TurnResult
 
 from .._errors import ProblemCode, ProblemError
+from .._ids import entity_name
 from .._problems import problem_response
 from .._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
 from .._results import find_stored_run, result_from_stored
@@ -115,7 +116,6 @@ class RunStreams:
         return sse_frame(event.seq, kind, body)
 
     async def _committed(self, client: Any, key: StreamKey) -> TurnResult | None:
-        from .._entity import entity_name  # the entity module publishes through this package
 
         try:
             run = await wait_for_run(
@@ -133,7 +133,6 @@ class RunStreams:
         return None if run is None else result_from_stored(run)
 
     async def _stored_result(self, client: Any, key: StreamKey) -> TurnResult | None:
-        from .._entity import entity_name  # the entity module publishes through this package
 
         snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
         if not snapshot.exists:
