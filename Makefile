@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-lowest install services lint typecheck unit bench clean
+.PHONY: run test test-lowest install services lint typecheck unit bench clean console-assets
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -50,6 +50,12 @@ test-lowest: install services
 	$(PY) -m uv venv --quiet --python $(PYTHON) $(LOWEST)
 	$(PY) -m uv pip install --quiet --python $(LOWEST)/bin/python --resolution lowest-direct -r requirements-dev.txt
 	$(LOWEST)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+# The console's browser libraries (marked, DOMPurify, eventsource-parser) from package-lock.json,
+# copied into hosting/console/static/vendor/ (committed; a test checks they are up to date).
+console-assets: install
+	npm ci --no-audit --no-fund --loglevel=error
+	$(PY) -m hosting.console._vendor
 
 bench: install
 	$(PY) bench/state_bench.py

@@ -17,8 +17,10 @@ from ._http import Api, ApiSettings, guarded
 from ._openapi import openapi_document
 from ._problems import json_response
 from ._routes import AGENT_ROUTES, WORKFLOW_ROUTES, RouteSpec
+from ._sessions import SessionsApi
 from ._workflow import WORKFLOW_NAME, ReviewWorkflow, make_orchestrator
 from ._workflow_api import WorkflowApi
+from .console import CONSOLE_ROUTES, Console
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
@@ -100,9 +102,13 @@ def build_app(
     *,
     settings: ApiSettings | None = None,
     review_workflow: ReviewWorkflow | bool | None = None,
+    console: bool = True,
 ) -> df.DFApp:
     """The function app hosting `agents`: one entity `dafx-{name}` per agent keyed by session id,
     the HTTP API under `/api`, and (when a writer and a reviewer are hosted) the review workflow.
+
+    `console` serves the web console at `/api/console/` (anonymous static files; the page calls the
+    API with the caller's key).
 
     Raises `AgentConfigurationError` for an agent that cannot be hosted (at startup, not on the
     first request).
@@ -126,6 +132,7 @@ def build_app(
         "agent_run_status": api.run_status,
         "agent_session": api.session,
         "agent_session_reset": api.session_reset,
+        "agent_sessions": SessionsApi(api).list,
         "agents_list": api.list_agents,
         "health": api.health,
         "openapi": openapi,
@@ -133,7 +140,7 @@ def build_app(
     if workflow is not None:
         flows = WorkflowApi(settings)
         handlers.update(
-            workflow_review_start=flows.start,
+            workflow_review_start=flows.start_or_list,
             workflow_review_status=flows.status,
             workflow_review_approval=flows.approve,
         )
@@ -145,6 +152,11 @@ def build_app(
         app.function_name(WORKFLOW_NAME)(decorated)
     for spec in specs:
         _register_http(app, spec, handlers[spec.function])
+    if console:
+        # Not part of the API document: the page and its assets (docs/console.md).
+        page = Console()
+        for spec in CONSOLE_ROUTES:
+            _register_http(app, spec, page.serve)
     for agent in agents:
         _register_entity(app, agent, settings)
     return app

@@ -8,6 +8,7 @@ run's location.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -147,6 +148,10 @@ class Api:
                 field="agent",
             )
         return agent
+
+    def agent_for(self, req: func.HttpRequest) -> Agent:
+        """The route's `{agent}`, or a 404 problem naming the hosted agents."""
+        return self._agent(req)
 
     def _url(self, req: func.HttpRequest, path: str) -> str:
         return self.settings.url(path)
@@ -427,4 +432,5 @@ def _session_body(agent: str, session_id: str, document: dict[str, Any]) -> Sess
         turns=turns,
         state_bag=bag if isinstance(bag, dict) else {},
         state=document,
+        size_bytes=len(json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")),
     )

@@ -140,6 +140,30 @@ class SessionBody(BaseModel):
     turns: list[TurnSummary]
     state_bag: dict[str, JSON]
     state: dict[str, JSON]
+    size_bytes: int | None = Field(default=None, description="Size of the stored state (UTF-8 JSON).")
+
+
+class SessionSummary(BaseModel):
+    """One session in an agent's session list (from the durable entity query)."""
+
+    session_id: str
+    last_operation_time: str | None = None
+    schema_version: str | None = None
+    turns: int = Field(description="Requests recorded in the history.")
+    size_bytes: int = Field(description="Size of the stored state (UTF-8 JSON).")
+    first_message: str | None = Field(default=None, description="The first request's text, shortened.")
+    readable: bool = Field(description="False when the stored state is not a JSON document.")
+
+
+class SessionsPageBody(BaseModel):
+    """Answer of `GET /api/agents/{agent}/sessions`: one page of sessions."""
+
+    agent: str
+    sessions: list[SessionSummary]
+    continuation: str | None = Field(
+        default=None, description="Pass as `continuation` for the next page; null on the last page."
+    )
+    next: str | None = Field(default=None, description="URL of the next page; null on the last page.")
 
 
 class SessionActionBody(BaseModel):
@@ -208,3 +232,9 @@ class WorkflowStatusBody(BaseModel):
     created_time: str | None = None
     last_updated_time: str | None = None
     location: str | None = None
+
+
+class WorkflowListBody(BaseModel):
+    """Answer of `GET /api/workflows/review`: the most recent instances, newest first."""
+
+    instances: list[WorkflowStatusBody]

@@ -19,7 +19,9 @@ from ._models import (
     RunResultBody,
     SessionActionBody,
     SessionBody,
+    SessionsPageBody,
     WorkflowApprovalBody,
+    WorkflowListBody,
     WorkflowStartBody,
     WorkflowStatusBody,
 )
@@ -178,6 +180,23 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
         ),
     ),
     RouteSpec(
+        "agent_sessions",
+        "agents/{agent}/sessions",
+        (
+            Operation(
+                "GET",
+                "An agent's sessions, a page at a time (from the durable entity query; unordered).",
+                (Response(200, "One page of sessions.", SessionsPageBody), _BAD, _UNKNOWN, _DOWN),
+                query=(
+                    Param("page_size", "Sessions per page, 1-100 (default 20).",
+                          {"type": "integer", "minimum": 1, "maximum": 100}),
+                    Param("continuation", "The `continuation` of the previous page.",
+                          {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,4096}$"}),
+                ),
+            ),
+        ),
+    ),
+    RouteSpec(
         "agents_list",
         "agents",
         (
@@ -213,6 +232,11 @@ WORKFLOW_ROUTES: tuple[RouteSpec, ...] = (
         "workflow_review_start",
         "workflows/review",
         (
+            Operation(
+                "GET",
+                "The newest review workflow instances (at most 50), with stage and status.",
+                (Response(200, "Instances, newest first.", WorkflowListBody), _DOWN),
+            ),
             Operation(
                 "POST",
                 "Start a review workflow: writer drafts, reviewer critiques, a human approves.",
