@@ -17,7 +17,11 @@ CONSOLE_ROUTES: tuple[RouteSpec, ...] = (
             Operation(
                 "GET",
                 "The web console (index.html) and its static assets.",
-                (Response(200, "The asset."), Response(304, "Not modified."), Response(404, "No such asset.")),
+                (
+                    Response(200, "The asset."),
+                    Response(304, "Not modified (ETag)."),
+                    Response(404, "No such asset."),
+                ),
             ),
         ),
         anonymous=True,

@@ -1,0 +1,115 @@
+"""Fixtures of the console's browser tests: the real local host serving the real app, the
+scripted model server, and Debian's Chromium driven by Playwright.
+
+Every page records each request it makes; a test fails if any request leaves loopback (the
+console must work with no network and must not let model output load anything).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+
+E2E = pathlib.Path(__file__).resolve().parents[1] / "e2e"
+if str(E2E) not in sys.path:
+    sys.path.insert(0, str(E2E))
+
+from console_support import ARTIFACTS, CHROMIUM, BrowserPage  # noqa: E402
+from e2e_support import HostProcess  # noqa: E402
+from playwright.sync_api import Browser, Playwright, sync_playwright  # noqa: E402
+
+from agents.testing import ModelServer  # noqa: E402
+
+LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
+
+
+@pytest.fixture(scope="package")
+def playwright_driver() -> Iterator[Playwright]:
+    """Playwright's driver for the package's tests (sync API: these tests run no event loop)."""
+    with sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="package")
+def browser(playwright_driver: Playwright) -> Iterator[Browser]:
+    """Headless Chromium from the distribution (Playwright's own download is not used)."""
+    assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: run `make services` (.ci/services.sh)"
+    chromium = playwright_driver.chromium.launch(
+        executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-background-networking"]
+    )
+    try:
+        yield chromium
+    finally:
+        chromium.close()
+
+
+@pytest.fixture(scope="package")
+def console_host(
+    model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HostProcess]:
+    """`python -m devhost` serving function_app.py with no function key, models from the script."""
+    root = tmp_path_factory.mktemp("console-host")
+    host = HostProcess(root / "data", model_server.base_url, root / "host.log", function_key=None).start()
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
+@pytest.fixture(scope="package")
+def keyed_host(model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
+    """The same, with a function key enforced."""
+    root = tmp_path_factory.mktemp("console-keyed-host")
+    host = HostProcess(root / "data", model_server.base_url, root / "host.log").start()
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
+def _page(
+    browser: Browser, host: HostProcess, request: pytest.FixtureRequest, **context: object
+) -> Iterator[BrowserPage]:
+    ctx = browser.new_context(**context)  # type: ignore[arg-type]
+    page = BrowserPage(ctx.new_page(), host.url, request.node.name)
+    try:
+        yield page
+        left = [url for url in page.requests if urlsplit(url).hostname not in LOOPBACK]
+        assert not left, f"requests left loopback: {left}"
+        assert not page.errors, f"errors in the page: {page.errors}"
+    finally:
+        ctx.close()
+
+
+@pytest.fixture
+def page(
+    browser: Browser, console_host: HostProcess, model: ModelServer, request: pytest.FixtureRequest
+) -> Iterator[BrowserPage]:
+    """A fresh browser context on the open host (desktop size), its requests recorded."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    yield from _page(browser, console_host, request, viewport={"width": 1280, "height": 900})
+
+
+@pytest.fixture
+def phone(
+    browser: Browser, console_host: HostProcess, model: ModelServer, request: pytest.FixtureRequest
+) -> Iterator[BrowserPage]:
+    """The same at phone width."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    yield from _page(
+        browser, console_host, request, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
+    )
+
+
+@pytest.fixture
+def keyed_page(
+    browser: Browser, keyed_host: HostProcess, model: ModelServer, request: pytest.FixtureRequest
+) -> Iterator[BrowserPage]:
+    """A fresh browser context on the host that enforces a function key."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    yield from _page(browser, keyed_host, request, viewport={"width": 1280, "height": 900})
