@@ -26,13 +26,13 @@ lint: install
 
 # Each test folder is checked on its own: its support modules are imported as top-level names
 # (pytest puts the folder on sys.path), and every folder has a conftest.py of its own.
-TEST_DIRS := state agents devhost hosting e2e
+TEST_DIRS := state agents devhost hosting e2e console
 
 typecheck: install
 	$(PY) -m mypy
 	@for d in $(TEST_DIRS); do \
 		echo "mypy tests/$$d"; \
-		MYPYPATH=tests/$$d:tests/$$d/apps $(PY) -m mypy --explicit-package-bases tests/$$d || exit 1; \
+		MYPYPATH=tests/$$d:tests/$$d/apps:tests/e2e $(PY) -m mypy --explicit-package-bases tests/$$d || exit 1; \
 	done
 	$(PY) -m mypy --explicit-package-bases tests/conftest.py
 

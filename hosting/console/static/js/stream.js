@@ -91,7 +91,7 @@ export async function pollRun(location, handlers = {}) {
     if (handlers.signal && handlers.signal.aborted) throw new ApiError(0, null, "Stopped.");
     const url = new URL(location, document.baseURI);
     url.searchParams.set("wait", "20");
-    const response = await fetch(url, { headers: headers({ Accept: "application/json" }) });
+    const response = await fetch(url, { headers: headers({ Accept: "application/json" }), signal: handlers.signal });
     if (!response.ok) throw await failure(response);
     const body = await response.json();
     if (body.status !== "pending") return settle(body);
