@@ -7,6 +7,7 @@ import http.client
 import json
 import pathlib
 import re
+import time
 from urllib.parse import urlsplit
 
 import pytest
@@ -55,6 +56,15 @@ def test_assets_have_their_type_a_strict_policy_and_an_etag(
     assert again.status == 304 and again.headers["ETag"] == etag
     changed = _get(console_host, CONSOLE_PATH + asset, {"If-None-Match": '"something-else"'})
     assert changed.status == 200
+
+
+def test_the_host_prints_the_console_url_at_startup(console_host: HostProcess) -> None:
+    # The listing follows the moment the host starts answering: give it a moment.
+    line = f"console: [GET] {console_host.url}/api/console/ (and everything below it)"
+    deadline = time.monotonic() + 10
+    while line not in console_host.log() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert line in console_host.log()
 
 
 def test_the_bare_path_redirects_to_the_page(console_host: HostProcess) -> None:

@@ -22,6 +22,7 @@ const DEFAULT_KEY_MESSAGE = keyMessage.textContent;
 function askForKey(message) {
   keyMessage.textContent = message || DEFAULT_KEY_MESSAGE;
   keyInput.value = "";
+  keyDialog.returnValue = "";
   if (!keyDialog.open) keyDialog.showModal();
   keyInput.focus();
 }
