@@ -8,8 +8,19 @@ function short(value, limit = 80) {
   return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
 }
 
+/** Arguments as sent: the stream carries the model's JSON text, the stored state an object. */
+function parsedArguments(args) {
+  if (typeof args !== "string") return args ?? {};
+  try {
+    return JSON.parse(args);
+  } catch {
+    return args;
+  }
+}
+
 /** An expandable tool call; `setResult` fills in its result when it arrives. */
-export function toolCall({ call_id: callId, name, arguments: args }) {
+export function toolCall({ call_id: callId, name, arguments: raw }) {
+  const args = parsedArguments(raw);
   const result = h("pre.result", { "aria-label": "Result" }, "waiting for the result…");
   const el = h(
     "details.tool",
@@ -17,12 +28,12 @@ export function toolCall({ call_id: callId, name, arguments: args }) {
     h("summary", {}, h("span.tool-label", {}, "Tool call "), h("code.tool-name", {}, name || "?"),
       h("span.tool-args", {}, `(${short(args)})`)),
     h("div.tool-body", {},
-      h("h4", {}, "Arguments"), h("pre.arguments", {}, json(args ?? {})),
+      h("h4", {}, "Arguments"), h("pre.arguments", {}, typeof args === "string" ? args : json(args)),
       h("h4", {}, "Result"), result),
   );
-  el.setResult = (value) => {
+  el.setResult = (value, isError = false) => {
     result.textContent = typeof value === "string" ? value : json(value);
-    el.classList.add("done");
+    el.classList.add(isError ? "failed" : "done");
   };
   return el;
 }

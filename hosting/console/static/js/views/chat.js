@@ -113,7 +113,7 @@ export async function render(main, [agentParam, sessionParam]) {
           calls.set(call.call_id, el);
           block.insertBefore(el, text);
         },
-        onToolResult: (result) => calls.get(result.call_id)?.setResult(result.result),
+        onToolResult: (result) => calls.get(result.call_id)?.setResult(result.result, result.is_error === true),
         onRestarted: () => {
           buffer = "";
           calls.forEach((el) => el.remove());

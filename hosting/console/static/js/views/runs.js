@@ -63,7 +63,7 @@ export async function render(main, [agentParam, sessionId, correlationId]) {
     signal: controller.signal,
     onDelta: (d) => { buffer += d; renderMarkdown(buffer, text); },
     onToolCall: (c) => { const el = toolCall(c); calls.set(c.call_id, el); live.insertBefore(el, text); },
-    onToolResult: (r) => calls.get(r.call_id)?.setResult(r.result),
+    onToolResult: (r) => calls.get(r.call_id)?.setResult(r.result, r.is_error === true),
     onRestarted: () => { buffer = ""; calls.forEach((el) => el.remove()); calls.clear(); renderMarkdown("", text); },
   }).then(showResult, (error) => { if (!controller.signal.aborted) showFailure(error); });
   return () => controller.abort();
