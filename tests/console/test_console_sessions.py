@@ -90,3 +90,16 @@ def test_a_run_by_correlation_id(page: BrowserPage, model: ModelServer) -> None:
     view.fill("input[name=run]", "no-such-run")
     view.get_by_role("button", name="Show run").click()
     expect(view.locator("#run-status")).to_have_text("pending")  # unknown ids stay pending: the API's answer
+
+
+def test_a_running_run_is_followed_until_it_finishes(page: BrowserPage, model: ModelServer) -> None:
+    # A slow model: the run is still going when the page opens it (live stream where the server
+    # streams, the run resource's long poll where it does not).
+    model.script(Reply.delay(2.0, Reply.text("A *slow* answer, at last.")))
+    body = {"message": "take your time", "correlation_id": "slow-run", "wait_for_response": False}
+    run = api(page.base_url, "POST", "/api/agents/assistant/run", body)
+    assert run["status"] == "pending"
+    view = page.open(f"runs/assistant/{run['session_id']}/slow-run")
+    expect(view.locator("#run-status")).to_have_text("pending")
+    expect(view.locator("#run-status")).to_have_text("succeeded", timeout=20_000)
+    expect(view.locator("#run-view .markdown em")).to_have_text("slow")
