@@ -20,7 +20,7 @@ if str(E2E) not in sys.path:
     sys.path.insert(0, str(E2E))
 
 from console_support import ARTIFACTS, CHROMIUM, BrowserPage  # noqa: E402
-from e2e_support import HostProcess  # noqa: E402
+from e2e_support import FUNCTION_KEY, HostProcess  # noqa: E402
 from playwright.sync_api import Browser, Playwright, sync_playwright  # noqa: E402
 
 from agents.testing import ModelServer  # noqa: E402
@@ -48,33 +48,35 @@ def browser(playwright_driver: Playwright) -> Iterator[Browser]:
         chromium.close()
 
 
+def _serve(
+    model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory, name: str, key: str | None
+) -> Iterator[HostProcess]:
+    root = tmp_path_factory.mktemp(name)
+    host = HostProcess(root / "data", model_server.base_url, root / "host.log", function_key=key).start()
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
 @pytest.fixture(scope="package")
 def console_host(
     model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[HostProcess]:
     """`python -m devhost` serving function_app.py with no function key, models from the script."""
-    root = tmp_path_factory.mktemp("console-host")
-    host = HostProcess(root / "data", model_server.base_url, root / "host.log", function_key=None).start()
-    try:
-        yield host
-    finally:
-        host.stop()
+    yield from _serve(model_server, tmp_path_factory, "console-host", None)
 
 
 @pytest.fixture(scope="package")
 def keyed_host(model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
     """The same, with a function key enforced."""
-    root = tmp_path_factory.mktemp("console-keyed-host")
-    host = HostProcess(root / "data", model_server.base_url, root / "host.log").start()
-    try:
-        yield host
-    finally:
-        host.stop()
+    yield from _serve(model_server, tmp_path_factory, "console-keyed-host", FUNCTION_KEY)
 
 
 def _page(
     browser: Browser, host: HostProcess, request: pytest.FixtureRequest, **context: object
 ) -> Iterator[BrowserPage]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     ctx = browser.new_context(**context)  # type: ignore[arg-type]
     page = BrowserPage(ctx.new_page(), host.url, request.node.name)
     try:
@@ -91,7 +93,6 @@ def page(
     browser: Browser, console_host: HostProcess, model: ModelServer, request: pytest.FixtureRequest
 ) -> Iterator[BrowserPage]:
     """A fresh browser context on the open host (desktop size), its requests recorded."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     yield from _page(browser, console_host, request, viewport={"width": 1280, "height": 900})
 
 
@@ -100,7 +101,6 @@ def phone(
     browser: Browser, console_host: HostProcess, model: ModelServer, request: pytest.FixtureRequest
 ) -> Iterator[BrowserPage]:
     """The same at phone width."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     yield from _page(
         browser, console_host, request, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
     )
@@ -111,5 +111,4 @@ def keyed_page(
     browser: Browser, keyed_host: HostProcess, model: ModelServer, request: pytest.FixtureRequest
 ) -> Iterator[BrowserPage]:
     """A fresh browser context on the host that enforces a function key."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     yield from _page(browser, keyed_host, request, viewport={"width": 1280, "height": 900})

@@ -147,3 +147,16 @@ def test_phone_width_and_keyboard(phone: BrowserPage, model: ModelServer) -> Non
     expect(view.locator("#transcript .msg.assistant:not(.live) em")).to_have_text("short")
     assert view.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     phone.shot("phone-chat")
+
+
+def test_every_module_is_preloaded_by_the_page() -> None:
+    # The page lists each module it imports, so the browser fetches them in parallel; a module
+    # added without a preload still works, but slower: keep the list complete.
+    static = REPO / "hosting/console/static"
+    page = (static / "index.html").read_text()
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="([^"]+)">', page))
+    modules = {
+        p.relative_to(static).as_posix()
+        for p in [*static.glob("js/**/*.js"), *static.glob("vendor/**/*.js"), *static.glob("vendor/*.mjs")]
+    }
+    assert preloaded == modules - {"js/main.js"}
