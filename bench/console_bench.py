@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import pathlib
 import statistics
-import sys
 import tempfile
 import time
 
@@ -34,7 +33,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--loads", type=int, default=5)
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import Response, sync_playwright
 
     count, size = _shipped()
     print(f"console files shipped: {count} files, {size / 1024:.1f} KiB uncompressed")
@@ -55,7 +54,11 @@ def main() -> None:
                     context = browser.new_context()
                     page = context.new_page()
                     seen: list[int] = []
-                    page.on("response", lambda r, seen=seen: seen.append(r.status))
+
+                    def record(response: Response, seen: list[int] = seen) -> None:
+                        seen.append(response.status)
+
+                    page.on("response", record)
                     started = time.perf_counter()
                     page.goto(f"{host.url}/api/console/#/agents")
                     page.wait_for_selector(".cards .card")
@@ -79,4 +82,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
