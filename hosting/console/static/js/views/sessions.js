@@ -44,7 +44,7 @@ async function renderList(main, agents, agent) {
     }
     continuation = page.continuation;
     more.hidden = !continuation;
-    empty.hidden = body.children.length > 0;
+    empty.hidden = body.children.length > 0 || Boolean(continuation);
   }
   more.addEventListener("click", () => load().catch((e) => showNotice(e.message)));
   await load();
