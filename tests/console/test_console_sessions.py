@@ -103,3 +103,21 @@ def test_a_running_run_is_followed_until_it_finishes(page: BrowserPage, model: M
     expect(view.locator("#run-status")).to_have_text("pending")
     expect(view.locator("#run-status")).to_have_text("succeeded", timeout=20_000)
     expect(view.locator("#run-view .markdown em")).to_have_text("slow")
+
+
+def test_the_session_list_loads_more_pages(page: BrowserPage, model: ModelServer) -> None:
+    model.handler = lambda request: Reply.text("ok")
+    made = {
+        api(page.base_url, "POST", "/api/agents/assistant/run", {"message": f"paging {i}"})["session_id"]
+        for i in range(22)
+    }
+    view = page.open("sessions/assistant")
+    links = view.locator("#sessions-table tbody th a")
+    expect(links).to_have_count(20)  # one page
+    more = view.locator("#more-sessions")
+    while more.is_visible():
+        before = links.count()
+        more.click()
+        expect(links).not_to_have_count(before)
+    shown = set(links.all_inner_texts())
+    assert made <= shown and len(shown) == links.count()  # every session once
