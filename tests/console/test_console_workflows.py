@@ -41,4 +41,5 @@ def test_a_workflow_waits_for_approval_and_completes_after_approving_in_the_page
     assert output["status"] == "approved" and output["comment"] == "Ship it"
     assert output["draft"] == "Espresso, **pulled fresh** every morning."
     expect(view.locator("#approval-form")).to_have_count(0)
+    expect(view.locator("#workflow-decision")).to_have_text("Outcome: approved — “Ship it”")
     page.shot("workflow-completed")

@@ -73,7 +73,13 @@ export async function render(main, [instanceId]) {
         h("dt", {}, "Created"), h("dd", {}, formatTime(instance.created_time)),
         h("dt", {}, "Updated"), h("dd", {}, formatTime(instance.last_updated_time))),
     ];
-    if (custom.draft) parts.push(h("h4", {}, "Draft"), renderMarkdown(custom.draft));
+    const output = instance.output && typeof instance.output === "object" ? instance.output : {};
+    if (output.status) {
+      parts.push(h("p#workflow-decision", {}, h("strong", {}, "Outcome: "), String(output.status),
+        output.comment ? ` — “${output.comment}”` : ""));
+    }
+    const draft = custom.draft || output.draft;
+    if (draft) parts.push(h("h4", {}, "Draft"), renderMarkdown(draft));
     if (custom.feedback) parts.push(h("h4", {}, "Reviewer feedback"), renderMarkdown(custom.feedback));
     if (waiting) parts.push(approvalForm(instance.instance_id));
     if (instance.output !== null && instance.output !== undefined) {
