@@ -28,14 +28,16 @@ from agents.testing import ModelServer  # noqa: E402
 LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
 
 
-@pytest.fixture(scope="package")
+# The driver and browser live per module: the sync API runs an event loop of its own while it is
+# open, and the suite's async tests (pytest-asyncio) must not find it running after this folder.
+@pytest.fixture(scope="module")
 def playwright_driver() -> Iterator[Playwright]:
-    """Playwright's driver for the package's tests (sync API: these tests run no event loop)."""
+    """Playwright's driver for one test module (sync API: these tests run no event loop)."""
     with sync_playwright() as driver:
         yield driver
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def browser(playwright_driver: Playwright) -> Iterator[Browser]:
     """Headless Chromium from the distribution (Playwright's own download is not used)."""
     assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: run `make services` (.ci/services.sh)"
@@ -59,7 +61,7 @@ def _serve(
         host.stop()
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def console_host(
     model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[HostProcess]:
@@ -67,7 +69,7 @@ def console_host(
     yield from _serve(model_server, tmp_path_factory, "console-host", None)
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def keyed_host(model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
     """The same, with a function key enforced."""
     yield from _serve(model_server, tmp_path_factory, "console-keyed-host", FUNCTION_KEY)
