@@ -33,6 +33,7 @@ from ._models import (
     RunResultBody,
     SessionActionBody,
     SessionBody,
+    ToolInfo,
     TurnResponseBody,
     TurnSummary,
 )
@@ -395,6 +396,11 @@ def describe_agent(agent: Agent, run_url: str) -> AgentInfo:
         structured_output=described.get("responseSchema") is not None,
         history_mode=str(described.get("historyMode", "local")),
         run_url=run_url,
+        tool_details=[
+            ToolInfo(name=t["name"], description=t.get("description") or None)
+            for t in described.get("tools", [])
+        ],
+        response_schema=described.get("responseSchema"),
     )
 
 

@@ -174,6 +174,13 @@ class SessionActionBody(BaseModel):
     status: Literal["reset_requested", "delete_requested"]
 
 
+class ToolInfo(BaseModel):
+    """One tool an agent may call."""
+
+    name: str
+    description: str | None = None
+
+
 class AgentInfo(BaseModel):
     """One hosted agent and what it offers."""
 
@@ -185,6 +192,12 @@ class AgentInfo(BaseModel):
     structured_output: bool
     history_mode: str
     run_url: str
+    tool_details: list[ToolInfo] = Field(
+        default_factory=list, description="The tools with their descriptions."
+    )
+    response_schema: dict[str, JSON] | None = Field(
+        default=None, description="The JSON schema of the agent's structured output, if it has one."
+    )
 
 
 class AgentsBody(BaseModel):

@@ -9,6 +9,15 @@ export async function listAgents() {
   return cached;
 }
 
+/** The tools with their descriptions (older servers send only the names). */
+function tools(agent) {
+  const details = agent.tool_details && agent.tool_details.length
+    ? agent.tool_details
+    : agent.tools.map((name) => ({ name }));
+  return h("ul.tools", {}, details.map((t) =>
+    h("li", {}, h("code", {}, t.name), t.description ? h("span.muted", {}, ` — ${t.description}`) : null)));
+}
+
 function fact(term, value) {
   return [h("dt", {}, term), h("dd", {}, value)];
 }
@@ -23,12 +32,14 @@ export async function render(main) {
         h("h3", {}, agent.name),
         h("p", {}, agent.description || "No description."),
         h("dl.facts", {},
-          fact("Tools", agent.tools.length ? agent.tools.map((t) => h("code", {}, t)).flatMap((c, i) => (i ? [", ", c] : [c])) : "none"),
+          fact("Tools", agent.tools.length ? tools(agent) : "none"),
           fact("Context providers", agent.context_providers.length ? agent.context_providers.join(", ") : "none"),
           fact("Structured output", agent.structured_output ? "yes (JSON schema)" : "no"),
           fact("History", agent.history_mode === "service" ? "kept by the model service" : "kept in the session"),
           fact("Entity", h("code", {}, agent.entity)),
         ),
+        agent.response_schema && h("details", {}, h("summary", {}, "Structured output schema"),
+          h("pre.json", { tabindex: "0" }, JSON.stringify(agent.response_schema, null, 2))),
         h("p.actions", {},
           h("a.button", { href: `#/chat/${encodeURIComponent(agent.name)}` }, `Chat with ${agent.name}`),
           h("a.button.secondary", { href: `#/sessions/${encodeURIComponent(agent.name)}` }, "Sessions")),
