@@ -3,7 +3,8 @@
 Only the files present in `static/` when the app starts can be answered: a request names a key of
 that in-memory table, never a filesystem path, so no input reaches the disk. Every answer carries
 a strict Content-Security-Policy (scripts, styles, fetches and images from this origin only;
-`data:` images; no inline script, no plugins, no framing) and an ETag; browsers revalidate
+`data:` images; no inline script, no plugins, no framing; Trusted Types with DOMPurify's policy
+as the only way to HTML) and an ETag; browsers revalidate
 (`Cache-Control: no-cache`) and get a 304 while a file is unchanged.
 """
 
@@ -34,9 +35,14 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "base-uri 'none'",
         "form-action 'self'",
         "frame-ancestors 'none'",
+        # Trusted Types: an HTML string reaches innerHTML only through DOMPurify's policy, so a
+        # forgotten sanitizer call is an error, not a hole.
+        "require-trusted-types-for 'script'",
+        "trusted-types dompurify",
     )
 )
-"""The policy every console answer carries: nothing inline, nothing from another origin."""
+"""The policy every console answer carries: nothing inline, nothing from another origin, HTML
+only through the sanitizer."""
 
 _CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",

@@ -29,7 +29,12 @@ class BrowserPage:
         self.dialogs: list[str] = []
         page.on("request", lambda request: self.requests.append(request.url))
         page.on("pageerror", lambda error: self.errors.append(str(error)))
-        page.on("console", lambda message: self.console.append(f"{message.type}: {message.text}"))
+        page.on(
+            "console",
+            lambda message: self.console.append(
+                f"{message.type}: {message.text} [{message.location.get('url', '')}]"
+            ),
+        )
 
         def on_dialog(dialog: Any) -> None:
             # alert()/confirm() from the page would be script that ran: record and dismiss.

@@ -110,6 +110,10 @@ def test_hostile_model_output_renders_inert(page: BrowserPage, model: ModelServe
     view.wait_for_timeout(300)  # let any handler that slipped through fire
     assert view.evaluate("window.__pwned") is None
     assert page.dialogs == []
+    # Trusted Types are enforced: HTML that did not come through the sanitizer is refused.
+    probe = "() => { try { document.createElement('div').innerHTML = '<b>x</b>'; return 'allowed'; }" \
+        " catch (error) { return error.name; } }"
+    assert view.evaluate(probe) == "TypeError"
     # Nothing that could run or load survives; the remote images became visible notes.
     for selector in ("script", "iframe", "svg", "video", "link", "form", "input", "[style]", "[onerror]",
                      "[onload]", "a[href^='javascript']"):

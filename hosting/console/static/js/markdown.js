@@ -42,7 +42,8 @@ export function renderMarkdown(text, into) {
   const container = into || document.createElement("div");
   container.classList.add("markdown");
   const html = marked.parse(String(text ?? ""));
-  container.innerHTML = DOMPurify.sanitize(html, CONFIG);
+  // A TrustedHTML value where the browser enforces Trusted Types (the page's CSP asks for it).
+  container.innerHTML = DOMPurify.sanitize(html, { ...CONFIG, RETURN_TRUSTED_TYPE: true });
   for (const img of container.querySelectorAll("img[data-blocked-src]")) {
     const note = document.createElement("span");
     note.className = "blocked-image";
