@@ -25,14 +25,15 @@ lint: install
 	$(PY) -m ruff check .
 
 # Each test folder is checked on its own: its support modules are imported as top-level names
-# (pytest puts the folder on sys.path), and every folder has a conftest.py of its own.
-TEST_DIRS := state agents devhost hosting e2e console
+# (pytest puts the folder on sys.path), and every folder has a conftest.py of its own. tests/hosting is
+# on the path for all: tests/examples drives its apps with hosting_support.
+TEST_DIRS := state agents devhost hosting examples e2e console
 
 typecheck: install
 	$(PY) -m mypy
 	@for d in $(TEST_DIRS); do \
 		echo "mypy tests/$$d"; \
-		MYPYPATH=tests/$$d:tests/$$d/apps:tests/e2e $(PY) -m mypy --explicit-package-bases tests/$$d || exit 1; \
+		MYPYPATH=tests/$$d:tests/$$d/apps:tests/hosting:tests/e2e $(PY) -m mypy --explicit-package-bases tests/$$d || exit 1; \
 	done
 	$(PY) -m mypy --explicit-package-bases tests/conftest.py
 

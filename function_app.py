@@ -1,14 +1,16 @@
-"""The Azure Functions entry point: the catalogue's agents hosted as durable entities.
+"""The Azure Functions entry point: the catalogue's agents hosted as durable entities, and the
+review workflow (an example, wired in here by name: `build_app` registers nothing by itself).
 
 `func start` (with Azurite) and `python -m devhost` both import `app` from here.
 """
 
 import gc
 
-from agents.catalog import AGENTS
+from examples.catalog import AGENTS
+from examples.review import review_workflow
 from hosting import build_app
 
-app = build_app(AGENTS)
+app = build_app(AGENTS, extensions=[review_workflow()])
 
 # The Functions Python worker imports this module once per worker process and keeps all of it
 # (the app, the openai/pydantic/SDK types) for the process's life. Frozen, those objects are

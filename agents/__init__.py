@@ -16,7 +16,7 @@ from ._errors import (
 )
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
-from ._settings import HistoryMode, ModelSettings, RetryPolicy
+from ._settings import HistoryMode, ModelConnection, ModelEnv, ModelSettings, RetryPolicy, SamplingSettings
 from ._tools import FunctionTool, tool
 from ._turns import InputMessage, TurnRequest, TurnResult, turn_result
 
@@ -34,9 +34,12 @@ __all__ = [
     "InvalidTurnRequest",
     "MemoryProvider",
     "ModelCallError",
+    "ModelConnection",
+    "ModelEnv",
     "ModelSettings",
     "ProviderContext",
     "RetryPolicy",
+    "SamplingSettings",
     "TurnRequest",
     "TurnResult",
     "close_model_clients",

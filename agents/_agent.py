@@ -66,7 +66,7 @@ class Agent:
         object.__setattr__(self, "_format", agent_response_format(self.response_format))
         self._check_providers(providers)
         self._check_tool_names()
-        if self.history_mode == "service" and self.model.wire_api != "responses":
+        if self.history_mode == "service" and self.model.connection.wire_api != "responses":
             raise AgentConfigurationError(
                 f"agent {self.name!r}: service-side history needs the Responses API "
                 "(ModelSettings(wire_api='responses'))"
@@ -130,7 +130,7 @@ class Agent:
         serve this agent's wire API and history mode. Raises AgentConfigurationError.
         """
         endpoint = resolve_endpoint(self.model)
-        if self.model.wire_api == "responses" and not supports_responses(endpoint):
+        if self.model.connection.wire_api == "responses" and not supports_responses(endpoint):
             raise AgentConfigurationError(
                 f"agent {self.name!r}: Azure OpenAI API version {endpoint.api_version} has no Responses API "
                 "(set AZURE_OPENAI_API_VERSION to 2025-03-01-preview or later)"
@@ -143,7 +143,7 @@ class Agent:
             "name": self.name,
             "description": self.description,
             "historyMode": self.history_mode,
-            "wireApi": self.model.wire_api,
+            "wireApi": self.model.connection.wire_api,
             "tools": [{"name": t.name, "description": t.description} for t in self.all_tools],
             "contextProviders": [p.source_id for p in self.context_providers],
             "responseSchema": fmt.schema if fmt is not None else None,

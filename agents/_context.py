@@ -1,21 +1,27 @@
 """Context providers: behaviour shared by every session, with per-session state in the state bag.
 
 A provider object belongs to the agent and is used by all sessions at once, so it must keep
-nothing per session on ``self``: everything per session lives in ``ProviderContext.state``, a JSON
-value the agent loads from ``state.state_bag[source_id]`` before the turn and writes back after a
-successful one.
+nothing per session on ``self``: everything per session lives in ``ProviderContext.state``, loaded
+from ``state.state_bag[source_id]`` before the turn and written back after a successful one. A
+provider that declares ``state_model`` (a pydantic model) gets its state validated into that model
+on load; stored state that does not fit fails the turn (``provider_error``, naming the provider)
+and stays stored as it was.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pydantic import BaseModel, ValidationError
+
 from state import JSON, ChatMessage
 
-from ._errors import AgentConfigurationError
+from ._errors import AgentConfigurationError, AgentsError
 
 if TYPE_CHECKING:
     from ._settings import ModelSettings
@@ -42,7 +48,8 @@ class ContextAdditions:
 
 @dataclass(eq=False)
 class ProviderContext:
-    """One provider's view of one turn of one session; ``state`` is its per-session JSON value.
+    """One provider's view of one turn of one session; ``state`` is its per-session state (an
+    instance of the provider's ``state_model``, or a JSON value for a provider without one).
 
     A tool parameter annotated ``ProviderContext`` is filled with this object (the model never sees
     it), which is how a provider's tools reach the session's state.
@@ -71,16 +78,28 @@ class ProviderContext:
         return await self._complete(prompt, instructions, model)
 
 
+class ProviderStateError(AgentsError):
+    """A provider's stored state does not fit its ``state_model`` or cannot be stored as JSON.
+
+    The message names the provider; the turn fails with ``provider_error`` and the stored state
+    bag is left as it was.
+    """
+
+
 class ContextProvider:
     """Base of context providers; override ``before_model`` and/or ``after_turn``.
 
     ``source_id`` keys the provider's state in the state bag and must stay stable across
-    deployments. ``tools`` are offered to the model on every turn (a ``ProviderContext``
-    parameter is bound to the turn's context). ``requires_local_history`` marks providers that
-    work on the replayed history and so cannot be used with service-side history.
+    deployments. ``state_model``, when set, is the pydantic model of that state: ``ctx.state`` is
+    then an instance of it (or None before the first write), validated when loaded and dumped
+    (by alias, as JSON) when saved. Without it ``ctx.state`` is a plain JSON value. ``tools`` are
+    offered to the model on every turn (a ``ProviderContext`` parameter is bound to the turn's
+    context). ``requires_local_history`` marks providers that work on the replayed history and
+    so cannot be used with service-side history.
     """
 
     source_id: str = ""
+    state_model: ClassVar[type[BaseModel] | None] = None
     tools: Sequence[FunctionTool] = ()
     requires_local_history: bool = False
 
@@ -96,6 +115,39 @@ class ContextProvider:
     async def after_turn(self, context: ProviderContext) -> None:
         """Called after a successful turn with ``context.response_messages`` filled in."""
         return None
+
+    def _describe(self) -> str:
+        return f"context provider {self.source_id!r} ({type(self).__name__})"
+
+    def load_state(self, stored: JSON) -> Any:
+        """This provider's state for one turn from its state-bag value (None: nothing stored).
+
+        With ``state_model``: a validated instance; ProviderStateError (naming the provider) when
+        the stored value does not fit. Without: a deep copy, so a failed turn changes nothing.
+        """
+        if stored is None:
+            return None
+        if self.state_model is None:
+            return copy.deepcopy(stored)
+        try:
+            return self.state_model.model_validate(stored)
+        except ValidationError as error:
+            details = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}"
+                for e in error.errors(include_url=False)[:3]
+            )
+            raise ProviderStateError(
+                f"{self._describe()}: its stored state has an unexpected shape for "
+                f"{self.state_model.__name__} ({details}); it is kept unchanged"
+            ) from None
+
+    def dump_state(self, state: Any) -> JSON:
+        """The state-bag value of ``state`` (a ``state_model`` instance or JSON), as plain JSON."""
+        value = state.model_dump(mode="json", by_alias=True) if isinstance(state, BaseModel) else state
+        try:
+            return json.loads(json.dumps(value, allow_nan=False))
+        except (TypeError, ValueError) as error:
+            raise ProviderStateError(f"{self._describe()}: its state is not JSON: {error}") from None
 
 
 def check_source_id(source_id: Any) -> None:

@@ -35,6 +35,7 @@ class FailureCode(StrEnum):
     MODEL_SERVER_ERROR = "model_server_error"
     MODEL_CLIENT_ERROR = "model_client_error"
     MODEL_NOT_CONFIGURED = "model_not_configured"
+    MODEL_REQUESTS_DISABLED = "model_requests_disabled"
     BAD_REQUEST = "bad_request"
     AUTHENTICATION_FAILED = "authentication_failed"
     PERMISSION_DENIED = "permission_denied"

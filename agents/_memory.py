@@ -4,23 +4,37 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ._context import ContextAdditions, ContextProvider, ProviderContext
 from ._errors import AgentConfigurationError
 from ._tools import FunctionTool
 
 
-def _facts(ctx: ProviderContext) -> list[dict[str, Any]]:
-    """The session's facts, creating the state on first use: ``{"facts": [...], "nextId": n}``.
+class Fact(BaseModel):
+    """One remembered fact."""
 
-    A stored value of another shape is refused (the turn fails), never silently replaced.
-    """
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    text: str
+
+
+class MemoryState(BaseModel):
+    """A session's memory as stored in the state bag: ``{"facts": [{"id", "text"}], "nextId": n}``."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    facts: list[Fact] = Field(default_factory=list)
+    next_id: int = Field(default=1, alias="nextId", ge=1)
+
+
+def _memory(ctx: ProviderContext) -> MemoryState:
+    """The session's memory, created on first use (the loader validated a stored one)."""
     if ctx.state is None:
-        ctx.state = {"facts": [], "nextId": 1}
-    state = ctx.state
-    if not isinstance(state, dict) or not isinstance(state.get("facts"), list):
-        raise ValueError(f"the memory state has an unexpected shape: {str(state)[:100]}")
-    facts: list[dict[str, Any]] = state["facts"]
-    return facts
+        ctx.state = MemoryState()
+    memory: MemoryState = ctx.state
+    return memory
 
 
 def _words(text: str) -> set[str]:
@@ -30,9 +44,12 @@ def _words(text: str) -> set[str]:
 class MemoryProvider(ContextProvider):
     """Lets the model remember facts about the session and shows them to it every turn.
 
-    Per-session state (in the state bag under ``source_id``): ``{"facts": [{"id", "text"}],
-    "nextId": int}``. At most ``max_facts`` are kept (the oldest go first).
+    Per-session state (in the state bag under ``source_id``): ``MemoryState``,
+    ``{"facts": [{"id", "text"}], "nextId": int}``. At most ``max_facts`` are kept (the oldest go
+    first).
     """
+
+    state_model = MemoryState
 
     def __init__(self, source_id: str = "memory", *, max_facts: int = 100) -> None:
         super().__init__(source_id)
@@ -54,16 +71,14 @@ class MemoryProvider(ContextProvider):
         text = " ".join(fact.split())
         if not text:
             return "Nothing to remember: the fact is empty."
-        facts = _facts(ctx)
-        for existing in facts:
-            if existing.get("text", "").lower() == text.lower():
-                return f"Already remembered as {existing['id']}."
-        state = ctx.state
-        assert isinstance(state, dict)
-        fact_id = f"m{int(state.get('nextId', 1))}"
-        state["nextId"] = int(state.get("nextId", 1)) + 1
-        facts.append({"id": fact_id, "text": text})
-        del facts[: max(0, len(facts) - self.max_facts)]
+        memory = _memory(ctx)
+        for existing in memory.facts:
+            if existing.text.lower() == text.lower():
+                return f"Already remembered as {existing.id}."
+        fact_id = f"m{memory.next_id}"
+        memory.next_id += 1
+        memory.facts.append(Fact(id=fact_id, text=text))
+        del memory.facts[: max(0, len(memory.facts) - self.max_facts)]
         return f"Remembered as {fact_id}."
 
     async def recall(self, ctx: ProviderContext, query: str = "") -> list[dict[str, Any]]:
@@ -72,11 +87,9 @@ class MemoryProvider(ContextProvider):
         Args:
             query: Words to look for.
         """
-        facts = _facts(ctx)
+        facts = _memory(ctx).facts
         wanted = _words(query)
-        if not wanted:
-            return [dict(f) for f in facts]
-        return [dict(f) for f in facts if wanted & _words(str(f.get("text", "")))]
+        return [f.model_dump() for f in facts if not wanted or wanted & _words(f.text)]
 
     async def forget(self, fact_id: str, ctx: ProviderContext) -> str:
         """Forget a remembered fact.
@@ -84,21 +97,21 @@ class MemoryProvider(ContextProvider):
         Args:
             fact_id: The id of the fact (as shown in the instructions or by recall), e.g. "m3".
         """
-        facts = _facts(ctx)
-        kept = [f for f in facts if f.get("id") != fact_id.strip()]
-        if len(kept) == len(facts):
+        memory = _memory(ctx)
+        kept = [f for f in memory.facts if f.id != fact_id.strip()]
+        if len(kept) == len(memory.facts):
             return f"No fact with id {fact_id!r}."
-        facts[:] = kept
+        memory.facts = kept
         return f"Forgot {fact_id.strip()}."
 
     async def before_model(self, context: ProviderContext) -> ContextAdditions:
         """Put the remembered facts into the instructions."""
-        facts = _facts(context) if context.state is not None else []
+        facts = _memory(context).facts if context.state is not None else []
         lines = [
             "You have a memory for this conversation: use the remember tool to keep facts the user "
             "tells you that will matter later, recall to look them up and forget when told to."
         ]
         if facts:
             lines.append("What you remember:")
-            lines.extend(f"- [{f.get('id')}] {f.get('text')}" for f in facts if isinstance(f, dict))
+            lines.extend(f"- [{f.id}] {f.text}" for f in facts)
         return ContextAdditions(instructions=["\n".join(lines)])

@@ -74,11 +74,13 @@ class ModelCaller:
     ) -> ModelOutput:
         """Send one request (retrying transient failures); ModelCallError when it fails for good."""
         opts = options or CallOptions()
-        temperature = opts.temperature if opts.temperature is not None else self.settings.temperature
+        temperature = opts.temperature if opts.temperature is not None else self.settings.sampling.temperature
         max_tokens = (
-            opts.max_output_tokens if opts.max_output_tokens is not None else self.settings.max_output_tokens
+            opts.max_output_tokens
+            if opts.max_output_tokens is not None
+            else self.settings.sampling.max_output_tokens
         )
-        if self.settings.wire_api == "responses":
+        if self.settings.connection.wire_api == "responses":
             return await self._responses(
                 instructions,
                 messages,
@@ -92,8 +94,8 @@ class ModelCaller:
         return await self._chat(instructions, messages, tools, response_format, temperature, max_tokens)
 
     def _extra(self, params: dict[str, Any]) -> dict[str, Any]:
-        if self.settings.extra_body:
-            params.update(self.settings.extra_body)
+        if self.settings.sampling.extra_body:
+            params.update(self.settings.sampling.extra_body)
         return params
 
     async def _post(self, path: str, body: dict[str, Any], read: Callable[[dict[str, Any]], T]) -> T:
@@ -121,7 +123,8 @@ class ModelCaller:
                 shape = f"{type(exc).__name__}: {exc}"
                 raise _invalid(f"the model's answer has an unexpected shape ({shape})") from exc
 
-        return await call_with_retries(attempt, self.settings.retry, self.settings.timeout)
+        connection = self.settings.connection
+        return await call_with_retries(attempt, connection.retry, connection.timeout)
 
     async def _chat(
         self,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from state import ChatMessage, FunctionCallContent, FunctionResultContent, TextContent
 
@@ -58,15 +59,25 @@ def transcript(messages: Sequence[ChatMessage]) -> str:
     return "\n".join(lines)
 
 
+class ReducerState(BaseModel):
+    """A session's reducer state: the running summary and how many replayed messages it covers."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    summary: str | None = None
+    summarized_count: int = Field(default=0, alias="summarizedCount", ge=0)
+
+
 class HistoryReducer(ContextProvider):
     """Bounds what the model sees of earlier turns to about ``keep_messages`` recent messages plus a
     summary of everything older, written by the model whenever more than ``max_messages`` would be
     visible. The stored history is never changed. Needs local history mode.
 
-    Per-session state: ``{"summary": str | None, "summarizedCount": int}`` where
+    Per-session state: ``ReducerState``, ``{"summary": str | None, "summarizedCount": int}`` where
     ``summarizedCount`` is how many replayed messages the summary covers.
     """
 
+    state_model = ReducerState
     requires_local_history = True
 
     def __init__(
@@ -91,10 +102,10 @@ class HistoryReducer(ContextProvider):
     async def before_model(self, context: ProviderContext) -> ContextAdditions:
         """Fold messages that overflow the window into the summary; show the window and summary."""
         history = list(context.history)
-        state: dict[str, Any] = dict(context.state) if isinstance(context.state, dict) else {}
-        summary = state.get("summary") if isinstance(state.get("summary"), str) else None
-        start = state.get("summarizedCount", 0)
-        start = min(start, len(history)) if isinstance(start, int) and start >= 0 else 0
+        state: ReducerState = context.state if context.state is not None else ReducerState()
+        summary = state.summary
+        # The summary cannot cover more messages than the history holds.
+        start = min(state.summarized_count, len(history))
         visible_from = start
         if len(history) - start > self.max_messages:
             cut = self._cut(history, start)
@@ -103,8 +114,7 @@ class HistoryReducer(ContextProvider):
                 new_summary = await self._fold(context, summary, history[start:cut])
                 if new_summary is not None or not self.summarize:
                     summary = new_summary if self.summarize else None
-                    state = {"summary": summary, "summarizedCount": cut}
-                    context.state = state
+                    context.state = ReducerState(summary=summary, summarized_count=cut)
         instructions: list[str] = []
         if summary:
             instructions.append(f"Summary of the earlier conversation:\n{summary}")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +23,7 @@ from state import (
     request_hash,
 )
 
-from ._context import ContextProvider, ProviderContext
+from ._context import ContextProvider, ProviderContext, ProviderStateError
 from ._convert import RAW_ARGUMENTS, Message, add_usage
 from ._errors import AgentConfigurationError, FailureCode, ModelCallError, ToolExecutionError, failure
 from ._model import CallOptions, ModelCaller, now_iso
@@ -60,7 +58,6 @@ class _Turn:
     usage: Usage | None = None
     contexts: list[tuple[ContextProvider, ProviderContext]] = field(default_factory=list)
     service_thread_id: str | None = None
-    structured: JSON = None
 
     # --- model access --------------------------------------------------------------------
 
@@ -95,8 +92,8 @@ class _Turn:
             ctx = ProviderContext(
                 agent_name=agent.name,
                 correlation_id=self.request.correlation_id,
-                # A copy, so a failed turn leaves the stored provider state untouched.
-                state=copy.deepcopy(self.state.state_bag.get(provider.source_id)),
+                # A copy (or a validated model), so a failed turn leaves the stored state untouched.
+                state=_provider_state(provider, self.state.state_bag.get(provider.source_id)),
                 request_messages=tuple(self.request_messages),
                 history=tuple(history),
                 history_mode=agent.history_mode,
@@ -166,7 +163,8 @@ class _Turn:
 
         if self.response_format is not None:
             try:
-                self.structured = self.response_format.parse_answer(answer_text(self.messages))
+                # Only a check: the result's `structured` is computed by `turn_result` from what is stored.
+                self.response_format.parse_answer(answer_text(self.messages))
             except StructuredOutputError as exc:
                 raise _TurnFailed(failure(FailureCode.INVALID_STRUCTURED_OUTPUT, str(exc))) from None
         for provider, ctx in self.contexts:
@@ -222,15 +220,17 @@ class _Turn:
             if ctx.state is None and provider.source_id not in self.state.state_bag:
                 continue
             try:
-                updates[provider.source_id] = json.loads(json.dumps(ctx.state, allow_nan=False))
-            except (TypeError, ValueError) as exc:
-                raise _TurnFailed(
-                    failure(
-                        FailureCode.PROVIDER_ERROR,
-                        f"context provider {provider.source_id!r} state is not JSON: {exc}",
-                    )
-                ) from None
+                updates[provider.source_id] = provider.dump_state(ctx.state)
+            except ProviderStateError as exc:
+                raise _TurnFailed(failure(FailureCode.PROVIDER_ERROR, str(exc))) from None
         self.state.state_bag.update(updates)
+
+
+def _provider_state(provider: ContextProvider, stored: JSON) -> Any:
+    try:
+        return provider.load_state(stored)
+    except ProviderStateError as exc:
+        raise _TurnFailed(failure(FailureCode.PROVIDER_ERROR, str(exc))) from None
 
 
 def _tools_by_name(tools: Sequence[FunctionTool]) -> dict[str, FunctionTool]:

@@ -7,10 +7,13 @@ import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from enum import StrEnum
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from ._errors import AgentConfigurationError, ModelCallError
+from pydantic import SecretStr
+
+from ._errors import AgentConfigurationError, FailureCode, ModelCallError
 
 HistoryMode = Literal["local", "service"]
 """``local``: the stored history is replayed each turn; ``service``: the model service keeps it."""
@@ -43,50 +46,142 @@ class RetryPolicy:
             raise AgentConfigurationError("RetryPolicy delays must be >= 0 and the deadline > 0")
 
 
-@dataclass(frozen=True, kw_only=True)
-class ModelSettings:
-    """Which model to call and how; every ``None`` falls back to the environment at call time.
+class ModelEnv(StrEnum):
+    """The environment variables a model endpoint is read from (the one place they are spelled)."""
 
-    Environment: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``OPENAI_CHAT_MODEL_ID`` (OpenAI or any
-    OpenAI-compatible server) and ``AZURE_OPENAI_ENDPOINT``, ``AZURE_OPENAI_CHAT_DEPLOYMENT_NAME``,
-    ``AZURE_OPENAI_API_VERSION``, ``AZURE_OPENAI_API_KEY`` (without a key: Entra ID through
-    ``DefaultAzureCredential``).
+    OPENAI_API_KEY = "OPENAI_API_KEY"
+    OPENAI_BASE_URL = "OPENAI_BASE_URL"
+    OPENAI_CHAT_MODEL_ID = "OPENAI_CHAT_MODEL_ID"
+    AZURE_OPENAI_ENDPOINT = "AZURE_OPENAI_ENDPOINT"
+    AZURE_OPENAI_CHAT_DEPLOYMENT_NAME = "AZURE_OPENAI_CHAT_DEPLOYMENT_NAME"
+    AZURE_OPENAI_API_VERSION = "AZURE_OPENAI_API_VERSION"
+    AZURE_OPENAI_API_KEY = "AZURE_OPENAI_API_KEY"
+
+
+ENDPOINT_ENV = (ModelEnv.OPENAI_API_KEY, ModelEnv.OPENAI_BASE_URL, ModelEnv.AZURE_OPENAI_ENDPOINT)
+"""Any of these set means a model endpoint is configured."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConnection:
+    """Where and how the model service is reached: provider, endpoint, credential, API flavour,
+    timeout and retries. Every ``None`` falls back to the environment (`ModelEnv`) at call time.
+
+    ``api_key`` is a ``pydantic.SecretStr`` (a ``str`` is wrapped): its value is never in a
+    ``repr``, ``str``, log line or error message.
     """
 
-    model: str | None = None
-    temperature: float | None = None
-    max_output_tokens: int | None = None
-    wire_api: WireApi = "chat"
     provider: Provider = "auto"
+    wire_api: WireApi = "chat"
     base_url: str | None = None
-    api_key: str | None = None
+    api_key: SecretStr | str | None = field(default=None, repr=False)  # kept as a SecretStr
     azure_endpoint: str | None = None
     azure_api_version: str | None = None
     timeout: float = 60.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    extra_body: Mapping[str, object] | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.api_key, str):
+            object.__setattr__(self, "api_key", SecretStr(self.api_key))
+        if self.api_key is not None and not isinstance(self.api_key, SecretStr):
+            raise AgentConfigurationError("api_key must be a string")
         if self.wire_api not in ("chat", "responses"):
             raise AgentConfigurationError(f"wire_api must be 'chat' or 'responses', not {self.wire_api!r}")
         if self.provider not in ("auto", "openai", "azure"):
             raise AgentConfigurationError(
                 f"provider must be 'auto', 'openai' or 'azure', not {self.provider!r}"
             )
-        if self.temperature is not None and not 0 <= self.temperature <= 2:
-            raise AgentConfigurationError("temperature must be between 0 and 2")
-        if self.max_output_tokens is not None and self.max_output_tokens < 1:
-            raise AgentConfigurationError("max_output_tokens must be positive")
         if self.timeout <= 0:
             raise AgentConfigurationError("timeout must be positive")
         for name in ("base_url", "azure_endpoint"):
             value = getattr(self, name)
             if value is not None and urlsplit(value).scheme not in ("http", "https"):
-                raise AgentConfigurationError(f"{name} must be an http(s) URL, got {value!r}")
+                # The scheme only: a URL may carry credentials (user:key@host).
+                raise AgentConfigurationError(
+                    f"{name} must be an http(s) URL, not one with scheme {urlsplit(value).scheme!r}"
+                )
 
-    def replace(self, **changes: object) -> ModelSettings:
-        """A copy with some fields changed."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+    @property
+    def key(self) -> str | None:
+        """The API key's value (for the client only; never log it)."""
+        return self.api_key.get_secret_value() if isinstance(self.api_key, SecretStr) else self.api_key
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplingSettings:
+    """How the model samples an answer: no endpoint, no secret. A turn's ``options`` override
+    ``temperature`` and ``max_output_tokens``; ``extra_body`` is merged into every request."""
+
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+    extra_body: Mapping[str, object] | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise AgentConfigurationError("temperature must be between 0 and 2")
+        if self.max_output_tokens is not None and self.max_output_tokens < 1:
+            raise AgentConfigurationError("max_output_tokens must be positive")
+
+
+_CONNECTION_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelConnection))
+_SAMPLING_FIELDS = frozenset(f.name for f in dataclasses.fields(SamplingSettings))
+
+
+class ModelSettings:
+    """Which model to call (``model``), how to reach it (``connection``: `ModelConnection`) and how
+    it samples (``sampling``: `SamplingSettings`).
+
+    The fields of both parts may also be given directly as keywords, as a shorthand:
+    ``ModelSettings(model="gpt-4o", base_url=..., api_key=..., temperature=0.2)`` fills
+    ``connection`` and ``sampling``. Environment fallbacks: `ModelEnv`.
+    """
+
+    __slots__ = ("connection", "model", "sampling")
+
+    model: str | None
+    connection: ModelConnection
+    sampling: SamplingSettings
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        connection: ModelConnection | None = None,
+        sampling: SamplingSettings | None = None,
+        **fields: Any,
+    ) -> None:
+        unknown = sorted(set(fields) - _CONNECTION_FIELDS - _SAMPLING_FIELDS)
+        if unknown:
+            raise TypeError(f"ModelSettings has no setting {', '.join(unknown)}")
+        conn = {k: v for k, v in fields.items() if k in _CONNECTION_FIELDS}
+        samp = {k: v for k, v in fields.items() if k in _SAMPLING_FIELDS}
+        object.__setattr__(self, "model", model)
+        object.__setattr__(self, "connection", dataclasses.replace(connection or ModelConnection(), **conn))
+        object.__setattr__(self, "sampling", dataclasses.replace(sampling or SamplingSettings(), **samp))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ModelSettings):
+            return NotImplemented
+        return (self.model, self.connection, self.sampling) == (other.model, other.connection, other.sampling)
+
+    def __hash__(self) -> int:
+        return hash((self.model, self.connection, self.sampling))
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelSettings(model={self.model!r}, connection={self.connection!r}, sampling={self.sampling!r})"
+        )
+
+    def replace(self, **changes: Any) -> ModelSettings:
+        """A copy with some settings changed (``model``, ``connection``, ``sampling`` or any field
+        of the two parts)."""
+        model = changes.pop("model", self.model)
+        connection = changes.pop("connection", self.connection)
+        sampling = changes.pop("sampling", self.sampling)
+        return ModelSettings(model, connection=connection, sampling=sampling, **changes)
 
 
 @dataclass(frozen=True)
@@ -113,40 +208,55 @@ def _env(environ: Mapping[str, str], name: str) -> str | None:
 def resolve_endpoint(settings: ModelSettings, environ: Mapping[str, str] | None = None) -> Endpoint:
     """Merge the settings with the environment; AgentConfigurationError when no model is configured."""
     env = os.environ if environ is None else environ
-    provider = settings.provider
+    conn = settings.connection
+    provider = conn.provider
     if provider == "auto":
-        if settings.azure_endpoint:
+        if conn.azure_endpoint:
             provider = "azure"
-        elif settings.base_url:
+        elif conn.base_url:
             provider = "openai"
-        elif _env(env, "AZURE_OPENAI_ENDPOINT") and not _env(env, "OPENAI_BASE_URL"):
+        elif _env(env, ModelEnv.AZURE_OPENAI_ENDPOINT) and not _env(env, ModelEnv.OPENAI_BASE_URL):
             provider = "azure"
         else:
             provider = "openai"
     if provider == "azure":
-        endpoint = settings.azure_endpoint or _env(env, "AZURE_OPENAI_ENDPOINT")
-        model = settings.model or _env(env, "AZURE_OPENAI_CHAT_DEPLOYMENT_NAME")
-        if not endpoint:
-            raise AgentConfigurationError("Azure OpenAI needs AZURE_OPENAI_ENDPOINT (or azure_endpoint)")
-        if not model:
-            raise AgentConfigurationError(
-                "Azure OpenAI needs a deployment: AZURE_OPENAI_CHAT_DEPLOYMENT_NAME (or model=...)"
-            )
-        version = (
-            settings.azure_api_version or _env(env, "AZURE_OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION
-        )
-        key = settings.api_key or _env(env, "AZURE_OPENAI_API_KEY")
-        return Endpoint("azure", model, endpoint.rstrip("/"), key, version)
-    base_url = settings.base_url or _env(env, "OPENAI_BASE_URL")
-    model = settings.model or _env(env, "OPENAI_CHAT_MODEL_ID")
-    key = settings.api_key or _env(env, "OPENAI_API_KEY")
+        return _azure_endpoint(settings, env)
+    base_url = conn.base_url or _env(env, ModelEnv.OPENAI_BASE_URL)
+    model = settings.model or _env(env, ModelEnv.OPENAI_CHAT_MODEL_ID)
+    key = conn.key or _env(env, ModelEnv.OPENAI_API_KEY)
     if not model:
-        raise AgentConfigurationError("no model configured: set OPENAI_CHAT_MODEL_ID (or model=...)")
+        raise AgentConfigurationError(
+            f"no model configured: set {ModelEnv.OPENAI_CHAT_MODEL_ID} (or model=...)"
+        )
     if base_url is None and key is None:
-        raise AgentConfigurationError("no model endpoint configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
+        raise AgentConfigurationError(
+            f"no model endpoint configured: set {ModelEnv.OPENAI_API_KEY} or {ModelEnv.OPENAI_BASE_URL}"
+        )
     if base_url is not None and urlsplit(base_url).scheme not in ("http", "https"):
-        raise AgentConfigurationError(f"OPENAI_BASE_URL must be an http(s) URL, got {base_url!r}")
+        raise AgentConfigurationError(
+            f"{ModelEnv.OPENAI_BASE_URL} must be an http(s) URL, not one with scheme "
+            f"{urlsplit(base_url).scheme!r}"
+        )
     return Endpoint("openai", model, base_url.rstrip("/") if base_url else None, key, None)
+
+
+def _azure_endpoint(settings: ModelSettings, env: Mapping[str, str]) -> Endpoint:
+    conn = settings.connection
+    endpoint = conn.azure_endpoint or _env(env, ModelEnv.AZURE_OPENAI_ENDPOINT)
+    model = settings.model or _env(env, ModelEnv.AZURE_OPENAI_CHAT_DEPLOYMENT_NAME)
+    if not endpoint:
+        raise AgentConfigurationError(
+            f"Azure OpenAI needs {ModelEnv.AZURE_OPENAI_ENDPOINT} (or azure_endpoint)"
+        )
+    if not model:
+        raise AgentConfigurationError(
+            f"Azure OpenAI needs a deployment: {ModelEnv.AZURE_OPENAI_CHAT_DEPLOYMENT_NAME} (or model=...)"
+        )
+    version = (
+        conn.azure_api_version or _env(env, ModelEnv.AZURE_OPENAI_API_VERSION) or DEFAULT_AZURE_API_VERSION
+    )
+    key = conn.key or _env(env, ModelEnv.AZURE_OPENAI_API_KEY)
+    return Endpoint("azure", model, endpoint.rstrip("/"), key, version)
 
 
 def supports_responses(endpoint: Endpoint) -> bool:
@@ -176,7 +286,7 @@ def check_requests_allowed(endpoint: Endpoint, environ: Mapping[str, str] | None
     env = os.environ if environ is None else environ
     if env.get(ALLOW_REQUESTS_ENV, "").strip() == "0" and not is_loopback_url(endpoint.url):
         raise ModelCallError(
-            "model_requests_disabled",
+            FailureCode.MODEL_REQUESTS_DISABLED,
             f"{ALLOW_REQUESTS_ENV}=0 allows only loopback model endpoints; refusing {endpoint.url}",
             retryable=False,
         )

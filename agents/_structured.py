@@ -114,7 +114,7 @@ class ResponseFormat:
     def parse_answer(self, text: str) -> Any:
         """The answer as JSON, validated; StructuredOutputError says why it does not fit."""
         try:
-            value = without_lone_surrogates(json.loads(unfence(text)), "the model's structured answer")
+            value = read_json_answer(text)
         except json.JSONDecodeError as exc:
             raise StructuredOutputError(f"the answer is not JSON ({exc.msg}: character {exc.pos})") from None
         except (ValueError, RecursionError) as exc:  # an integer past the digit limit, deep nesting
@@ -145,6 +145,15 @@ class ResponseFormat:
 
 
 _FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n(?P<body>.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def read_json_answer(text: str) -> Any:
+    """A JSON answer's value: fences removed, lone surrogates (from JSON escapes) as U+FFFD.
+
+    The one reader of structured answers: the turn's check and `turn_result` both use it, so the
+    value a result carries is the value that was checked. Raises ValueError or RecursionError.
+    """
+    return without_lone_surrogates(json.loads(unfence(text)), "the model's structured answer")
 
 
 def unfence(text: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -11,7 +10,7 @@ from typing import Any, Literal
 from state import JSON, AgentState, ChatMessage, RunRecord, TurnFailure, Usage, response_failed
 
 from ._errors import InvalidTurnRequest
-from ._structured import ResponseFormat, unfence
+from ._structured import ResponseFormat, read_json_answer
 
 TurnStatus = Literal["succeeded", "failed"]
 InputRole = Literal["user", "system", "assistant"]
@@ -247,7 +246,7 @@ def turn_result(
     structured: JSON = None
     if failure is None and text and request is not None and request.get("responseType") == "json":
         with contextlib.suppress(ValueError, RecursionError):
-            structured = json.loads(unfence(text))
+            structured = read_json_answer(text)
     return TurnResult(
         correlation_id=correlation_id,
         status="failed" if failure is not None else "succeeded",

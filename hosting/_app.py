@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import azure.durable_functions as df
@@ -12,20 +12,17 @@ import azure.functions as func
 
 from agents import Agent, AgentConfigurationError
 
-from ._entity import AgentEntity
+from ._entity import AgentEntity, entity_name
+from ._extensions import Extension, Handler
 from ._http import Api, ApiSettings, guarded
 from ._openapi import openapi_document
 from ._problems import json_response
-from ._routes import AGENT_ROUTES, WORKFLOW_ROUTES, RouteSpec
+from ._routes import AGENT_ROUTES, RouteSpec
 from ._sessions import SessionsApi
-from ._workflow import WORKFLOW_NAME, ReviewWorkflow, make_orchestrator
-from ._workflow_api import WorkflowApi
 from .console import CONSOLE_ROUTES, Console
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
-
-Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse]]
 
 
 def _check_agents(agents: Sequence[Agent]) -> None:
@@ -46,20 +43,30 @@ def _check_agents(agents: Sequence[Agent]) -> None:
         agent.validate()
 
 
-def _workflow_for(
-    agents: Sequence[Agent], review_workflow: ReviewWorkflow | bool | None
-) -> ReviewWorkflow | None:
-    names = {a.name for a in agents}
-    if review_workflow is False:
-        return None
-    if review_workflow is None:
-        default = ReviewWorkflow()
-        return default if {default.writer, default.reviewer} <= names else None
-    workflow = ReviewWorkflow() if review_workflow is True else review_workflow
-    missing = sorted({workflow.writer, workflow.reviewer} - names)
-    if missing:
-        raise AgentConfigurationError(f"the review workflow needs the agents {', '.join(missing)}")
-    return workflow
+def _check_extensions(agents: Sequence[Agent], extensions: Sequence[Extension]) -> None:
+    hosted = {a.name for a in agents}
+    functions = {spec.function for spec in AGENT_ROUTES} | {entity_name(a.name) for a in agents}
+    for extension in extensions:
+        missing = sorted(set(extension.requires_agents) - hosted)
+        if missing:
+            raise AgentConfigurationError(
+                f"the {extension.name} extension needs the agents {', '.join(missing)}"
+            )
+        for name in [spec.function for spec in extension.routes] + list(extension.orchestrators):
+            if name in functions:
+                raise AgentConfigurationError(
+                    f"the {extension.name} extension adds a second function {name!r}"
+                )
+            functions.add(name)
+
+
+def _register_orchestrator(app: df.DFApp, name: str, orchestrator: Any) -> None:
+    def orchestrator_function(context: df.DurableOrchestrationContext) -> Any:
+        return orchestrator(context)
+
+    orchestrator_function.__name__ = name
+    decorated = app.orchestration_trigger(context_name="context", orchestration=name)(orchestrator_function)
+    app.function_name(name)(decorated)
 
 
 def _register_http(app: df.DFApp, spec: RouteSpec, handler: Handler) -> None:
@@ -101,25 +108,26 @@ def build_app(
     agents: Sequence[Agent],
     *,
     settings: ApiSettings | None = None,
-    review_workflow: ReviewWorkflow | bool | None = None,
+    extensions: Sequence[Extension] = (),
     console: bool = True,
 ) -> df.DFApp:
     """The function app hosting `agents`: one entity `dafx-{name}` per agent keyed by session id,
-    the HTTP API under `/api`, and (when a writer and a reviewer are hosted) the review workflow.
+    the HTTP API under `/api`, and the functions of each of `extensions` (nothing else: an example
+    such as the review workflow is registered only when passed here).
 
     `console` serves the web console at `/api/console/` (anonymous static files; the page calls the
-    API with the caller's key).
+    API with the caller's key; not part of the API document).
 
-    Raises `AgentConfigurationError` for an agent that cannot be hosted (at startup, not on the
-    first request).
+    Raises `AgentConfigurationError` for an agent that cannot be hosted or an extension whose
+    agents are missing or whose function names clash (at startup, not on the first request).
     """
     agents = list(agents)
     _check_agents(agents)
+    _check_extensions(agents, extensions)
     settings = settings or ApiSettings()
-    workflow = _workflow_for(agents, review_workflow)
     app = df.DFApp(http_auth_level=func.AuthLevel.FUNCTION)
     api = Api(agents, settings)
-    specs = list(AGENT_ROUTES) + (list(WORKFLOW_ROUTES) if workflow else [])
+    specs = list(AGENT_ROUTES) + [spec for extension in extensions for spec in extension.routes]
     document = json.dumps(
         openapi_document(specs, route_prefix=settings.route_prefix, agent_names=[a.name for a in agents])
     )
@@ -137,21 +145,15 @@ def build_app(
         "health": api.health,
         "openapi": openapi,
     }
-    if workflow is not None:
-        flows = WorkflowApi(settings)
-        handlers.update(
-            workflow_review_start=flows.start_or_list,
-            workflow_review_status=flows.status,
-            workflow_review_approval=flows.approve,
-        )
-        orchestrator = make_orchestrator(workflow)
-        orchestrator.__name__ = WORKFLOW_NAME
-        decorated = app.orchestration_trigger(context_name="context", orchestration=WORKFLOW_NAME)(
-            orchestrator
-        )
-        app.function_name(WORKFLOW_NAME)(decorated)
+    for extension in extensions:
+        handlers.update(extension.handlers(settings))
+        for name, orchestrator in extension.orchestrators.items():
+            _register_orchestrator(app, name, orchestrator)
     for spec in specs:
-        _register_http(app, spec, handlers[spec.function])
+        handler = handlers.get(spec.function)
+        if handler is None:
+            raise AgentConfigurationError(f"no handler for the route function {spec.function!r}")
+        _register_http(app, spec, handler)
     if console:
         # Not part of the API document: the page and its assets (docs/console.md).
         page = Console()

@@ -218,36 +218,3 @@ class HealthBody(BaseModel):
 
     status: Literal["healthy", "unhealthy"]
     checks: dict[str, HealthCheck]
-
-
-class WorkflowStartBody(_Body):
-    """Body of `POST /api/workflows/review`: what to write and how patient to be."""
-
-    topic: str = Field(min_length=1, max_length=2000)
-    max_rounds: WholeNumber = Field(default=3, ge=1, le=10)
-    approval_timeout_seconds: WholeNumber = Field(default=86_400, ge=1, le=7 * 86_400)
-
-
-class WorkflowApprovalBody(_Body):
-    """Body of `POST /api/workflows/review/{instance_id}/approval`: a human's decision."""
-
-    approved: bool
-    comment: str | None = Field(default=None, max_length=4000)
-
-
-class WorkflowStatusBody(BaseModel):
-    """A review workflow instance as seen by clients."""
-
-    instance_id: str
-    runtime_status: str | None
-    custom_status: JSON = None
-    output: JSON = None
-    created_time: str | None = None
-    last_updated_time: str | None = None
-    location: str | None = None
-
-
-class WorkflowListBody(BaseModel):
-    """Answer of `GET /api/workflows/review`: the most recent instances, newest first."""
-
-    instances: list[WorkflowStatusBody]

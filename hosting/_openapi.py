@@ -8,6 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
+from agents import FailureCode
+
+from ._errors import MODEL_FAILURE_STATUS, PROBLEMS
 from ._ids import ID_PATTERN_TEXT
 from ._models import Problem
 from ._routes import Operation, RouteSpec
@@ -25,6 +28,28 @@ def _models(specs: Sequence[RouteSpec]) -> list[tuple[type[BaseModel], JsonSchem
                 if response.model is not None:
                     seen[(response.model, "serialization")] = None
     return [(model, "validation" if mode == "validation" else "serialization") for model, mode in seen]
+
+
+def problem_codes() -> list[dict[str, Any]]:
+    """Every problem code of ours with its status and title, in `PROBLEMS` order (the document's
+    `x-problem-codes`; docs/hosting.md lists the same, a test holds them equal)."""
+    return [
+        {"code": str(code), "status": status, "title": title} for code, (status, title) in PROBLEMS.items()
+    ]
+
+
+def _with_codes(schemas: dict[str, Any]) -> dict[str, Any]:
+    # The problem's `code` is open (a failed model call carries the service's own code), so the
+    # known codes are listed as examples and in the description rather than as an enum.
+    code = schemas.get("Problem", {}).get("properties", {}).get("code")
+    if code is not None:
+        code["description"] = (
+            "Stable, machine-readable: one of `x-problem-codes` (status and title listed there), or on a "
+            f"{MODEL_FAILURE_STATUS} the failed model call's code (`x-model-failure-codes` or the model "
+            "service's own)."
+        )
+        code["examples"] = [str(c) for c in PROBLEMS]
+    return schemas
 
 
 def _path_schema(name: str, agent_names: Sequence[str]) -> dict[str, Any]:
@@ -102,8 +127,10 @@ def openapi_document(
             "description": "AI agents hosted as durable entities, one entity instance per session.",
         },
         "paths": paths,
+        "x-problem-codes": problem_codes(),
+        "x-model-failure-codes": [str(c) for c in FailureCode],
         "components": {
-            "schemas": schemas.get("$defs", {}),
+            "schemas": _with_codes(schemas.get("$defs", {})),
             "securitySchemes": {
                 "functionKey": {"type": "apiKey", "in": location, "name": "x-functions-key"},
                 "functionKeyQuery": {"type": "apiKey", "in": "query", "name": "code"},

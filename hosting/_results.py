@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents import TurnResult, turn_result
-from state import response_failed
 
 JSON = Any
 
@@ -24,11 +23,6 @@ class StoredRun:
     request: dict[str, JSON] | None
     response: dict[str, JSON]
     request_hash: str | None
-
-    @property
-    def failed(self) -> bool:
-        """True when the turn failed (a `failure`, or an older writer's all-error response)."""
-        return response_failed(self.response)
 
 
 def _entry(history: list[Any], index: Any, kind: str, correlation_id: str) -> dict[str, JSON] | None:

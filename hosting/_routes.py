@@ -20,10 +20,6 @@ from ._models import (
     SessionActionBody,
     SessionBody,
     SessionsPageBody,
-    WorkflowApprovalBody,
-    WorkflowListBody,
-    WorkflowStartBody,
-    WorkflowStatusBody,
 )
 
 
@@ -80,10 +76,15 @@ class RouteSpec:
         return re.findall(r"{(\w+)}", self.route)
 
 
-_BAD = Response(400, "Invalid request; the problem's `field` names what to fix.")
+BAD_REQUEST = Response(400, "Invalid request; the problem's `field` names what to fix.")
+"""The 400 every operation documents."""
+UNAVAILABLE = Response(503, "The durable backend is unreachable.")
+"""The 503 of an operation that calls the durable backend."""
+
+_BAD = BAD_REQUEST
 _UNKNOWN = Response(404, "Unknown agent or session.")
 _UNREADABLE = Response(409, "The session's stored state cannot be read by this build (left unchanged).")
-_DOWN = Response(503, "The durable backend is unreachable.")
+_DOWN = UNAVAILABLE
 
 _ID_SCHEMA: dict[str, object] = {"type": "string", "pattern": ID_PATTERN_TEXT}
 _KEY_SCHEMA: dict[str, object] = {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN_TEXT}
@@ -224,57 +225,5 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
         (Operation("GET", "This OpenAPI 3.1 document.", (Response(200, "The document."),)),),
         anonymous=True,
         needs_client=False,
-    ),
-)
-
-WORKFLOW_ROUTES: tuple[RouteSpec, ...] = (
-    RouteSpec(
-        "workflow_review_start",
-        "workflows/review",
-        (
-            Operation(
-                "GET",
-                "The newest review workflow instances (at most 50), with stage and status.",
-                (Response(200, "Instances, newest first.", WorkflowListBody), _DOWN),
-            ),
-            Operation(
-                "POST",
-                "Start a review workflow: writer drafts, reviewer critiques, a human approves.",
-                (Response(202, "Started; poll the `Location`.", WorkflowStatusBody), _BAD, _DOWN),
-                request=WorkflowStartBody,
-            ),
-        ),
-        group="workflows",
-    ),
-    RouteSpec(
-        "workflow_review_status",
-        "workflows/review/{instance_id}",
-        (
-            Operation(
-                "GET",
-                "A review workflow's status, stage (custom status) and output.",
-                (Response(200, "The workflow.", WorkflowStatusBody), _BAD, Response(404, "Unknown."), _DOWN),
-            ),
-        ),
-        group="workflows",
-    ),
-    RouteSpec(
-        "workflow_review_approval",
-        "workflows/review/{instance_id}/approval",
-        (
-            Operation(
-                "POST",
-                "Send a human's approval (or rejection) to a waiting review workflow.",
-                (
-                    Response(202, "Delivered.", WorkflowStatusBody),
-                    _BAD,
-                    Response(404, "Unknown workflow."),
-                    Response(409, "The workflow has already finished."),
-                    _DOWN,
-                ),
-                request=WorkflowApprovalBody,
-            ),
-        ),
-        group="workflows",
     ),
 )

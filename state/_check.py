@@ -1,14 +1,17 @@
 """A fast yes/no check of a parsed document against the wire schema in `_wire`.
 
-Validating a large history with pydantic costs more than parsing it; this hand-written walk
-accepts exactly what `_wire.ROOT` (strict) accepts, and only when it says no does the loader run
+Validating a large history with pydantic costs more than parsing it; this walk (its entry and
+content field tables generated from `_wire`'s TypedDicts) accepts exactly what `_wire.ROOT`
+(strict) accepts, and only when it says no does the loader run
 pydantic to find and describe the first problem. The property tests hold the two in agreement.
 Input comes from a JSON parser, so `type(x) is T` is exact (bool is not an int here).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, NotRequired, Union, get_args, get_origin, get_type_hints
+
+from . import _wire
 
 # Field kinds.
 _OPT_STR = 0  # absent, null or a string
@@ -23,28 +26,56 @@ _OPT_FAILURE = 8
 
 _Spec = dict[str, int]
 
-_CONTENT: dict[str, tuple[_Spec, tuple[str, ...]]] = {
-    # $type: (field kinds, required fields)
-    "text": ({"text": _REQ_STR}, ("text",)),
-    "reasoning": ({"text": _OPT_STR}, ()),
-    "data": ({"uri": _REQ_STR, "mediaType": _OPT_STR}, ("uri",)),
-    "uri": ({"uri": _REQ_STR, "mediaType": _REQ_STR}, ("uri", "mediaType")),
-    "error": ({"message": _OPT_STR, "errorCode": _OPT_STR, "details": _ANY}, ()),
-    "functionCall": ({"callId": _REQ_STR, "name": _REQ_STR, "arguments": _OPT_DICT}, ("callId", "name")),
-    "functionResult": ({"callId": _REQ_STR, "result": _ANY}, ("callId",)),
-    "hostedFile": ({"fileId": _REQ_STR}, ("fileId",)),
-    "hostedVectorStore": ({"vectorStoreId": _REQ_STR}, ("vectorStoreId",)),
-    "usage": ({"usage": _REQ_USAGE}, ("usage",)),
-    "unknown": ({"content": _REQ_ANY}, ("content",)),
+# The tables below are generated from the TypedDicts in `_wire` (the spec `load_state` validates
+# with), so a field added there is checked here too; the property tests hold the two equal.
+_KINDS: dict[Any, int] = {
+    str: _REQ_STR,
+    str | None: _OPT_STR,
+    dict[str, Any] | None: _OPT_DICT,
+    list[_wire._Message]: _MESSAGES,
+    _wire._Usage: _REQ_USAGE,
+    _wire._Usage | None: _OPT_USAGE,
+    _wire._Failure | None: _OPT_FAILURE,
 }
-_COMMON: _Spec = {"correlationId": _OPT_STR, "createdAt": _OPT_STR, "messages": _MESSAGES}
-_REQUEST: _Spec = {
-    **_COMMON,
-    "responseType": _OPT_STR,
-    "responseSchema": _OPT_DICT,
-    "orchestrationId": _OPT_STR,
-}
-_RESPONSE: _Spec = {**_COMMON, "usage": _OPT_USAGE, "failure": _OPT_FAILURE}
+
+
+def _kind(annotation: Any, required: bool) -> int:
+    if get_origin(annotation) is NotRequired:
+        (annotation,) = get_args(annotation)
+    if annotation is Any:
+        return _REQ_ANY if required else _ANY
+    kind = _KINDS.get(annotation)
+    if kind is None:
+        raise TypeError(f"no fast check for the wire type {annotation!r}")
+    return kind
+
+
+def _spec(typed_dict: Any) -> tuple[_Spec, tuple[str, ...]]:
+    """A TypedDict's field kinds and required fields (its `$type` literal left out)."""
+    hints = get_type_hints(typed_dict, include_extras=True)
+    required = typed_dict.__required_keys__
+    spec = {
+        name: _kind(hint, name in required) for name, hint in hints.items() if get_origin(hint) is not Literal
+    }
+    return spec, tuple(name for name in spec if name in required)
+
+
+def _content_specs() -> dict[str, tuple[_Spec, tuple[str, ...]]]:
+    members = get_args(_wire._Content)[0]
+    if get_origin(members) is not Union:
+        raise TypeError("_wire._Content is expected to be an annotated union of content TypedDicts")
+    out: dict[str, tuple[_Spec, tuple[str, ...]]] = {}
+    for member in get_args(members):
+        typed_dict = get_args(member)[0]
+        tag = get_type_hints(typed_dict, include_extras=True)["$type"]
+        if get_origin(tag) is Literal:  # not the opaque fallback, whose $type is any string
+            out[get_args(tag)[0]] = _spec(typed_dict)
+    return out
+
+
+_CONTENT = _content_specs()
+_REQUEST, _ = _spec(_wire._Request)
+_RESPONSE, _ = _spec(_wire._Response)
 _USAGE_KEYS = ("inputTokenCount", "outputTokenCount", "totalTokenCount")
 _RUN_STATUS = ("succeeded", "failed")
 

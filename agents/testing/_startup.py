@@ -10,16 +10,15 @@ from __future__ import annotations
 import logging
 import os
 
+from .._settings import ENDPOINT_ENV, ModelEnv
 from ._server import ModelServer
-
-MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT")
 
 _log = logging.getLogger("agents.testing")
 
 
 def model_configured() -> bool:
     """Whether the environment names a model endpoint or key."""
-    return any(os.environ.get(name) for name in MODEL_ENV)
+    return any(os.environ.get(name) for name in ENDPOINT_ENV)
 
 
 def start_offline_model_if_unconfigured() -> ModelServer | None:
@@ -30,9 +29,9 @@ def start_offline_model_if_unconfigured() -> ModelServer | None:
     server = ModelServer(mode="offline", port=0)
     server.start()
     base_url = str(server.base_url)
-    os.environ["OPENAI_BASE_URL"] = base_url
-    os.environ["OPENAI_API_KEY"] = "offline"
-    os.environ.setdefault("OPENAI_CHAT_MODEL_ID", "offline")
+    os.environ[ModelEnv.OPENAI_BASE_URL] = base_url
+    os.environ[ModelEnv.OPENAI_API_KEY] = "offline"
+    os.environ.setdefault(ModelEnv.OPENAI_CHAT_MODEL_ID, "offline")
     _log.info("no model configured: using the offline model server at %s (set OPENAI_API_KEY/"
               "OPENAI_BASE_URL or AZURE_OPENAI_ENDPOINT for a real model)", base_url)
     return server

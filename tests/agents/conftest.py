@@ -6,18 +6,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from agents import ModelSettings, RetryPolicy, close_model_clients
+from agents import ModelEnv, ModelSettings, RetryPolicy, close_model_clients
 from agents.testing import ModelServer
-
-_MODEL_ENV = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_CHAT_MODEL_ID",
-    "AZURE_OPENAI_ENDPOINT",
-    "AZURE_OPENAI_CHAT_DEPLOYMENT_NAME",
-    "AZURE_OPENAI_API_VERSION",
-    "AZURE_OPENAI_API_KEY",
-)
 
 # Short but real backoff, so fault tests take milliseconds.
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, deadline=10.0)
@@ -26,7 +16,7 @@ FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, deadli
 @pytest.fixture(autouse=True)
 def clean_model_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No model endpoint from the developer's shell leaks into a test."""
-    for name in _MODEL_ENV:
+    for name in ModelEnv:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DURABLE_AGENTS_ALLOW_MODEL_REQUESTS", "0")
     yield

@@ -1,6 +1,6 @@
 """Fixtures of the end-to-end tests: one real host subprocess for the session, an HTTP client.
 
-The host serves the project's own `function_app.py` (the catalogue's agents: assistant, concierge,
+The host serves the project's own `function_app.py` (`examples.catalog`'s agents: assistant, concierge,
 writer, reviewer) with a function key, its model endpoint being the session's scripted
 `ModelServer` (reset before every test by the `model` fixture). Tests use their own session ids,
 so sharing one host between them is safe and keeps the suite fast.

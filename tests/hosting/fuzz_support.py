@@ -41,8 +41,8 @@ def threaded_host(app: df.DFApp, data_dir: pathlib.Path) -> Iterator[LocalHost]:
 
 @dataclass(frozen=True)
 class Stored:
-    """Everything the host keeps: entity states (exact text), queued entity operations,
-    orchestration instances with their history length."""
+    """Everything the host keeps: entity states (exact text), queued entity operations and
+    orchestration messages and work in flight, orchestration instances with their history length."""
 
     entities: tuple[tuple[str, str | None], ...]
     queued: tuple[tuple[str, str, str | None], ...]
@@ -59,6 +59,14 @@ def read_stored(db_path: pathlib.Path) -> Stored:
         ).fetchall()
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         orchestrations: list[tuple[str, str, str | None, int]] = []
+        if "orch_inbox" in tables and "orch_work" in tables:
+            # Orchestration work in flight counts as queued too: a running workflow (one started by
+            # an earlier request) can pause longer than the settling reads between its steps. A
+            # timer is not in flight: the review workflow waits a day for its human.
+            queued += conn.execute(
+                "SELECT instance_id, kind, payload FROM orch_inbox"
+                " UNION ALL SELECT instance_id, kind, payload FROM orch_work WHERE kind != 'timer'"
+            ).fetchall()
         if "orch_instances" in tables:
             orchestrations = conn.execute(
                 "SELECT i.instance_id, i.status, i.custom_status,"

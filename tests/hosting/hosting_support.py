@@ -193,3 +193,15 @@ async def stored_state(host: Any, agent: str, session: str) -> str:
     text: str | None = await host._store.run(host._store.load_state, f"@dafx-{agent}@{session}")
     assert text is not None, f"no state stored for {agent}/{session}"
     return text
+
+
+async def finished_orchestration(client: Any, instance: str, timeout: float = 20.0) -> Any:
+    """The status of orchestration `instance` once it has completed or failed (polled)."""
+    import asyncio
+
+    for _ in range(int(timeout / 0.05)):
+        status = await client.get_status(instance)
+        if status.runtime_status and status.runtime_status.value in ("Completed", "Failed"):
+            return status
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"orchestration {instance} did not finish in {timeout} s")

@@ -57,6 +57,7 @@ from schemathesis.checks import (
 
 from agents.testing import ModelServer
 from devhost import LocalHost
+from examples.review import review_workflow
 from hosting import build_app
 
 EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "5"))
@@ -94,7 +95,7 @@ _FUZZ_SETTINGS = settings(
 def live_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalHost]:
     """The real app, served over loopback sockets, with an offline model answering every turn."""
     with ModelServer(mode="offline") as server:
-        app = build_app(make_agents(server))
+        app = build_app(make_agents(server), extensions=[review_workflow()])
         with threaded_host(app, tmp_path_factory.mktemp("fuzz-host")) as host:
             yield host
 

@@ -4,38 +4,48 @@ from __future__ import annotations
 
 import azure.durable_functions as df
 import pytest
-from hosting_support import all_functions, make_agents
+from hosting_support import all_functions
 
 import hosting
 from agents import Agent, AgentConfigurationError, ModelSettings
 from agents.testing import ModelServer
-from hosting import ReviewWorkflow, build_app
+from hosting import build_app
 
 
 def test_all_is_pinned() -> None:
     assert sorted(hosting.__all__) == [
-        "APPROVAL_EVENT",
         "AgentEntity",
         "AgentHandle",
         "AgentRunFailed",
         "ApiSettings",
+        "BAD_REQUEST",
         "ENTITY_PREFIX",
+        "Extension",
+        "Handler",
         "HostingError",
         "InvalidOperation",
         "MAX_BODY_BYTES",
         "OPERATIONS",
+        "Operation",
+        "PROBLEMS",
+        "Param",
         "Problem",
+        "ProblemCode",
         "ProblemError",
-        "REVIEW_SCHEMA",
-        "ReviewWorkflow",
+        "RouteResponse",
+        "RouteSpec",
         "RunConflict",
         "RunRequestBody",
         "RunResultBody",
-        "WORKFLOW_NAME",
+        "UNAVAILABLE",
+        "WholeNumber",
         "build_app",
+        "check_id",
         "entity_name",
         "get_agent",
+        "json_response",
         "openapi_document",
+        "parse_body",
     ]
     for name in hosting.__all__:
         assert getattr(hosting, name) is not None
@@ -53,19 +63,6 @@ def test_errors_share_one_base() -> None:
 
 def _names(app: df.DFApp) -> set[str]:
     return {f.get_function_name() for f in all_functions(app)}
-
-
-def test_workflow_is_registered_only_with_a_writer_and_a_reviewer(model_server: ModelServer) -> None:
-    agents = make_agents(model_server)
-    assert "review_workflow" in _names(build_app(agents))
-    only_assistant = build_app(agents[:1])
-    assert "review_workflow" not in _names(only_assistant)
-    assert not any(n.startswith("workflow_") for n in _names(only_assistant))
-    assert "review_workflow" not in _names(build_app(agents, review_workflow=False))
-    with pytest.raises(AgentConfigurationError, match="writer"):
-        build_app(agents[:1], review_workflow=True)
-    with pytest.raises(AgentConfigurationError, match="critic"):
-        build_app(agents, review_workflow=ReviewWorkflow(writer="writer", reviewer="critic"))
 
 
 def test_bad_agent_sets_fail_at_build_time(model_server: ModelServer) -> None:

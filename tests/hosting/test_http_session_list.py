@@ -79,20 +79,3 @@ async def test_bad_paging_parameters_are_problems(api: Api) -> None:
 async def test_the_storage_being_down_is_a_503(offline_api: Api) -> None:
     answer = await offline_api.get("/api/agents/assistant/sessions")
     assert answer.status == 503 and answer.json()["code"] == "storage_unavailable"
-
-
-async def test_review_workflows_are_listed_newest_first(api: Api, model: ModelServer) -> None:
-    model.handler = lambda request: (
-        Reply.json({"approved": True, "feedback": "ok"}) if request.response_format else Reply.text("draft")
-    )
-    ids = []
-    for topic in ("first", "second"):
-        started = await api.post("/api/workflows/review", json_body={"topic": topic})
-        assert started.status == 202, started.body
-        ids.append(started.json()["instance_id"])
-    listed = await api.get("/api/workflows/review")
-    assert listed.status == 200, listed.body
-    instances = listed.json()["instances"]
-    order = [i["instance_id"] for i in instances]
-    assert order.index(ids[1]) < order.index(ids[0]), order
-    assert all(i["location"].endswith(i["instance_id"]) and i["runtime_status"] for i in instances)

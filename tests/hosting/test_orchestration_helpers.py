@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import pathlib
 from typing import Any
 
 import azure.durable_functions as df
-from hosting_support import ROOT, make_agents
+from hosting_support import ROOT, finished_orchestration, make_agents
 
 from agents.testing import ModelRequest, ModelServer, Reply
 from hosting import AgentRunFailed, InvalidOperation, build_app, get_agent
@@ -58,11 +57,7 @@ async def test_agent_handle_runs_signals_and_raises_typed_failures(
     try:
         client = df.DurableOrchestrationClient(host.client_binding())
         instance = await client.start_new("helpers_orchestrator")
-        for _ in range(400):
-            status = await client.get_status(instance)
-            if status.runtime_status and status.runtime_status.value in ("Completed", "Failed"):
-                break
-            await asyncio.sleep(0.05)
+        status = await finished_orchestration(client, instance)
         assert status.runtime_status.value == "Completed", status.output
         output = status.output
         assert output["text"] == "ok: call and wait"

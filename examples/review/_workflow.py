@@ -14,24 +14,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from ._errors import AgentRunFailed
-from ._orchestration import get_agent
+from pydantic import ValidationError
+
+from agents import TurnResult
+from hosting import AgentRunFailed, get_agent
+
+from ._review import REVIEW_SCHEMA, Review
 
 WORKFLOW_NAME = "review_workflow"
 """Name of the orchestrator function."""
 APPROVAL_EVENT = "approval"
 """Name of the external event a human's decision is sent as."""
-
-REVIEW_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "approved": {"type": "boolean", "description": "true when the draft is ready to publish"},
-        "feedback": {"type": "string", "description": "what to change (or why it is good)"},
-    },
-    "required": ["approved", "feedback"],
-    "additionalProperties": False,
-}
-"""The reviewer's structured output."""
 
 
 @dataclass(frozen=True)
@@ -42,16 +35,13 @@ class ReviewWorkflow:
     reviewer: str = "reviewer"
 
 
-def _verdict(structured: Any, text: str) -> dict[str, Any]:
-    value = structured
-    if value is None:
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = None
-    if not isinstance(value, dict):
-        return {"approved": False, "feedback": text}
-    return {"approved": value.get("approved") is True, "feedback": str(value.get("feedback", ""))}
+def _verdict(review: TurnResult) -> dict[str, Any]:
+    # The turn already checked the answer against REVIEW_SCHEMA; `structured` is the checked value.
+    try:
+        verdict = Review.model_validate(review.structured)
+    except ValidationError:
+        return {"approved": False, "feedback": review.text}
+    return {"approved": verdict.approved, "feedback": verdict.feedback}
 
 
 def make_orchestrator(workflow: ReviewWorkflow) -> Any:
@@ -79,7 +69,7 @@ def make_orchestrator(workflow: ReviewWorkflow) -> Any:
                     session_id=reviewer_session,
                     response_format=REVIEW_SCHEMA,
                 )
-                verdict = _verdict(review.structured, review.text)
+                verdict = _verdict(review)
                 reviews.append({"round": round_, **verdict})
                 if verdict["approved"] or round_ == max_rounds:
                     break

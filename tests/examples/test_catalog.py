@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from agents import InputMessage, TurnRequest
-from agents.catalog import AGENTS, Review, assistant, concierge, get_time, get_weather, reviewer, writer
 from agents.testing import ModelServer
+from examples.catalog import AGENTS, assistant, concierge, get_time, get_weather, reviewer, writer
+from examples.review import Review
 from state import AgentState, dump_state, load_state
 
 

@@ -11,12 +11,9 @@ from datetime import UTC, datetime
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field
+from agents import Agent, HistoryReducer, MemoryProvider, tool
 
-from ._agent import Agent
-from ._memory import MemoryProvider
-from ._reducer import HistoryReducer
-from ._tools import tool
+from .review import Review
 
 _CONDITIONS = ("sunny", "partly cloudy", "cloudy", "light rain", "showers", "windy", "foggy", "snow")
 
@@ -52,15 +49,6 @@ def get_time(timezone: str = "UTC") -> str:
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"unknown time zone {timezone!r}; use an IANA name like 'Europe/Paris'") from None
     return datetime.now(UTC).astimezone(zone).isoformat(timespec="seconds")
-
-
-class Review(BaseModel):
-    """The reviewer's verdict on a draft."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    approved: bool = Field(description="True when the draft can be published as it is.")
-    feedback: str = Field(description="What to change (or why it is good).")
 
 
 assistant = Agent(

@@ -10,7 +10,7 @@ import azure.durable_functions as df
 from hosting_support import Api
 
 from agents.testing import ModelRequest, ModelServer, Reply
-from hosting import WORKFLOW_NAME
+from examples.review import WORKFLOW_NAME
 
 START = "/api/workflows/review"
 
