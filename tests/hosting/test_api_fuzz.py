@@ -167,12 +167,6 @@ def _aim_body(context: Any, body: Any) -> Any:
     timeout = body.get("approval_timeout_seconds") if isinstance(body, dict) else None
     if isinstance(timeout, int | float) and not isinstance(timeout, bool) and 1 <= timeout <= 7 * 86_400:
         body["approval_timeout_seconds"] = 7 * 86_400
-    # Likewise a valid max_rounds becomes 1: the offline reviewer never approves, so a workflow
-    # of up to 10 rounds would still be drafting during later requests, and on a loaded machine
-    # the pauses between its steps can look like a settled host.
-    rounds = body.get("max_rounds") if isinstance(body, dict) else None
-    if isinstance(rounds, int | float) and not isinstance(rounds, bool) and 1 <= rounds <= 10:
-        body["max_rounds"] = 1
     return body
 
 
