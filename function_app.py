@@ -10,7 +10,8 @@ from examples.catalog import AGENTS
 from examples.review import review_workflow
 from hosting import build_app
 
-app = build_app(AGENTS, extensions=[review_workflow()])
+# Every agent is also an MCP tool (docs/mcp.md).
+app = build_app(AGENTS, extensions=[review_workflow()], mcp_tools=True)
 
 # The Functions Python worker imports this module once per worker process and keeps all of it
 # (the app, the openai/pydantic/SDK types) for the process's life. Frozen, those objects are

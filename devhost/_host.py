@@ -21,6 +21,7 @@ from ._settings import HostSettings
 from .durable_api import RPC_PREFIX, WEBHOOK_PREFIX, DurableApi, management_urls
 from .entities import DEFAULT_MAX_BATCH, DEFAULT_MAX_STATE_BYTES, EntityGateway, EntityStore
 from .functions import KEY_ENV, AppModel, HttpDispatcher, index_app, key_matches, load_app
+from .mcp import MCP_PREFIX, McpEndpoint, ToolRegistry
 from .orchestrations import OrchestrationEngine
 
 T = TypeVar("T")
@@ -92,6 +93,7 @@ class LocalHost:
         self.entities: EntityGateway | None = None
         self.engine: OrchestrationEngine | None = None
         self.engine_error: str | None = None
+        self.mcp: McpEndpoint | None = None
         self._store: EntityStore | None = None
         self._runner: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -170,6 +172,9 @@ class LocalHost:
         )
         web_app = web.Application(client_max_size=100 * 1024 * 1024)
         web_app.add_routes(api.routes())
+        if self.model.mcp_tools:
+            self.mcp = self._mcp_endpoint(self.model)
+            self.mcp.mount(web_app)
         # [\s\S], not '.': a path with an encoded newline must reach the dispatcher (and get a
         # problem answer), not aiohttp's plain-text 404.
         web_app.router.add_route("*", r"/{tail:[\s\S]*}", dispatcher.handle)
@@ -186,13 +191,37 @@ class LocalHost:
         if redelivered:
             self.log.info("redelivering pending operations of %d entit%s", redelivered,
                           "y" if redelivered == 1 else "ies")
+        if self.mcp is not None:
+            await self.mcp.start()
         if self.engine is not None:
             await self.engine.start()
         else:
             self.log.warning("orchestrations disabled: %s", self.engine_error)
 
+    def _mcp_endpoint(self, model: AppModel) -> McpEndpoint:
+        tools = ToolRegistry(
+            model.mcp_tools,
+            client_binding=lambda binding: self.client_binding(
+                task_hub=binding.get("taskHub"), connection_name=binding.get("connectionName")
+            ),
+            executor=self._executor,
+            logger=self.log,
+        )
+        # The extension's system key (mcp_extension) is the host's one key here; host.json can
+        # make the endpoints anonymous as in Azure (extensions.mcp.system.webhookAuthorizationLevel).
+        anonymous = self.settings.mcp_anonymous
+        return McpEndpoint(tools, key=lambda: None if anonymous else self.function_key, host=self.host,
+                           logger=self.log, instructions=self.settings.mcp_instructions)
+
+    @property
+    def mcp_url(self) -> str | None:
+        """The MCP (streamable HTTP) endpoint, when the app has MCP tool triggers."""
+        return f"{self.url}{MCP_PREFIX}" if self.mcp is not None else None
+
     async def stop(self) -> None:
         """Stop serving; running entity batches get a few seconds, the rest is redelivered."""
+        if self.mcp is not None:
+            await self.mcp.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -85,6 +85,10 @@ async def _serve(host: LocalHost, started: float) -> None:
                         ("activity", host.model.activities)):
         for item in names.values():
             log.info("  %s: %s", item.function_name, kind)
+    if host.mcp_url is not None:
+        tools = ", ".join(f.tool_name for f in host.model.mcp_tools)
+        log.info("MCP server (streamable HTTP): %s  tools: %s", host.mcp_url, tools)
+        log.info("MCP server (legacy SSE): %s/sse", host.mcp_url)
     for problem in host.model.unsupported:
         log.warning("  %s", problem)
     if not host.function_key:
@@ -105,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # One line per request: the model client's per-call transport lines would double them.
     for transport in ("httpx", "httpx2"):
         logging.getLogger(transport).setLevel(logging.WARNING)
+    # The MCP SDK's transports log each session's start and end; devhost logs each request.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
     log = logging.getLogger("devhost")
     project = pathlib.Path.cwd()
     data_dir = pathlib.Path(args.data_dir)

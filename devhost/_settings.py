@@ -22,6 +22,8 @@ class HostSettings:
 
     route_prefix: str = DEFAULT_ROUTE_PREFIX
     task_hub: str = DEFAULT_TASK_HUB
+    mcp_instructions: str | None = None  # extensions.mcp.instructions, sent to MCP clients
+    mcp_anonymous: bool = False  # extensions.mcp.system.webhookAuthorizationLevel == "Anonymous"
 
     @classmethod
     def load(cls, project_dir: pathlib.Path) -> HostSettings:
@@ -45,7 +47,12 @@ class HostSettings:
         # hubName may be an app-setting expression like %MyTaskHub%.
         if hub.startswith("%") and hub.endswith("%") and len(hub) > 2:
             hub = os.environ.get(hub[1:-1], DEFAULT_TASK_HUB)
-        return cls(route_prefix=prefix.strip("/"), task_hub=hub)
+        mcp = _obj(extensions.get("mcp"))
+        instructions = mcp.get("instructions")
+        level = _obj(mcp.get("system")).get("webhookAuthorizationLevel")
+        return cls(route_prefix=prefix.strip("/"), task_hub=hub,
+                   mcp_instructions=instructions if isinstance(instructions, str) else None,
+                   mcp_anonymous=isinstance(level, str) and level.lower() == "anonymous")
 
 
 def _obj(value: Any) -> dict[str, Any]:

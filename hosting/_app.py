@@ -20,6 +20,7 @@ from ._problems import json_response
 from ._routes import AGENT_ROUTES, RouteSpec
 from ._sessions import SessionsApi
 from .console import CONSOLE_ROUTES, Console
+from .mcp import McpTools, register_mcp_tools
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
@@ -110,6 +111,7 @@ def build_app(
     settings: ApiSettings | None = None,
     extensions: Sequence[Extension] = (),
     console: bool = True,
+    mcp_tools: McpTools = None,
 ) -> df.DFApp:
     """The function app hosting `agents`: one entity `dafx-{name}` per agent keyed by session id,
     the HTTP API under `/api`, and the functions of each of `extensions` (nothing else: an example
@@ -117,6 +119,9 @@ def build_app(
 
     `console` serves the web console at `/api/console/` (anonymous static files; the page calls the
     API with the caller's key; not part of the API document).
+
+    `mcp_tools` exposes agents as MCP tools (True: all, or agent names); the app setting
+    `DURABLE_AGENTS_MCP_TOOLS` overrides it (docs/mcp.md).
 
     Raises `AgentConfigurationError` for an agent that cannot be hosted or an extension whose
     agents are missing or whose function names clash (at startup, not on the first request).
@@ -161,4 +166,5 @@ def build_app(
             _register_http(app, spec, page.serve)
     for agent in agents:
         _register_entity(app, agent, settings)
+    register_mcp_tools(app, agents, mcp_tools)
     return app

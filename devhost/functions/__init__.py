@@ -4,6 +4,7 @@ from ._http_trigger import KEY_ENV, HttpDispatcher, InvocationContext, key_match
 from ._index import (
     AppModel,
     HttpFunction,
+    McpToolFunction,
     NamedFunction,
     ensure_importable,
     index_app,
@@ -18,6 +19,7 @@ __all__ = [
     "HttpDispatcher",
     "HttpFunction",
     "InvocationContext",
+    "McpToolFunction",
     "NamedFunction",
     "RouteTemplate",
     "compile_route",

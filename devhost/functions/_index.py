@@ -42,6 +42,21 @@ class NamedFunction:
 
 
 @dataclass
+class McpToolFunction:
+    """One MCP tool trigger function (the Azure Functions MCP extension's ``mcpToolTrigger``)."""
+
+    name: str
+    func: Callable[..., Any]
+    tool_name: str
+    description: str
+    tool_properties: str | None  # the binding's JSON list of properties
+    use_result_schema: bool
+    trigger_param: str
+    client_params: dict[str, dict[str, Any]]
+    is_async: bool
+
+
+@dataclass
 class AppModel:
     """What the app registers, indexed for dispatch."""
 
@@ -50,11 +65,13 @@ class AppModel:
     entities: dict[str, NamedFunction] = field(default_factory=dict)  # key: lower-case name
     orchestrators: dict[str, NamedFunction] = field(default_factory=dict)
     activities: dict[str, NamedFunction] = field(default_factory=dict)
+    mcp_tools: list[McpToolFunction] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)  # what the local host cannot provide
 
 
 _SERVED_BINDINGS = frozenset(
-    {"httpTrigger", "http", "durableClient", "entityTrigger", "orchestrationTrigger", "activityTrigger"}
+    {"httpTrigger", "http", "durableClient", "entityTrigger", "orchestrationTrigger", "activityTrigger",
+     "mcpToolTrigger"}
 )
 
 
@@ -146,6 +163,20 @@ def index_app(app: Any) -> AppModel:
         elif kind == "activityTrigger":
             act_name = trigger.get("activity") or name
             model.activities[act_name] = NamedFunction(act_name, name, func, param, is_async)
+        elif kind == "mcpToolTrigger":
+            model.mcp_tools.append(
+                McpToolFunction(
+                    name=name,
+                    func=func,
+                    tool_name=str(trigger.get("toolName") or name),
+                    description=str(trigger.get("description") or ""),
+                    tool_properties=trigger.get("toolProperties"),
+                    use_result_schema=bool(trigger.get("useResultSchema")),
+                    trigger_param=param,
+                    client_params={b["name"]: b for b in bindings if b.get("type") == "durableClient"},
+                    is_async=is_async,
+                )
+            )
         else:
             model.unsupported.append(f"{name}: {kind} functions are not run by the local host")
     model.http.sort(key=lambda f: sort_key(f.route))

@@ -25,6 +25,7 @@ def test_subpackage_public_names() -> None:
     import devhost.durable_api
     import devhost.entities
     import devhost.functions
+    import devhost.mcp
     import devhost.orchestrations
 
     assert sorted(devhost.durable_api.__all__) == [
@@ -35,14 +36,20 @@ def test_subpackage_public_names() -> None:
         "NewMessage", "StoredResult", "encode_input", "make_entity_id", "parse_entity_id",
     ]
     assert sorted(devhost.functions.__all__) == [
-        "AppModel", "HttpDispatcher", "HttpFunction", "InvocationContext", "KEY_ENV", "NamedFunction",
+        "AppModel", "HttpDispatcher", "HttpFunction", "InvocationContext", "KEY_ENV", "McpToolFunction",
+        "NamedFunction",
         "RouteTemplate", "compile_route", "ensure_importable", "index_app", "key_matches",
         "list_functions", "load_app", "sort_key", "to_aiohttp",
     ]
     assert sorted(devhost.orchestrations.__all__) == [
         "EntityRuntime", "OrchestrationEngine", "RuntimeStatus", "TERMINAL_STATUSES",
     ]
-    for package in (devhost.durable_api, devhost.entities, devhost.functions, devhost.orchestrations):
+    assert sorted(devhost.mcp.__all__) == [
+        "MCP_PREFIX", "MESSAGE_PATH", "McpEndpoint", "SSE_PATH", "ToolRegistry", "input_schema",
+        "serve_asgi", "to_call_result",
+    ]
+    packages = (devhost.durable_api, devhost.entities, devhost.functions, devhost.mcp, devhost.orchestrations)
+    for package in packages:
         for name in package.__all__:
             assert getattr(package, name) is not None
 

@@ -100,7 +100,8 @@ class HostProcess:
             try:
                 # The OpenAPI route is anonymous and touches no storage: a cheap readiness probe.
                 with urllib.request.urlopen(f"{self.url}/api/openapi.json", timeout=2) as resp:
-                    if resp.status == 200:
+                    # Serving starts a moment before the startup summary is logged (tests read it).
+                    if resp.status == 200 and "devhost ready on" in self.log():
                         return self
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass

@@ -51,6 +51,26 @@ def test_all_is_pinned() -> None:
         assert getattr(hosting, name) is not None
 
 
+def test_mcp_subpackage_is_pinned() -> None:
+    import hosting.mcp
+
+    assert sorted(hosting.mcp.__all__) == [
+        "AgentTool",
+        "MCP_TOOLS_ENV",
+        "MCP_WAIT_ENV",
+        "McpTools",
+        "TRIGGER_TYPE",
+        "ToolCall",
+        "ToolSpec",
+        "chosen_agents",
+        "parse_call",
+        "register_mcp_tools",
+        "tool_spec",
+    ]
+    for name in hosting.mcp.__all__:
+        assert getattr(hosting.mcp, name) is not None
+
+
 def test_errors_share_one_base() -> None:
     for error in (
         hosting.AgentRunFailed,

@@ -1,0 +1,200 @@
+"""The MCP extension's endpoints on the local host, served with the MCP SDK's transports.
+
+* ``/runtime/webhooks/mcp``: streamable HTTP (the SDK's ``StreamableHTTPSessionManager``,
+  stateless like the extension: each POST stands alone, answered as an SSE stream);
+* ``/runtime/webhooks/mcp/sse`` + ``/runtime/webhooks/mcp/message``: the legacy SSE transport
+  (the SDK's ``SseServerTransport``); the endpoint event carries the key as ``code=`` when the
+  client gave one, as the extension's does.
+
+Every path under ``/runtime/webhooks/mcp`` requires the extension's system key (the host's key
+stands for it locally) as the ``x-functions-key`` header or the ``code`` query parameter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+import mcp_types as types
+from aiohttp import web
+from mcp.server.lowlevel import Server
+from mcp.server.sse import SseServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from .._problems import problem
+from ..functions import key_matches
+from ._asgi import Message, Receive, Scope, Send, serve_asgi
+from ._tools import ToolRegistry
+
+MCP_PREFIX = "/runtime/webhooks/mcp"
+"""Where the extension serves MCP (streamable HTTP here; legacy SSE at ``/sse`` and ``/message``)."""
+SSE_PATH = MCP_PREFIX + "/sse"
+MESSAGE_PATH = MCP_PREFIX + "/message"
+
+SERVER_NAME = "Azure Functions MCP server"
+SERVER_VERSION = "1.0.0"
+
+_SESSION_IN_ENDPOINT = re.compile(rb"(session_id=[0-9a-f]+)")
+
+
+def _security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection while the host listens on loopback only (a web page must not reach
+    it through a name that resolves to 127.0.0.1); a host on another interface accepts any Host."""
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+
+
+def _request_facts(ctx: Any) -> tuple[str, str | None]:
+    """The transport name and MCP session id of the request a handler serves, when known."""
+    request = getattr(ctx, "request", None)
+    url = getattr(request, "url", None)
+    path = str(getattr(url, "path", "") or "")
+    headers = getattr(request, "headers", None) or {}
+    if path.rstrip("/").endswith("/message"):
+        query = getattr(request, "query_params", None) or {}
+        return "http-sse", query.get("session_id")
+    return "http-streamable", headers.get("mcp-session-id")
+
+
+def _client_info(ctx: Any) -> dict[str, Any] | None:
+    params = getattr(getattr(ctx, "session", None), "client_params", None)
+    info = getattr(params, "client_info", None)
+    return info.model_dump(mode="json", exclude_none=True) if info is not None else None
+
+
+def _not_allowed(request: web.Request, allowed: str) -> web.Response:
+    response = problem(405, "method_not_allowed", f"{request.method} is not allowed here",
+                       allowed=[allowed])
+    response.headers["Allow"] = allowed
+    return response
+
+
+class McpEndpoint:
+    """The MCP extension emulation: mount it on the host's aiohttp app, start it, stop it."""
+
+    def __init__(
+        self, tools: ToolRegistry, *, key: Callable[[], str | None], host: str,
+        logger: logging.Logger, instructions: str | None = None,
+    ) -> None:
+        self.tools = tools
+        self._key = key
+        self._log = logger
+        self.server: Server[Any] = Server(
+            SERVER_NAME, version=SERVER_VERSION, instructions=instructions,
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+        )
+        security = _security(host)
+        self._manager = StreamableHTTPSessionManager(
+            app=self.server, stateless=True, security_settings=security,
+        )
+        self._sse = SseServerTransport(MESSAGE_PATH, security_settings=security)
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+
+    # -- MCP handlers ----------------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.tools.tools())
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        transport, session_id = _request_facts(ctx)
+        return await self.tools.call(
+            params, transport=transport, session_id=session_id, client_info=_client_info(ctx)
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def mount(self, app: web.Application) -> None:
+        """Add the routes (before any catch-all route of the host)."""
+        app.router.add_route("*", MCP_PREFIX, self.handle)
+        app.router.add_route("*", MCP_PREFIX + "/{tail:.*}", self.handle)
+
+    async def start(self) -> None:
+        """Run the session manager's task group for the host's lifetime (in a task of its own:
+        anyio wants the group entered and left by the same task)."""
+        ready = asyncio.Event()
+
+        async def run() -> None:
+            async with self._manager.run():
+                ready.set()
+                await self._stop.wait()
+
+        self._task = asyncio.create_task(run(), name="devhost-mcp")
+        waiter = asyncio.create_task(ready.wait())
+        await asyncio.wait({self._task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        if self._task.done():
+            self._task.result()  # raise what stopped it
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(self._task, 5)
+            self._task = None
+
+    # -- HTTP ------------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        started = time.monotonic()
+        response = await self._handle(request)
+        self._log.info("%s %s -> %d (%.0fms)", request.method, request.path, response.status,
+                       (time.monotonic() - started) * 1000)
+        return response
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if not key_matches(request, self._key()):
+            return problem(401, "unauthorized", "the MCP extension's system key is required "
+                           "(x-functions-key header or code= query parameter)")
+        path = request.path.rstrip("/")
+        if path.lower() == MCP_PREFIX:
+            if request.method != "POST":
+                # As the extension: stateless streamable HTTP has no GET stream and no session to
+                # DELETE (the SDK would otherwise hold a GET open with nothing ever to send).
+                return _not_allowed(request, "POST")
+            return await serve_asgi(self._manager.handle_request, request)
+        if path.lower() == SSE_PATH:
+            if request.method != "GET":
+                return _not_allowed(request, "GET")
+            given = request.query.get("code") or request.headers.get("x-functions-key")
+            return await serve_asgi(self._sse_app(given), request)
+        if path.lower() == MESSAGE_PATH:
+            return await serve_asgi(self._sse.handle_post_message, request)
+        return problem(404, "not_found", f"no MCP endpoint at {request.path}")
+
+    def _sse_app(self, key: str | None) -> Callable[[Scope, Receive, Send], Any]:
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            announced = False
+
+            async def send_with_key(message: Message) -> None:
+                nonlocal announced
+                body = message.get("body")
+                if key and not announced and message["type"] == "http.response.body" and body:
+                    announced = True  # the first event is the endpoint event
+                    # The extension appends the caller's key to the message endpoint it announces.
+                    code = quote(key, safe="").encode()
+                    body = _SESSION_IN_ENDPOINT.sub(rb"\1&code=" + code, body, count=1)
+                    message = {**message, "body": body}
+                await send(message)
+
+            try:
+                async with self._sse.connect_sse(scope, receive, send_with_key) as (read, write):
+                    await self.server.run(read, write, self.server.create_initialization_options())
+            except ValueError:
+                pass  # refused by the transport's request validation, which has answered already
+
+        return app

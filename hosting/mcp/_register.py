@@ -1,0 +1,50 @@
+"""Declare the MCP tool trigger functions on the app (Python v2 programming model)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from agents import Agent
+
+from ._config import McpTools, ToolSpec, chosen_agents, tool_spec, wait_seconds_from_env
+from ._tool import AgentTool
+
+TRIGGER_TYPE = "mcpToolTrigger"
+"""The binding type of the Azure Functions MCP extension's tool trigger."""
+
+
+def _register(app: df.DFApp, agent: Agent, spec: ToolSpec, wait_seconds: float) -> None:
+    tool = AgentTool(agent, spec, wait_seconds)
+
+    async def mcp_tool(context: str, client: df.DurableOrchestrationClient) -> str:
+        return await tool(context, client)
+
+    mcp_tool.__name__ = spec.function_name
+    function: Any = app.durable_client_input(client_name="client")(mcp_tool)
+    # generic_trigger, not the library's mcp_tool_trigger decorator: the same binding JSON, and it
+    # works with every azure-functions release the app allows (>= 1.24).
+    function = app.generic_trigger(
+        arg_name="context",
+        type=TRIGGER_TYPE,
+        data_type=func.DataType.STRING,
+        toolName=spec.tool_name,
+        description=spec.description,
+        toolProperties=spec.tool_properties(),
+        useResultSchema=True,
+    )(function)
+    app.function_name(spec.function_name)(function)
+
+
+def register_mcp_tools(app: df.DFApp, agents: Sequence[Agent], mcp_tools: McpTools) -> list[ToolSpec]:
+    """Add one MCP tool trigger per chosen agent (see `chosen_agents`); returns their specs."""
+    wait_seconds = wait_seconds_from_env()
+    specs = []
+    for agent in chosen_agents(agents, mcp_tools):
+        spec = tool_spec(agent)
+        _register(app, agent, spec, wait_seconds)
+        specs.append(spec)
+    return specs

@@ -1,0 +1,209 @@
+"""One agent as an MCP tool: the function the MCP extension's tool trigger calls.
+
+The extension hands the function the tool call's context as JSON text (`name`, `arguments`,
+`sessionid`, `clientinfo`, `transport`) and, with `useResultSchema`, takes back an `McpToolResult`
+JSON document whose `content` is the MCP `CallToolResult` (docs/mcp.md). The turn is an ordinary
+run: the entity is signalled with a `TurnRequest`, so it is stored in the session, answered once
+however often the signal is delivered, and visible in the sessions API.
+
+A failed turn, a bad argument or an unreachable backend is a tool result with `isError` and the
+problem's text (what MCP asks of tool failures), never an exception: an exception would reach
+the client as a protocol error or a generic message that hides the cause.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import azure.durable_functions as df
+
+from agents import Agent, InputMessage, InvalidTurnRequest, TurnRequest
+
+from .._entity import entity_name
+from .._errors import ProblemCode, ProblemError
+from .._ids import new_session_id
+from .._requests import check_id
+from .._results import result_from_stored
+from .._waiting import read_session, state_problem, unreadable, wait_for_run
+from ._config import QUERY, SESSION_ID, ToolSpec
+
+log = logging.getLogger("hosting.mcp")
+
+MAX_QUERY_CHARS = 64 * 1024
+"""Longest accepted `query` (characters); the HTTP API's body limit is of the same order."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A validated tool call: the session it continues (or starts) and the turn to run."""
+
+    session_id: str
+    new_session: bool
+    request: TurnRequest
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def tool_result(content: list[dict[str, Any]], structured: dict[str, Any] | None, is_error: bool) -> str:
+    """The `McpToolResult` JSON the extension turns into the MCP `CallToolResult` it sends."""
+    call_result: dict[str, Any] = {"content": content, "isError": is_error}
+    if structured is not None:
+        call_result["structuredContent"] = structured
+    return json.dumps(
+        {
+            "type": "call_tool_result",
+            "content": json.dumps(call_result, ensure_ascii=False),
+            "structuredContent": None if structured is None else json.dumps(structured, ensure_ascii=False),
+        },
+        ensure_ascii=False,
+    )
+
+
+def error_result(message: str, *, status: str = "failed", **details: Any) -> str:
+    """An `isError` tool result: the problem's text, and the same as structured content."""
+    return tool_result([_text(message)], {"status": status, "error": message, **details}, True)
+
+
+def _arguments(context: Any) -> dict[str, Any]:
+    if isinstance(context, bytes | bytearray):
+        context = context.decode("utf-8", errors="replace")
+    if isinstance(context, str):
+        try:
+            context = json.loads(context)
+        except ValueError as error:
+            raise ProblemError(
+                ProblemCode.INVALID_JSON, f"the tool call context is not JSON: {error}"
+            ) from error
+    if not isinstance(context, dict):
+        raise ProblemError(ProblemCode.INVALID_TYPE, "the tool call context is not a JSON object")
+    arguments = context.get("arguments")
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, dict):
+        raise ProblemError(ProblemCode.INVALID_TYPE, "the tool call's arguments are not an object")
+    return arguments
+
+
+def parse_call(context: Any) -> ToolCall:
+    """Validate the arguments of a tool call (`query` required, `session_id` optional)."""
+    arguments = _arguments(context)
+    query = arguments.get(QUERY)
+    if not isinstance(query, str):
+        raise ProblemError(
+            ProblemCode.MISSING_FIELD if query is None else ProblemCode.INVALID_TYPE,
+            f"'{QUERY}' must be a string with what to ask the agent",
+            field=QUERY,
+        )
+    if len(query) > MAX_QUERY_CHARS:
+        raise ProblemError(
+            ProblemCode.INVALID_FIELD,
+            f"'{QUERY}' must be at most {MAX_QUERY_CHARS} characters (got {len(query)})",
+            field=QUERY,
+        )
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ProblemError(
+            ProblemCode.INVALID_ENCODING,
+            f"'{QUERY}' holds a lone UTF-16 surrogate (character {error.start}), which is not text",
+            field=QUERY,
+        ) from None
+    raw_session = arguments.get(SESSION_ID)
+    if raw_session is not None and not isinstance(raw_session, str):
+        raise ProblemError(ProblemCode.INVALID_TYPE, f"'{SESSION_ID}' must be a string", field=SESSION_ID)
+    # An empty session_id is what many clients send for "not given".
+    session_id = check_id(raw_session, SESSION_ID) if raw_session else None
+    try:
+        request = TurnRequest(
+            correlation_id=uuid.uuid4().hex, messages=[InputMessage(role="user", text=query)]
+        )
+    except InvalidTurnRequest as error:
+        raise ProblemError(ProblemCode.EMPTY_MESSAGE, f"'{QUERY}': {error.message}", field=QUERY) from error
+    return ToolCall(session_id or new_session_id(), session_id is None, request)
+
+
+class AgentTool:
+    """The tool trigger function's body for one agent (called with the context and the client)."""
+
+    def __init__(self, agent: Agent, spec: ToolSpec, wait_seconds: float) -> None:
+        self.agent = agent
+        self.spec = spec
+        self.wait_seconds = wait_seconds
+
+    async def __call__(self, context: Any, client: df.DurableOrchestrationClient) -> str:
+        try:
+            call = parse_call(context)
+        except ProblemError as problem:
+            return error_result(f"{problem.code}: {problem.detail}", code=problem.code)
+        ids = {"session_id": call.session_id, "correlation_id": call.request.correlation_id}
+        try:
+            return await self._run(call, client)
+        except ProblemError as problem:
+            return error_result(f"{problem.code}: {problem.detail}", code=problem.code, **ids)
+        except (TimeoutError, aiohttp.ClientError, ConnectionError) as error:
+            log.warning("mcp %s: durable backend unreachable: %s", self.agent.name, error)
+            return error_result(
+                f"{ProblemCode.STORAGE_UNAVAILABLE}: the durable backend could not be reached "
+                f"({type(error).__name__}); try again",
+                code=str(ProblemCode.STORAGE_UNAVAILABLE),
+                **ids,
+            )
+        except Exception:
+            log.exception("mcp %s: unexpected error", self.agent.name)
+            return error_result(
+                f"{ProblemCode.INTERNAL_ERROR}: an unexpected error occurred",
+                code=str(ProblemCode.INTERNAL_ERROR),
+                **ids,
+            )
+
+    async def _run(self, call: ToolCall, client: df.DurableOrchestrationClient) -> str:
+        agent = self.agent.name
+        entity_id = df.EntityId(entity_name(agent), call.session_id)
+        correlation_id = call.request.correlation_id
+        if not call.new_session:
+            snapshot = await read_session(client, entity_id)
+            reason = state_problem(snapshot.document) if snapshot.exists else None
+            if reason is not None:
+                raise unreadable(agent, call.session_id, reason)
+        await client.signal_entity(entity_id, "run", call.request.to_json())
+        log.info("mcp %s session %s correlation %s signalled", agent, call.session_id, correlation_id)
+        run = await wait_for_run(
+            client,
+            entity_id,
+            agent=agent,
+            session_id=call.session_id,
+            correlation_id=correlation_id,
+            timeout=self.wait_seconds,
+            state_checked=not call.new_session,
+        )
+        ids = {"session_id": call.session_id, "correlation_id": correlation_id}
+        if run is None:
+            return error_result(
+                f"the {agent} agent is still working after {self.wait_seconds:g} s; the answer will be "
+                f"stored in session {call.session_id} (run {correlation_id})",
+                status="pending",
+                **ids,
+            )
+        result = result_from_stored(run)
+        if result.error is not None:
+            return error_result(
+                f"the {agent} agent could not answer: {result.error.code}: {result.error.message}",
+                code=result.error.code,
+                retryable=result.error.retryable,
+                **ids,
+            )
+        structured: dict[str, Any] = {"status": "succeeded", **ids, "text": result.text}
+        if self.spec.structured:
+            structured["structured"] = result.structured
+        content = [
+            _text(result.text),
+            _text(f"session_id: {call.session_id} (pass it as session_id to continue this conversation)"),
+        ]
+        return tool_result(content, structured, False)
