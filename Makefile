@@ -62,6 +62,7 @@ bench: install
 	$(PY) bench/state_bench.py
 	$(PY) bench/host_bench.py
 	$(PY) bench/wait_bench.py
+	$(PY) bench/telemetry_bench.py
 
 clean:
 	rm -rf $(VENV) $(LOWEST) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -17,6 +17,7 @@ from ._errors import (
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
 from ._settings import HistoryMode, ModelConnection, ModelEnv, ModelSettings, RetryPolicy, SamplingSettings
+from ._telemetry import context_from, current_trace_context, mark_failed, tracing_enabled
 from ._tools import FunctionTool, tool
 from ._turns import InputMessage, TurnRequest, TurnResult, turn_result
 
@@ -43,7 +44,11 @@ __all__ = [
     "TurnRequest",
     "TurnResult",
     "close_model_clients",
+    "context_from",
+    "current_trace_context",
     "failure",
+    "mark_failed",
     "tool",
+    "tracing_enabled",
     "turn_result",
 ]

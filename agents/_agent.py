@@ -155,12 +155,13 @@ class Agent:
         A correlation id that already finished returns its recorded result and changes nothing.
         """
         from ._runner import run_turn
+        from ._telemetry import invoke_agent
 
         if not isinstance(state, AgentState):
             raise TypeError(f"run takes an AgentState, not {type(state).__name__}")
         if not isinstance(request, TurnRequest):
             raise TypeError(f"run takes a TurnRequest, not {type(request).__name__}")
-        return await run_turn(self, state, request)
+        return await invoke_agent(self, request, run_turn(self, state, request))
 
     def request_identity(self, request: TurnRequest) -> str:
         """The hash a run of ``request`` is recorded under (`requestHash`): its messages, the

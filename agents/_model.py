@@ -24,6 +24,7 @@ from ._convert import (
 from ._errors import FailureCode, ModelCallError
 from ._settings import Endpoint, ModelSettings
 from ._structured import ResponseFormat
+from ._telemetry import model_call
 from ._tools import FunctionTool
 from ._unicode import without_lone_surrogates
 
@@ -43,6 +44,8 @@ class ModelOutput:
     usage: Usage | None
     response_id: str | None
     finish_reason: str | None
+    model: str | None = None
+    """The model that answered, as the service names it (``gen_ai.response.model``)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,8 @@ class ModelCaller:
                 raise _invalid(f"the model's answer has an unexpected shape ({shape})") from exc
 
         connection = self.settings.connection
-        return await call_with_retries(attempt, connection.retry, connection.timeout)
+        retried = call_with_retries(attempt, connection.retry, connection.timeout)
+        return await model_call(self.endpoint, path, body, retried)
 
     async def _chat(
         self,
@@ -156,9 +160,8 @@ class ModelCaller:
             raise _invalid("the model answered without a choice")
         choice = choices[0]
         message = from_chat_message(choice.get("message") or {}, self.author_name, now_iso())
-        return ModelOutput(
-            message, chat_usage(data.get("usage")), data.get("id"), choice.get("finish_reason")
-        )
+        usage = chat_usage(data.get("usage"))
+        return ModelOutput(message, usage, data.get("id"), choice.get("finish_reason"), data.get("model"))
 
     async def _responses(
         self,
@@ -205,7 +208,8 @@ class ModelCaller:
             details = data.get("incomplete_details") or {}
             reason = details.get("reason") if isinstance(details, Mapping) else None
             finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
-        return ModelOutput(message, responses_usage(data.get("usage")), data.get("id"), finish)
+        usage = responses_usage(data.get("usage"))
+        return ModelOutput(message, usage, data.get("id"), finish, data.get("model"))
 
 
 def _invalid(message: str) -> ModelCallError:

@@ -29,6 +29,7 @@ from ._errors import AgentConfigurationError, FailureCode, ModelCallError, ToolE
 from ._model import CallOptions, ModelCaller, now_iso
 from ._settings import ModelSettings, resolve_endpoint
 from ._structured import ResponseFormat, StructuredOutputError
+from ._telemetry import execute_tool
 from ._tools import FunctionTool, parse_arguments, to_jsonable
 from ._turns import TurnRequest, TurnResult, answer_text
 from ._unicode import without_lone_surrogates
@@ -156,7 +157,9 @@ class _Turn:
                     )
                 )
             rounds += 1
-            results = await asyncio.gather(*(self._run_tool(call, by_name) for call in calls))
+            results = await asyncio.gather(
+                *(execute_tool(call, by_name.get(call.name), self._run_tool(call, by_name)) for call in calls)
+            )
             tool_message = ChatMessage(role="tool", contents=list(results), created_at=now_iso())
             self.messages.append(tool_message)
             pending = [tool_message]

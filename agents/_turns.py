@@ -11,6 +11,7 @@ from state import JSON, AgentState, ChatMessage, RunRecord, TurnFailure, Usage, 
 
 from ._errors import InvalidTurnRequest
 from ._structured import ResponseFormat, read_json_answer
+from ._telemetry import clean_trace_context
 
 TurnStatus = Literal["succeeded", "failed"]
 InputRole = Literal["user", "system", "assistant"]
@@ -41,7 +42,10 @@ class TurnRequest:
 
     ``response_format`` is a JSON schema (or an OpenAI ``response_format`` object) and overrides
     the agent's. ``options`` may set ``temperature``, ``max_output_tokens`` and ``max_tool_rounds``
-    for this turn. Construction validates everything and raises InvalidTurnRequest.
+    for this turn. ``trace_context`` is the W3C trace context (``traceparent``, ``tracestate``) of
+    whoever asked for the turn, carried across the durable hop so the turn's spans join its trace;
+    it is not part of what the request asks (its hash). Construction validates everything and
+    raises InvalidTurnRequest.
     """
 
     correlation_id: str
@@ -49,6 +53,7 @@ class TurnRequest:
     response_format: dict[str, Any] | None = None
     orchestration_id: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    trace_context: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         cid = self.correlation_id
@@ -73,6 +78,11 @@ class TurnRequest:
         if not isinstance(self.options, dict):
             raise InvalidTurnRequest("options", "must be an object")
         _check_options(self.options)
+        if self.trace_context is not None:
+            if not isinstance(self.trace_context, Mapping):
+                raise InvalidTurnRequest("trace_context", "must be an object")
+            # Only what a trace context holds is kept; a malformed one never fails a turn.
+            object.__setattr__(self, "trace_context", clean_trace_context(self.trace_context))
 
     def to_json(self) -> dict[str, Any]:
         """camelCase JSON (e.g. an entity operation's input)."""
@@ -89,6 +99,8 @@ class TurnRequest:
             out["orchestrationId"] = self.orchestration_id
         if self.options:
             out["options"] = self.options
+        if self.trace_context:
+            out["traceContext"] = self.trace_context
         return out
 
     @classmethod
@@ -113,6 +125,7 @@ class TurnRequest:
             response_format=response_format,
             orchestration_id=data.get("orchestrationId"),
             options=dict(data.get("options") or {}),
+            trace_context=clean_trace_context(data.get("traceContext")),
         )
 
 

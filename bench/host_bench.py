@@ -67,8 +67,15 @@ def _free_port() -> int:
 class Host:
     """`python -m devhost` as a subprocess, stopped with SIGTERM."""
 
-    def __init__(self, data_dir: pathlib.Path, model_url: str, log: pathlib.Path) -> None:
+    def __init__(
+        self,
+        data_dir: pathlib.Path,
+        model_url: str,
+        log: pathlib.Path,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         self.data_dir, self.model_url, self.log = data_dir, model_url, log
+        self.extra_env = dict(extra_env or {})
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -87,6 +94,7 @@ class Host:
             DURABLE_AGENTS_ALLOW_MODEL_REQUESTS="0",
             PYTHONPATH=str(ROOT),
         )
+        env.update(self.extra_env)
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "devhost", "--port", str(self.port), "--data-dir", str(self.data_dir)],

@@ -100,12 +100,26 @@ async def _serve(host: LocalHost, started: float) -> None:
     await host.stop()
 
 
+class TraceIdFormatter(logging.Formatter):
+    """Appends ``trace=… span=…`` to a line whose record carries OpenTelemetry ids (`otelTraceID`,
+    `otelSpanID`: the attribute names of OpenTelemetry's logging instrumentation, which the app
+    sets while a span is current)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        trace_id = getattr(record, "otelTraceID", None)
+        if not trace_id or not trace_id.strip("0"):
+            return line
+        return f"{line} trace={trace_id} span={getattr(record, 'otelSpanID', '')}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the local host until Ctrl-C / SIGTERM."""
     started = time.monotonic()
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname).1s %(message)s",
-                        datefmt="%H:%M:%S", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TraceIdFormatter("%(asctime)s %(levelname).1s %(message)s", datefmt="%H:%M:%S"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     # One line per request: the model client's per-call transport lines would double them.
     for transport in ("httpx", "httpx2"):
         logging.getLogger(transport).setLevel(logging.WARNING)

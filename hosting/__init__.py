@@ -21,6 +21,7 @@ from ._problems import json_response
 from ._requests import MAX_BODY_BYTES, check_id
 from ._routes import BAD_REQUEST, UNAVAILABLE, Operation, Param, RouteSpec
 from ._routes import Response as RouteResponse
+from ._telemetry import configure_telemetry, with_trace_context
 
 __all__ = [
     "BAD_REQUEST",
@@ -50,9 +51,11 @@ __all__ = [
     "WholeNumber",
     "build_app",
     "check_id",
+    "configure_telemetry",
     "entity_name",
     "get_agent",
     "json_response",
     "openapi_document",
     "parse_body",
+    "with_trace_context",
 ]

@@ -19,6 +19,7 @@ from ._openapi import openapi_document
 from ._problems import json_response
 from ._routes import AGENT_ROUTES, RouteSpec
 from ._sessions import SessionsApi
+from ._telemetry import configure_telemetry, traced_http
 from .console import CONSOLE_ROUTES, Console
 from .mcp import McpTools, register_mcp_tools
 
@@ -70,23 +71,29 @@ def _register_orchestrator(app: df.DFApp, name: str, orchestrator: Any) -> None:
     app.function_name(name)(decorated)
 
 
-def _register_http(app: df.DFApp, spec: RouteSpec, handler: Handler) -> None:
+def _register_http(app: df.DFApp, spec: RouteSpec, handler: Handler, route_prefix: str) -> None:
     auth = func.AuthLevel.ANONYMOUS if spec.anonymous else func.AuthLevel.FUNCTION
-    wrapped = guarded(handler)
+    route = f"/{route_prefix}/{spec.route}" if route_prefix else f"/{spec.route}"
+    wrapped = traced_http(route, guarded(handler))
     function: Any
+    # `context` (the invocation's, with the host's W3C trace context) is passed by the worker to
+    # functions that declare it. The worker refuses to load a function whose `context` annotation
+    # is anything but azure.functions.Context (not even Optional), hence no default here.
     if spec.needs_client:
 
         async def with_client(
-            req: func.HttpRequest, client: df.DurableOrchestrationClient
+            req: func.HttpRequest,
+            client: df.DurableOrchestrationClient,
+            context: func.Context,
         ) -> func.HttpResponse:
-            return await wrapped(req, client)
+            return await wrapped(req, client, context)
 
         with_client.__name__ = spec.function
         function = app.durable_client_input(client_name="client")(with_client)
     else:
 
-        async def without_client(req: func.HttpRequest) -> func.HttpResponse:
-            return await wrapped(req, None)
+        async def without_client(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
+            return await wrapped(req, None, context)
 
         without_client.__name__ = spec.function
         function = without_client
@@ -129,6 +136,7 @@ def build_app(
     agents = list(agents)
     _check_agents(agents)
     _check_extensions(agents, extensions)
+    configure_telemetry()
     settings = settings or ApiSettings()
     app = df.DFApp(http_auth_level=func.AuthLevel.FUNCTION)
     api = Api(agents, settings)
@@ -158,12 +166,12 @@ def build_app(
         handler = handlers.get(spec.function)
         if handler is None:
             raise AgentConfigurationError(f"no handler for the route function {spec.function!r}")
-        _register_http(app, spec, handler)
+        _register_http(app, spec, handler, settings.route_prefix)
     if console:
         # Not part of the API document: the page and its assets (docs/console.md).
         page = Console()
         for spec in CONSOLE_ROUTES:
-            _register_http(app, spec, page.serve)
+            _register_http(app, spec, page.serve, settings.route_prefix)
     for agent in agents:
         _register_entity(app, agent, settings)
     register_mcp_tools(app, agents, mcp_tools)

@@ -7,6 +7,7 @@ document itself, and an operation that fails before saving leaves the stored byt
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ from state import AgentState, TurnFailure, dump_state, load_state
 
 from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
 from ._loop import run_sync
+from ._telemetry import traced_entity_run
 
 log = logging.getLogger("hosting.entity")
 
@@ -98,12 +100,14 @@ def decode_operation_input(context: Any) -> Any:
     raw = context._input
     if raw is None:
         return None
+    cached = getattr(context, "_dafx_input", None)
+    if cached is not None and cached[0] is raw:  # decoded already for this operation (its span)
+        return cached[1]
     value = json.loads(raw) if isinstance(raw, str) else raw
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             value = json.loads(value)
-        except ValueError:
-            return value
+    context._dafx_input = (raw, value)
     return value
 
 
@@ -118,7 +122,11 @@ class AgentEntity:
     def __call__(self, context: Any) -> None:
         operation = context.operation_name
         if operation == "run":
-            context.set_result(self._run(context))
+            run_input = decode_operation_input(context)
+            key = context.entity_key
+            context.set_result(
+                traced_entity_run(self.name, self.agent.name, key, run_input, lambda: self._run(context))
+            )
         elif operation == "reset":
             self._reset(context)
             context.set_result(None)

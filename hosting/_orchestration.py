@@ -17,6 +17,7 @@ from agents import InputMessage, InvalidTurnRequest, TurnRequest, TurnResult
 from ._entity import entity_name
 from ._errors import AgentRunFailed, InvalidOperation
 from ._ids import id_problem
+from ._telemetry import orchestration_trace_context
 
 
 class AgentHandle:
@@ -46,6 +47,7 @@ class AgentHandle:
                 response_format=response_format,
                 orchestration_id=self._context.instance_id,
                 options=dict(options or {}),
+                trace_context=orchestration_trace_context(self._context),
             )
         except InvalidTurnRequest as error:
             raise InvalidOperation(f"{error.field}: {error.message}") from None

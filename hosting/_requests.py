@@ -15,7 +15,7 @@ import azure.functions as func
 import orjson
 from pydantic import ValidationError
 
-from agents import InputMessage, InvalidTurnRequest, TurnRequest
+from agents import InputMessage, InvalidTurnRequest, TurnRequest, current_trace_context
 
 from ._errors import ProblemCode, ProblemError
 from ._ids import (
@@ -215,6 +215,7 @@ def _turn_request(body: RunRequestBody, correlation_id: str) -> TurnRequest:
             messages=[InputMessage(role=body.role, text=body.message)],
             response_format=body.response_format,
             options=body.options.to_dict(),
+            trace_context=current_trace_context(),  # the request's span: the turn joins its trace
         )
     except InvalidTurnRequest as error:
         field = {"message": "message", "messages": "message"}.get(error.field, error.field)

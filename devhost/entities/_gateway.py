@@ -57,20 +57,24 @@ def encode_input(value: Any) -> str:
     return json.dumps(json.dumps(value))
 
 
-def _correlation_id(input_text: str | None) -> str | None:
+def _input_ids(input_text: str | None) -> tuple[str | None, str | None]:
+    """The correlation id and the W3C trace id an operation's input names, for its log line."""
     if not input_text:
-        return None
+        return None, None
     try:
         value = json.loads(input_text)
         if isinstance(value, str):
             value = json.loads(value)
     except ValueError:
-        return None
-    if isinstance(value, dict):
-        for key in ("correlationId", "correlation_id"):
-            if isinstance(value.get(key), str):
-                return str(value[key])
-    return None
+        return None, None
+    if not isinstance(value, dict):
+        return None, None
+    keys = ("correlationId", "correlation_id")
+    correlation = next((str(value[key]) for key in keys if isinstance(value.get(key), str)), None)
+    carried = value.get("traceContext")
+    parent = carried.get("traceparent") if isinstance(carried, dict) else None
+    trace_id = parent.split("-")[1] if isinstance(parent, str) and parent.count("-") == 3 else None
+    return correlation, trace_id
 
 
 def _decode_result(text: str | None) -> Any:
@@ -410,9 +414,9 @@ class EntityGateway:
         for signal in emitted:
             self._schedule(signal.entity_id, signal.due_at)
         for m, o in zip(messages, outcomes, strict=True):
-            corr = _correlation_id(m.input)
+            corr, trace_id = _input_ids(m.input)
             self._log.info(
-                "entity %s key=%s op=%s%s%s %s %dms",
+                "entity %s key=%s op=%s%s%s %s %dms%s",
                 name,
                 key,
                 m.operation,
@@ -420,6 +424,7 @@ class EntityGateway:
                 f" parent={m.parent}" if m.parent else "",
                 "error" if o.is_error else "ok",
                 o.duration_ms,
+                f" trace={trace_id}" if trace_id else "",
             )
             if o.is_error:
                 self._log.warning("entity %s key=%s op=%s failed: %s", name, key, m.operation,

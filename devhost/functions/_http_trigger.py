@@ -19,6 +19,7 @@ from aiohttp import web
 
 from .._problems import problem
 from ._index import HttpFunction
+from ._trace_context import InvocationTraceContext, invocation_trace_context
 
 KEY_ENV = "DEVHOST_FUNCTION_KEY"
 
@@ -26,10 +27,13 @@ KEY_ENV = "DEVHOST_FUNCTION_KEY"
 class InvocationContext(func.Context):
     """The ``context`` argument the worker passes to functions that declare one."""
 
-    def __init__(self, function_name: str, function_directory: str) -> None:
+    def __init__(
+        self, function_name: str, function_directory: str, trace_context: InvocationTraceContext | None = None
+    ) -> None:
         self._invocation_id = str(uuid.uuid4())
         self._function_name = function_name
         self._function_directory = function_directory
+        self._trace_context = trace_context
         self._tls = threading.local()
 
     @property
@@ -49,8 +53,8 @@ class InvocationContext(func.Context):
         return self._function_directory
 
     @property
-    def trace_context(self) -> Any:
-        return None
+    def trace_context(self) -> Any:  # InvocationTraceContext (None only when built without one)
+        return self._trace_context
 
     @property
     def retry_context(self) -> Any:
@@ -137,14 +141,16 @@ class HttpDispatcher:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         started = time.monotonic()
-        response = await self._handle(request)
+        headers = request.headers
+        trace = invocation_trace_context(headers.get("traceparent"), headers.get("tracestate"))
+        response = await self._handle(request, trace)
         self._log.info(
-            "%s %s -> %d (%.0fms)", request.method, request.path_qs, response.status,
-            (time.monotonic() - started) * 1000,
+            "%s %s -> %d (%.0fms) trace=%s", request.method, request.path_qs, response.status,
+            (time.monotonic() - started) * 1000, trace.trace_id,
         )
         return response
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def _handle(self, request: web.Request, trace: InvocationTraceContext) -> web.StreamResponse:
         found = self.resolve(request.method.upper(), request.raw_path.split("?", 1)[0])
         if isinstance(found, list):
             if not found and request.path == "/" and request.method in ("GET", "HEAD"):
@@ -172,7 +178,7 @@ class HttpDispatcher:
         for param, binding in function.client_params.items():
             kwargs[param] = self._client_binding(binding)
         if function.wants_context:
-            kwargs["context"] = InvocationContext(function.name, self._project_dir)
+            kwargs["context"] = InvocationContext(function.name, self._project_dir, trace)
         try:
             if function.is_async:
                 result = await function.func(**kwargs)

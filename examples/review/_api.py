@@ -27,6 +27,7 @@ from hosting import (
     check_id,
     json_response,
     parse_body,
+    with_trace_context,
 )
 
 from ._workflow import APPROVAL_EVENT, WORKFLOW_NAME
@@ -162,7 +163,9 @@ class WorkflowApi:
     async def start(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """POST workflows/review"""
         body = parse_body(req, WorkflowStartBody, self.settings)
-        instance_id = await client.start_new(WORKFLOW_NAME, None, body.model_dump(mode="json"))
+        # The trace context in the input: the workflow's turns join this request's trace.
+        orchestration_input = with_trace_context(body.model_dump(mode="json"))
+        instance_id = await client.start_new(WORKFLOW_NAME, None, orchestration_input)
         location = self._location(req, instance_id)
         payload = WorkflowStatusBody(instance_id=instance_id, runtime_status="Pending", location=location)
         return json_response(payload, 202, {"Location": location, "Retry-After": "1"})

@@ -27,8 +27,12 @@ EXPECTED = {
     "TurnRequest",
     "TurnResult",
     "close_model_clients",
+    "context_from",
+    "current_trace_context",
     "failure",
+    "mark_failed",
     "tool",
+    "tracing_enabled",
     "turn_result",
 }
 

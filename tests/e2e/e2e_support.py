@@ -64,8 +64,10 @@ class HostProcess:
         log_path: pathlib.Path,
         function_key: str | None = FUNCTION_KEY,
         cwd: pathlib.Path = REPO,
+        extra_env: dict[str, str] | None = None,
     ) -> None:
         self.cwd = cwd
+        self.extra_env = dict(extra_env or {})
         self.data_dir = data_dir
         self.model_base_url = model_base_url
         self.log_path = log_path
@@ -89,7 +91,7 @@ class HostProcess:
                 [sys.executable, "-m", "devhost", "--port", str(self.port), "--data-dir", str(self.data_dir),
                  "--startup-hook", OFFLINE_MODEL_HOOK],
                 cwd=self.cwd,
-                env=host_env(self.model_base_url, self.function_key),
+                env={**host_env(self.model_base_url, self.function_key), **self.extra_env},
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )

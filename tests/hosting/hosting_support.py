@@ -4,6 +4,7 @@ real functions (entity batches through the JSON batch protocol, HTTP requests wi
 
 from __future__ import annotations
 
+import inspect
 import json
 import pathlib
 import re
@@ -169,6 +170,8 @@ class Api:
             kwargs: dict[str, Any] = {"req": req}
             if needs_client:
                 kwargs["client"] = self.binding
+            if "context" in inspect.signature(handler).parameters:
+                kwargs["context"] = None  # no host invocation: no trace context to hand over
             response: func.HttpResponse = await handler(**kwargs)
             return Response(
                 response.status_code,

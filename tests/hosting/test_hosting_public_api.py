@@ -41,11 +41,13 @@ def test_all_is_pinned() -> None:
         "WholeNumber",
         "build_app",
         "check_id",
+        "configure_telemetry",
         "entity_name",
         "get_agent",
         "json_response",
         "openapi_document",
         "parse_body",
+        "with_trace_context",
     ]
     for name in hosting.__all__:
         assert getattr(hosting, name) is not None

@@ -1,0 +1,196 @@
+"""A turn's trace leaves `python -m devhost` over OTLP/HTTP: a real receiver on a free port decodes
+the protobuf `ExportTraceServiceRequest`s the exporter sends (configured only through
+`OTEL_EXPORTER_OTLP_ENDPOINT`), and the spans form one tree across the durable hop."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import pathlib
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+
+import aiohttp
+import pytest
+from aiohttp import web
+from e2e_support import FUNCTION_KEY, HostProcess, free_port
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from agents.testing import ModelServer, Reply
+
+
+def _value(value: AnyValue) -> object:
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return tuple(_value(v) for v in value.array_value.values)
+    return getattr(value, kind) if kind else None
+
+
+@dataclass
+class Received:
+    """One span as the receiver decoded it."""
+
+    name: str
+    trace_id: str
+    span_id: str
+    parent_id: str
+    kind: int
+    status: int
+    attributes: dict[str, object]
+    service: object
+
+
+@dataclass
+class OtlpReceiver:
+    """An OTLP/HTTP trace receiver: `POST /v1/traces` with a protobuf body (gzip or not)."""
+
+    port: int = 0
+    spans: list[Received] = field(default_factory=list)
+    requests: int = 0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        if request.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        assert request.headers.get("Content-Type") == "application/x-protobuf"
+        export = ExportTraceServiceRequest.FromString(body)
+        self.requests += 1
+        for resource_spans in export.resource_spans:
+            resource = {a.key: _value(a.value) for a in resource_spans.resource.attributes}
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    self.spans.append(
+                        Received(
+                            name=span.name,
+                            trace_id=span.trace_id.hex(),
+                            span_id=span.span_id.hex(),
+                            parent_id=span.parent_span_id.hex(),
+                            kind=span.kind,
+                            status=span.status.code,
+                            attributes={a.key: _value(a.value) for a in span.attributes},
+                            service=resource.get("service.name"),
+                        )
+                    )
+        return web.Response(
+            body=ExportTraceServiceResponse().SerializeToString(), content_type="application/x-protobuf"
+        )
+
+    def named(self, name: str) -> list[Received]:
+        return [s for s in self.spans if s.name == name]
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[OtlpReceiver]:
+    found = OtlpReceiver(port=free_port())
+    app = web.Application()
+    app.router.add_post("/v1/traces", found.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", found.port).start()
+    try:
+        yield found
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture
+def traced_host(
+    receiver: OtlpReceiver, model_server: ModelServer, tmp_path: pathlib.Path
+) -> Iterator[HostProcess]:
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
+        "OTEL_SERVICE_NAME": "e2e-agents",
+        "OTEL_BSP_SCHEDULE_DELAY": "50",  # export within 50 ms instead of 5 s
+    }
+    host = HostProcess(tmp_path / "data", model_server.base_url, tmp_path / "host.log", extra_env=env)
+    host.start()
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
+async def _wait_for(receiver: OtlpReceiver, names: list[str], chats: int, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(receiver.named(n) for n in names) and len(receiver.named("chat e2e-model")) >= chats:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"spans received: {[s.name for s in receiver.spans]}")
+
+
+async def test_a_turn_with_a_tool_call_reaches_an_otlp_receiver_as_one_tree(
+    traced_host: HostProcess, receiver: OtlpReceiver, model: ModelServer
+) -> None:
+    model.script(Reply.tool_call("get_weather", {"city": "Paris"}, call_id="call-7"), Reply.text("Sunny."))
+    caller_trace, caller_span = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+    headers = {"x-functions-key": FUNCTION_KEY, "traceparent": f"00-{caller_trace}-{caller_span}-01"}
+    async with aiohttp.ClientSession() as http, http.post(
+        f"{traced_host.url}/api/agents/concierge/run", json={"message": "Weather in Paris?"}, headers=headers
+    ) as response:
+        assert response.status == 200, await response.text()
+        answer = await response.json()
+    names = ["POST /api/agents/{agent}/run", "dafx-concierge run", "invoke_agent concierge",
+             "execute_tool get_weather"]
+    await _wait_for(receiver, names, chats=2)
+    http_span, entity, agent, tool_span = (receiver.named(n)[0] for n in names)
+    chats = receiver.named("chat e2e-model")
+    tree = [http_span, entity, agent, tool_span, *chats]
+
+    assert {s.trace_id for s in tree} == {caller_trace}
+    assert http_span.parent_id == caller_span
+    assert entity.parent_id == http_span.span_id  # across the durable hop
+    assert agent.parent_id == entity.span_id
+    assert {s.parent_id for s in [tool_span, *chats]} == {agent.span_id}
+    assert {s.service for s in tree} == {"e2e-agents"}
+    assert http_span.kind == Span.SPAN_KIND_SERVER and entity.kind == Span.SPAN_KIND_CONSUMER
+    assert {s.kind for s in chats} == {Span.SPAN_KIND_CLIENT}
+    assert all(s.status != Status.STATUS_CODE_ERROR for s in tree)
+    assert entity.attributes["gen_ai.conversation.id"] == answer["session_id"]
+    assert tool_span.attributes["gen_ai.tool.call.id"] == "call-7"
+    assert {c.attributes["gen_ai.response.finish_reasons"] for c in chats} == {("tool_calls",), ("stop",)}
+    assert all(isinstance(c.attributes["gen_ai.usage.input_tokens"], int) for c in chats)
+    assert "gen_ai.input.messages" not in chats[0].attributes
+
+    # The host's one line per request and per entity operation name the trace.
+    log = traced_host.log()
+    assert "POST /api/agents/concierge/run -> 200" in log
+    request_line = next(line for line in log.splitlines() if "POST /api/agents/concierge/run ->" in line)
+    assert request_line.endswith(f"trace={caller_trace}")
+    entity_line = next(line for line in log.splitlines() if "entity dafx-concierge key=" in line)
+    assert entity_line.endswith(f"trace={caller_trace}")
+    app_line = next(line for line in log.splitlines() if "run concierge session" in line)
+    assert f"trace={caller_trace} span={http_span.span_id}" in app_line
+
+
+async def test_without_a_caller_trace_the_host_starts_one_per_request(
+    traced_host: HostProcess, receiver: OtlpReceiver, model: ModelServer
+) -> None:
+    model.script(Reply.error(500, code="server_error"), Reply.error(500), Reply.error(500), Reply.error(500))
+    async with aiohttp.ClientSession() as http, http.post(
+        f"{traced_host.url}/api/agents/assistant/run",
+        json={"message": "Hi"},
+        headers={"x-functions-key": FUNCTION_KEY},
+    ) as response:
+        assert response.status == 502
+        problem = await response.json()
+    await _wait_for(
+        receiver, ["POST /api/agents/{agent}/run", "dafx-assistant run", "invoke_agent assistant"], chats=1
+    )
+    http_span = receiver.named("POST /api/agents/{agent}/run")[0]
+    entity = receiver.named("dafx-assistant run")[0]
+    agent = receiver.named("invoke_agent assistant")[0]
+    assert entity.trace_id == http_span.trace_id == agent.trace_id
+    assert entity.parent_id == http_span.span_id
+    for span in (http_span, entity, agent):
+        assert span.status == Status.STATUS_CODE_ERROR, span.name
+        assert span.attributes["error.type"] == problem["code"], span.name
+    lines = traced_host.log().splitlines()
+    request_line = next(line for line in lines if "POST /api/agents/assistant/run ->" in line)
+    assert request_line.endswith(f"trace={http_span.trace_id}")
