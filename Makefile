@@ -14,8 +14,9 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 install: $(STAMP)
 
+# The request body limit the app documents (docs/hosting.md "Body limits"), as Azure's app setting.
 run: install
-	$(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
+	FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} $(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
 
 # The real servers the tests start (Redis, Azurite, Chromium): .ci/services.sh installs what is missing.
 services:

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import pathlib
+import secrets
 import threading
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
@@ -51,6 +52,12 @@ def _max_state_bytes() -> int:
     return DEFAULT_MAX_STATE_BYTES
 
 
+def _entity_concurrency(configured: int | None) -> int:
+    """Entity batches that run at once: host.json's ``maxConcurrentEntityFunctions``, else the
+    Durable extension's default for a dedicated plan (10 per core)."""
+    return configured or 10 * (os.cpu_count() or 1)
+
+
 def _thread_count() -> int:
     """Threads for sync functions and entity batches: the Python worker's setting and default."""
     configured = os.environ.get(THREAD_COUNT_ENV, "")
@@ -86,8 +93,18 @@ class LocalHost:
         self.max_batch = max_batch
         self.max_state_bytes = max_state_bytes or _max_state_bytes()
         self.log = logger or logging.getLogger("devhost")
+        # The durable client binding's channel: a fresh key per process, in rpcBaseUrl's path.
+        self.rpc_key = secrets.token_urlsafe(24)
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers or _thread_count(), thread_name_prefix="devhost-fn"
+        )
+        # Entity batches (synchronous in the Python SDK) get their own threads, as many as the
+        # extension runs at once: a turn waiting on a model holds one, so a few hung model calls
+        # cannot take the threads other sessions' turns or sync HTTP functions need
+        # (docs/devhost.md "Concurrency").
+        self.entity_concurrency = _entity_concurrency(self.settings.max_concurrent_entity_functions)
+        self._entity_executor = concurrent.futures.ThreadPoolExecutor(
+            self.entity_concurrency, thread_name_prefix="devhost-fn-entity"
         )
         self.model: AppModel | None = None
         self.entities: EntityGateway | None = None
@@ -111,7 +128,7 @@ class LocalHost:
 
     @property
     def rpc_base_url(self) -> str:
-        return f"{self.url}{RPC_PREFIX}"
+        return f"{self.url}{RPC_PREFIX}{self.rpc_key}/"
 
     @property
     def webhook_base_url(self) -> str:
@@ -137,7 +154,7 @@ class LocalHost:
         self.entities = EntityGateway(
             store=self._store,
             model=self.model,
-            executor=self._executor,
+            executor=self._entity_executor,
             logger=self.log,
             max_batch=self.max_batch,
             max_state_bytes=self.max_state_bytes,
@@ -158,6 +175,7 @@ class LocalHost:
             management_urls=self.management_urls,
             check_key=lambda request: key_matches(request, self.function_key),
             logger=self.log,
+            rpc_key=self.rpc_key,
         )
         dispatcher = HttpDispatcher(
             functions=self.model.http,
@@ -169,8 +187,11 @@ class LocalHost:
             executor=self._executor,
             project_dir=str(self.project_dir),
             logger=self.log,
+            log_hidden=(self.rpc_key,),
         )
-        web_app = web.Application(client_max_size=100 * 1024 * 1024)
+        # aiohttp's own read limit binds the durable API (the trigger dispatcher reads bodies
+        # itself, with the Functions host's limit): its bodies are entity inputs and states.
+        web_app = web.Application(client_max_size=4 * self.max_state_bytes)
         web_app.add_routes(api.routes())
         if self.model.mcp_tools:
             self.mcp = self._mcp_endpoint(self.model)
@@ -234,6 +255,7 @@ class LocalHost:
             self._store.shutdown()
             self._store = None
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._entity_executor.shutdown(wait=False, cancel_futures=True)
         try:
             from azure.durable_functions.models.utils import http_utils
 

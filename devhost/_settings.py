@@ -22,6 +22,8 @@ class HostSettings:
 
     route_prefix: str = DEFAULT_ROUTE_PREFIX
     task_hub: str = DEFAULT_TASK_HUB
+    max_concurrent_entity_functions: int | None = None
+    """``durableTask.maxConcurrentEntityFunctions``; None: the extension's default."""
     mcp_instructions: str | None = None  # extensions.mcp.instructions, sent to MCP clients
     mcp_anonymous: bool = False  # extensions.mcp.system.webhookAuthorizationLevel == "Anonymous"
 
@@ -47,10 +49,15 @@ class HostSettings:
         # hubName may be an app-setting expression like %MyTaskHub%.
         if hub.startswith("%") and hub.endswith("%") and len(hub) > 2:
             hub = os.environ.get(hub[1:-1], DEFAULT_TASK_HUB)
+        entities = durable.get("maxConcurrentEntityFunctions")
+        if entities is not None and (isinstance(entities, bool) or not isinstance(entities, int)
+                                     or entities < 1):
+            raise DevHostError(f"{path}: maxConcurrentEntityFunctions must be a positive integer")
         mcp = _obj(extensions.get("mcp"))
         instructions = mcp.get("instructions")
         level = _obj(mcp.get("system")).get("webhookAuthorizationLevel")
         return cls(route_prefix=prefix.strip("/"), task_hub=hub,
+                   max_concurrent_entity_functions=entities,
                    mcp_instructions=instructions if isinstance(instructions, str) else None,
                    mcp_anonymous=isinstance(level, str) and level.lower() == "anonymous")
 

@@ -17,6 +17,7 @@ from typing import Any
 from agents import Agent, InvalidTurnRequest, TurnRequest, TurnResult, failure
 from state import AgentState, TurnFailure, dump_state, load_state
 
+from ._discarded import reset_text, text_is_discarded
 from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
 from ._loop import run_sync
 from ._telemetry import traced_entity_run
@@ -56,6 +57,10 @@ def max_session_bytes_from_env() -> int:
         raise HostingConfigurationError(
             f"{SESSION_LIMIT_ENV} must be a whole number of bytes, not {raw!r}"
         ) from None
+
+
+class RunDiscarded(HostingError):
+    """A run id a reset discarded came again: the operation fails, nothing is run or stored."""
 
 
 class SessionTooLarge(HostingError):
@@ -164,9 +169,12 @@ class AgentEntity:
 
     def _reset(self, context: Any) -> None:
         # Load first: a history we cannot read is never replaced, not even by an empty one.
-        if _stored_text(context) is not None:
+        text = _stored_text(context)
+        if text is not None:
             self._load(context)
-        self._save(context, AgentState.new())
+        # The new history remembers the ids of the runs it discards (hosting._discarded).
+        _store_text(context, reset_text(text))
+        context._dafx_loaded = None
 
     # -- run --------------------------------------------------------------------------------
 
@@ -179,6 +187,10 @@ class AgentEntity:
         answer = self._answered(loaded, request)
         if answer is not None:
             return answer
+        if loaded.text and text_is_discarded(loaded.text, request.correlation_id):
+            # A retry of a run a reset discarded: never run again in the new history (the HTTP
+            # side answers 410 run_discarded from the state).
+            raise RunDiscarded(f"run {request.correlation_id!r} was discarded by a reset; not run again")
         stored_bytes = len(loaded.text.encode("utf-8"))
         asked_bytes = sum(len(m.text.encode("utf-8")) for m in request.messages)
         if stored_bytes + asked_bytes > self.max_session_bytes:

@@ -39,6 +39,7 @@ class ProblemCode(StrEnum):
     STATE_UNREADABLE = "state_unreadable"
     SESSION_TOO_LARGE = "session_too_large"
     WORKFLOW_FINISHED = "workflow_finished"
+    RUN_DISCARDED = "run_discarded"
     BODY_TOO_LARGE = "body_too_large"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     INTERNAL_ERROR = "internal_error"
@@ -66,6 +67,7 @@ PROBLEMS: dict[ProblemCode, tuple[int, str]] = {
     ProblemCode.STATE_UNREADABLE: (409, "Conflict"),
     ProblemCode.SESSION_TOO_LARGE: (409, "The session is too large"),
     ProblemCode.WORKFLOW_FINISHED: (409, "Conflict"),
+    ProblemCode.RUN_DISCARDED: (410, "Gone"),
     ProblemCode.BODY_TOO_LARGE: (413, "Request body too large"),
     ProblemCode.UNSUPPORTED_MEDIA_TYPE: (415, "Unsupported media type"),
     ProblemCode.INTERNAL_ERROR: (500, "Internal error"),

@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import azure.durable_functions as df
@@ -22,6 +23,7 @@ import azure.functions as func
 
 from agents import Agent, TurnResult, turn_result
 
+from ._discarded import discarded_problem, is_discarded
 from ._entity import MIN_SESSION_BYTES, entity_name, max_session_bytes_from_env
 from ._errors import HostingConfigurationError, ProblemCode, ProblemError
 from ._models import (
@@ -124,7 +126,8 @@ def guarded(handler: Handler) -> Handler:
                 )
             )
         except Exception:
-            log.exception("unexpected error in %s", req.url)
+            # The path only: the query may carry the function key (?code=) or other secrets.
+            log.exception("unexpected error in %s %s", req.method, urlsplit(req.url).path)
             return problem_response(ProblemError(ProblemCode.INTERNAL_ERROR, "an unexpected error occurred"))
 
     return run
@@ -230,6 +233,9 @@ class Api:
             if done is not None:
                 check_same_request(done, asked, agent.name, call.session_id)
                 return self._finished(req, agent.name, call.session_id, done)
+            if call.retry_safe and is_discarded(snapshot.document, call.correlation_id):
+                raise discarded_problem(agent.name, call.session_id, call.correlation_id)
+            self._refuse_full_session(agent.name, call, snapshot.document)
         await client.signal_entity(entity_id, "run", call.request.to_json())
         log.info(
             "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
@@ -248,6 +254,27 @@ class Api:
             if run is not None:
                 return self._finished(req, agent.name, call.session_id, run)
         return self._accepted(req, call)
+
+    def _refuse_full_session(self, agent: str, call: RunCall, document: Any) -> None:
+        """409 at once, sending nothing and handing out no run id, when the session is already too
+        full for this request: the entity's own first check (stored + asked bytes over
+        `max_session_bytes`) on what was just read. Retries against a full session therefore never
+        pile up refusal records until even a record no longer fits (which would leave the run
+        without an answer)."""
+        # The stored text's size, as the entity counts it (state writes compact UTF-8 JSON).
+        stored = len(json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        asked = sum(len(m.text.encode("utf-8")) for m in call.request.messages)
+        if stored + asked > self.settings.max_session_bytes:
+            raise ProblemError(
+                ProblemCode.SESSION_TOO_LARGE,
+                f"session {call.session_id!r} of agent {agent!r} holds {stored} bytes; with this "
+                f"request's {asked} it would pass its limit of {self.settings.max_session_bytes} bytes "
+                "(max_session_bytes). Nothing was run or recorded; start a new session (or reset this one)",
+                retryable=False,
+                max_session_bytes=self.settings.max_session_bytes,
+                agent=agent,
+                session_id=call.session_id,
+            )
 
     def _accepted(self, req: func.HttpRequest, call: RunCall) -> func.HttpResponse:
         location = self._run_url(req, call.agent, call.session_id, call.correlation_id)

@@ -1,9 +1,11 @@
 """Running the async agent from the SDK's synchronous entity functions.
 
-The Python worker calls entity functions on a thread pool. Each worker thread gets one event loop
-of its own that lives as long as the thread, so async clients created while a turn runs stay on
-the loop that created them and are reused by later turns on that thread, never shared across
-loops.
+The Python SDK's entity functions are synchronous, so the worker calls them on its thread pool.
+Every turn's async work runs on one event loop that lives in its own daemon thread for the life of
+the process; the calling thread only waits for the result. So the turns of all sessions share one
+model client per endpoint (created once, on that loop, and reused: no per-thread client, TLS
+context or connection pool to build while other turns wait), and a turn waiting on a slow model
+costs a blocked thread and an idle coroutine, not CPU (docs/hosting.md "Concurrency").
 """
 
 from __future__ import annotations
@@ -16,40 +18,53 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-_local = threading.local()
-_helper_lock = threading.Lock()
-_helper: concurrent.futures.ThreadPoolExecutor | None = None
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
 
 
-def _thread_loop() -> asyncio.AbstractEventLoop:
-    loop: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = asyncio.new_event_loop()
-        _local.loop = loop
-    return loop
+TOOL_THREADS = 256
+"""Threads for the sync work turns hand off (sync tools, credential providers: `asyncio.to_thread`):
+as many as turns may run at once, so one turn's slow sync tool never queues another's."""
 
 
-def _run_here(factory: Callable[[], Awaitable[T]]) -> T:
-    async def main() -> T:
-        return await factory()
+def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+    asyncio.set_event_loop(loop)
+    loop.set_default_executor(
+        concurrent.futures.ThreadPoolExecutor(TOOL_THREADS, thread_name_prefix="hosting-tools")
+    )
+    loop.call_soon(ready.set)
+    loop.run_forever()
 
-    return _thread_loop().run_until_complete(main())
+
+def turn_loop() -> asyncio.AbstractEventLoop:
+    """The process's loop for turns, started on first use (and again if its thread ended)."""
+    global _loop, _thread
+    with _lock:
+        if _loop is None or _thread is None or not _thread.is_alive() or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+            thread = threading.Thread(target=_serve, args=(loop, ready), name="hosting-turns", daemon=True)
+            thread.start()
+            ready.wait()
+            _loop, _thread = loop, thread
+        return _loop
 
 
 def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
-    """Run the awaitable `factory()` makes to completion on this thread's own event loop.
+    """Run the awaitable `factory()` makes on the turn loop and wait for its result here.
 
-    Called from a thread that is already running a loop (a host that invokes entity functions
-    inline from async code), the work moves to a helper thread with its own loop instead, since
-    a loop cannot be re-entered.
+    Called from any thread but the turn loop's own (an entity function never runs there).
     """
+    loop = turn_loop()
     try:
-        asyncio.get_running_loop()
+        running = asyncio.get_running_loop()
     except RuntimeError:
-        return _run_here(factory)
-    global _helper
-    with _helper_lock:
-        if _helper is None:
-            _helper = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="hosting-entity")
-        helper = _helper
-    return helper.submit(_run_here, factory).result()
+        running = None
+    if running is loop:
+        raise RuntimeError("run_sync cannot wait on the turn loop from the turn loop itself")
+
+    async def main() -> T:
+        return await factory()
+
+    return asyncio.run_coroutine_threadsafe(main(), loop).result()

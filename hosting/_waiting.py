@@ -19,6 +19,7 @@ import azure.durable_functions as df
 
 from state import StateError, check_state
 
+from ._discarded import discarded_problem, is_discarded
 from ._errors import ProblemCode, ProblemError
 from ._results import StoredRun, find_stored_run
 
@@ -124,7 +125,8 @@ async def wait_for_run(
     """The finished run, or None when `timeout` seconds pass first.
 
     Raises a 409 problem when the session's state is unreadable (checked on the first read,
-    unless the caller has just done so: `state_checked`) or the id answered another request.
+    unless the caller has just done so: `state_checked`) or the id answered another request,
+    and a 410 when a reset discarded the run.
     """
     deadline = time.monotonic() + max(0.0, timeout)
     delay = FIRST_DELAY
@@ -142,6 +144,8 @@ async def wait_for_run(
             if run is not None:
                 check_same_request(run, asked, agent, session_id)
                 return run
+            if is_discarded(snapshot.document, correlation_id):
+                raise discarded_problem(agent, session_id, correlation_id)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None

@@ -11,7 +11,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -19,7 +19,8 @@ from aiohttp import web
 
 from .._errors import EntityIdError
 from .._problems import problem
-from ..entities import EntityGateway, make_entity_id
+from .._redact import loggable_url
+from ..entities import EntityGateway, encode_input, make_entity_id
 from ..orchestrations import RuntimeStatus
 
 RPC_PREFIX = "/durabletask/"
@@ -57,6 +58,32 @@ def _flag(request: web.Request, name: str, default: bool = False) -> bool:
     if value is None:
         return default
     return value.lower() in ("true", "1", "yes")
+
+
+def _wire_time(value: Any) -> Any:
+    """A status timestamp as the extension writes it: whole seconds, UTC, ``Z`` (``...T10:00:00Z``)."""
+    if not isinstance(value, str) or not value:
+        return value
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC)
+    return parsed.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _wire_status(status: dict[str, Any]) -> dict[str, Any]:
+    return {**status, "createdTime": _wire_time(status.get("createdTime")),
+            "lastUpdatedTime": _wire_time(status.get("lastUpdatedTime"))}
+
+
+# What the extension asks clients to wait before polling again: a running instance's status
+# answer says 5 s, a check-status (202 after start or restart) answer 10 s.
+_STATUS_RETRY_AFTER = "5"
+_CHECK_STATUS_RETRY_AFTER = "10"
+_CHECK_STATUS_KEYS = ("id", "statusQueryGetUri", "sendEventPostUri", "terminatePostUri",
+                      "purgeHistoryDeleteUri", "restartPostUri", "suspendPostUri", "resumePostUri")
 
 
 def _date(request: web.Request, name: str) -> datetime | None:
@@ -110,6 +137,7 @@ class DurableApi:
         management_urls: Callable[[str], dict[str, str]],
         check_key: Callable[[web.Request], bool],
         logger: logging.Logger,
+        rpc_key: str,
     ) -> None:
         self._entities = entities
         self._engine = engine
@@ -117,9 +145,23 @@ class DurableApi:
         self._management_urls = management_urls
         self._check_key = check_key
         self._log = logger
+        if not rpc_key or "/" in rpc_key:
+            raise ValueError("the RPC key must be a non-empty path segment")
+        self._rpc_key = rpc_key
+
+    @property
+    def rpc_prefix(self) -> str:
+        """Path of the RPC channel: ``/durabletask/{rpc key}/``; no other path reaches it."""
+        return f"{RPC_PREFIX}{self._rpc_key}/"
 
     def routes(self) -> list[web.RouteDef]:
-        """Route table for both the RPC and the webhook base paths."""
+        """Route table for both the RPC and the webhook base paths.
+
+        The RPC channel is what the durable client binding calls (its ``rpcBaseUrl``); like the
+        real extension's loopback-only listener it takes no function key, but it sits behind a
+        per-process random key in its path, so only the binding (handed out to the app's own
+        functions) can reach it. The webhook URLs take the function key when one is set.
+        """
         table: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] = [
             ("POST", "orchestrators/{name}", self.start_new),
             ("POST", "orchestrators/{name}/{instance_id}", self.start_new),
@@ -140,9 +182,10 @@ class DurableApi:
             ("GET", "entities/{name}", self.list_entities),
             ("GET", "entities/{name}/{key}", self.read_entity),
             ("POST", "entities/{name}/{key}", self.signal_entity),
+            ("DELETE", "entities/{name}/{key}", self.signal_entity),
         ]
         out = []
-        for prefix in (RPC_PREFIX, WEBHOOK_PREFIX):
+        for prefix in (self.rpc_prefix, WEBHOOK_PREFIX):
             for method, path, handler in table:
                 out.append(web.route(method, prefix + path, self._guard(handler)))
         return out
@@ -155,13 +198,14 @@ class DurableApi:
             response = await guarded(request)
             # Webhook calls are user requests; RPC calls are the worker's own traffic.
             level = logging.INFO if request.path.startswith(WEBHOOK_PREFIX) else logging.DEBUG
-            self._log.log(level, "%s %s -> %d (%.0fms)", request.method, request.path_qs,
+            self._log.log(level, "%s %s -> %d (%.0fms)", request.method,
+                          loggable_url(request, hidden=(self._rpc_key,)),
                           response.status, (time.monotonic() - started) * 1000)
             return response
 
         async def guarded(request: web.Request) -> web.StreamResponse:
-            # The webhook URLs are public like a function's; the RPC base is the host-internal
-            # channel the worker uses (loopback only, as in Azure), so it takes no key.
+            # The webhook URLs are public like a function's; the RPC channel is reached only
+            # through its keyed path (see routes()).
             if request.path.startswith(WEBHOOK_PREFIX) and not self._check_key(request):
                 return problem(401, "unauthorized", "a valid function key is required (code= or "
                                "x-functions-key)")
@@ -224,21 +268,29 @@ class DurableApi:
             interval = float(request.query.get("pollingInterval") or 1)
             finished = await self._wait_finished(new_id, float(timeout), max(0.05, interval))
             if finished is not None:
-                return web.json_response(finished.get("output"), status=200)
-        payload = self._management_urls(new_id)
+                if finished.get("runtimeStatus") == RuntimeStatus.COMPLETED:
+                    return web.json_response(finished.get("output"), status=200)
+                # Failed, terminated, canceled: the status, 200 (500 for Failed when asked).
+                failed = finished.get("runtimeStatus") == RuntimeStatus.FAILED
+                code = 500 if failed and _flag(request, "returnInternalServerErrorOnFailure") else 200
+                return web.json_response(_wire_status(finished), status=code)
+        return self._check_status(new_id)
+
+    def _check_status(self, instance_id: str) -> web.Response:
+        """The extension's check-status answer: 202, the management URLs, Location, Retry-After."""
+        urls = self._management_urls(instance_id)
+        payload = {key: urls[key] for key in _CHECK_STATUS_KEYS}
         return web.json_response(payload, status=202, headers={
-            "Location": payload["statusQueryGetUri"], "Retry-After": "1"})
+            "Location": payload["statusQueryGetUri"], "Retry-After": _CHECK_STATUS_RETRY_AFTER})
 
     async def _wait_finished(self, instance_id: str, timeout: float,
                              interval: float) -> dict[str, Any] | None:
-        """The status once the instance is completed, or None when it is not within ``timeout``."""
+        """The status once the instance has finished, or None when it has not within ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
             status = await self._existing(instance_id)
-            if status is not None and status.get("runtimeStatus") == RuntimeStatus.COMPLETED:
-                return status
             if status is not None and status.get("runtimeStatus") in _TERMINAL:
-                return None
+                return status
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
@@ -260,19 +312,29 @@ class DurableApi:
         headers = {}
         if runtime in _RUNNING_CODES:
             code = 202
-            headers = {"Location": self._management_urls(instance_id)["statusQueryGetUri"],
-                       "Retry-After": "1"}
+            headers = {"Location": str(request.url), "Retry-After": _STATUS_RETRY_AFTER}
         elif runtime == RuntimeStatus.FAILED:
-            code = 500
+            # 200 with the status, as the extension answers; 500 only when the caller asks.
+            code = 500 if _flag(request, "returnInternalServerErrorOnFailure") else 200
         else:
             code = 200
-        return web.json_response(status, status=code, headers=headers)
+        return web.json_response(_wire_status(status), status=code, headers=headers)
 
     async def query(self, request: web.Request) -> web.StreamResponse:
         if self._engine is None:
             return self._no_engine()
-        statuses = await self._filtered(request)
-        return web.json_response(statuses)
+        statuses = [_wire_status(s) for s in await self._filtered(request)]
+        top = request.query.get("top", "")
+        if not top.isdigit() or int(top) < 1:
+            return web.json_response(statuses)
+        # Pages as the extension does: ?top=N, the next page's token in x-ms-continuation-token
+        # (sent back in the same request header); here the token is the offset of the next page.
+        token = request.headers.get("x-ms-continuation-token", "")
+        start = int(token) if token.isdigit() else 0
+        page = statuses[start : start + int(top)]
+        following = start + int(top)
+        headers = {"x-ms-continuation-token": str(following) if following < len(statuses) else ""}
+        return web.json_response(page, headers=headers)
 
     async def _filtered(self, request: web.Request) -> list[dict[str, Any]]:
         assert self._engine is not None
@@ -287,7 +349,14 @@ class DurableApi:
     async def purge(self, request: web.Request) -> web.StreamResponse:
         if self._engine is None:
             return self._no_engine()
-        if await self._engine.purge(request.match_info["instance_id"]):
+        instance_id = request.match_info["instance_id"]
+        status = await self._existing(instance_id)
+        if status is not None and status.get("runtimeStatus") not in _TERMINAL:
+            # Only a finished instance's history may go: purging a running one would orphan its
+            # queued work (docs/devhost.md "Durable HTTP API").
+            return problem(412, "instance_running", f"instance {instance_id!r} is "
+                           f"{status.get('runtimeStatus')}; terminate it before purging its history")
+        if await self._engine.purge(instance_id):
             return web.json_response({"instancesDeleted": 1})
         return web.json_response({"instancesDeleted": 0}, status=404)
 
@@ -368,25 +437,41 @@ class DurableApi:
         if new_id is not None and status.get("runtimeStatus") not in _TERMINAL:
             await self._engine.terminate(new_id, "restarted")
         started = await self._engine.start_new(str(status["name"]), new_id, status.get("input"))
-        return web.json_response(started, status=202)
+        # As the extension: the check-status answer for the new instance (the SDK's
+        # client.restart() reads the id from it).
+        return self._check_status(started)
 
     # -- entities --------------------------------------------------------------------------
 
     async def signal_entity(self, request: web.Request) -> web.StreamResponse:
+        """Signal an entity, as the extension: DELETE signals ``delete``; a JSON body is the input,
+        any other body the input as a string; an entity the app does not define is a 400."""
         name = request.match_info["name"]
         key = request.match_info["key"]
-        operation = request.query.get("op")
+        operation = "delete" if request.method == "DELETE" else request.query.get("op")
         if not operation:
             return problem(400, "missing_operation", "the op query parameter names the operation")
         if not self._entities.has_entity(name):
-            return problem(404, "entity_not_found", f"the app has no entity function named {name!r}")
+            # The SDK reads ExceptionMessage from a 400 answer (as for an unknown orchestrator).
+            return web.json_response(
+                {"Message": "One or more of the arguments submitted is incorrect",
+                 "ExceptionMessage": f"The function '{name}' doesn't exist, is disabled, or is not "
+                                     "an entity function."},
+                status=400,
+            )
         text = await request.text()
-        if text.strip():
-            json.loads(text)  # reject what is not JSON before it is queued
+        input_text: str | None = None
+        if text.strip() and request.content_type == "application/json":
+            value = json.loads(text)  # reject what is not JSON before it is queued
+            # The SDK's client posts the JSON text of the input's JSON text (the wire form);
+            # a webhook caller posts the input itself.
+            from_sdk = request.path.startswith(RPC_PREFIX) and isinstance(value, str)
+            input_text = text if from_sdk else encode_input(value)
+        elif text:
+            input_text = encode_input(text)  # a text/plain (or other) body is a string input
         scheduled = _date(request, "scheduledTime")
         await self._entities.signal_raw(
-            make_entity_id(name, key), operation, text if text.strip() else None,
-            scheduled_time=scheduled,
+            make_entity_id(name, key), operation, input_text, scheduled_time=scheduled,
         )
         return web.Response(status=202)
 

@@ -18,6 +18,8 @@ import azure.functions as func
 from aiohttp import web
 
 from .._problems import problem
+from .._redact import loggable_url
+from ._body import BodyTooLarge, body_limit_from_env, read_limited
 from ._index import HttpFunction
 from ._trace_context import InvocationTraceContext, invocation_trace_context
 
@@ -66,7 +68,9 @@ def key_matches(request: web.Request, key: str | None) -> bool:
     if not key:
         return True
     given = request.headers.get("x-functions-key") or request.query.get("code") or ""
-    return hmac.compare_digest(given.encode(), key.encode())
+    # Header bytes that are not UTF-8 arrive surrogate-escaped: compare those raw bytes (they
+    # never match a key) instead of failing to encode them.
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), key.encode())
 
 
 def to_aiohttp(result: Any) -> web.Response:
@@ -104,6 +108,8 @@ class HttpDispatcher:
         executor: concurrent.futures.Executor,
         project_dir: str,
         logger: logging.Logger,
+        log_hidden: tuple[str, ...] = (),
+        max_body_bytes: int | None = None,
     ) -> None:
         self._functions = functions
         self._prefix = route_prefix.strip("/")
@@ -112,6 +118,8 @@ class HttpDispatcher:
         self._executor = executor
         self._project_dir = project_dir
         self._log = logger
+        self._log_hidden = log_hidden
+        self._max_body = max_body_bytes if max_body_bytes is not None else body_limit_from_env()
 
     def _strip_prefix(self, path: str) -> str | None:
         path = path.strip("/")
@@ -145,8 +153,8 @@ class HttpDispatcher:
         trace = invocation_trace_context(headers.get("traceparent"), headers.get("tracestate"))
         response = await self._handle(request, trace)
         self._log.info(
-            "%s %s -> %d (%.0fms) trace=%s", request.method, request.path_qs, response.status,
-            (time.monotonic() - started) * 1000, trace.trace_id,
+            "%s %s -> %d (%.0fms) trace=%s", request.method, loggable_url(request, self._log_hidden),
+            response.status, (time.monotonic() - started) * 1000, trace.trace_id,
         )
         return response
 
@@ -158,14 +166,21 @@ class HttpDispatcher:
                 names = ", ".join(f.name for f in self._functions) or "none"
                 return web.Response(text=f"devhost is up and running. HTTP functions: {names}\n")
             if found:
-                return problem(405, "method_not_allowed", f"{request.method} is not allowed here",
-                               allowed=sorted(set(found)))
+                # The Functions host answers 404 (not 405) for a route served with other methods:
+                # its routes carry the methods as a constraint. Same answer, with the methods named.
+                methods = sorted(set(found))
+                return problem(404, "not_found", f"no function serves {request.method} "
+                               f"{request.path}; this route takes {', '.join(methods)}",
+                               allowed=methods)
             return problem(404, "not_found", f"no function serves {request.path}")
         function, params = found
         if function.auth_level != "anonymous" and not key_matches(request, self._key()):
             return problem(401, "unauthorized", "a valid function key is required (code= query "
                            "parameter or x-functions-key header)")
-        body = await request.read()
+        try:
+            body = await read_limited(request, self._max_body)
+        except BodyTooLarge as refused:
+            return refused.response()
         req = func.HttpRequest(
             method=request.method,
             url=str(request.url),

@@ -124,3 +124,12 @@ def test_guard_refuses_non_loopback_only_when_disabled() -> None:
     check_requests_allowed(remote, {})  # allowed when the switch is not "0"
     local = resolve_endpoint(ModelSettings(model="m", base_url="http://127.0.0.1:1/v1"), {})
     check_requests_allowed(local, {"DURABLE_AGENTS_ALLOW_MODEL_REQUESTS": "0"})
+
+
+def test_api_key_never_shown() -> None:
+    settings = ModelSettings(model="m", api_key="sk-very-secret")
+    assert "sk-very-secret" not in repr(settings)
+    assert "sk-very-secret" not in str(settings.replace(temperature=0.5))
+    with pytest.raises(AgentConfigurationError) as refused:
+        ModelSettings(base_url="ftp://user:sk-very-secret@example.com", api_key="sk-very-secret")
+    assert "sk-very-secret" not in str(refused.value)

@@ -111,7 +111,8 @@ async def test_engine_missing_gives_501(host: LocalHost, http: aiohttp.ClientSes
 
     assert host.entities is not None
     api = DurableApi(entities=host.entities, engine=None, engine_error="not built",
-                     management_urls=host.management_urls, check_key=lambda r: True, logger=host.log)
+                     management_urls=host.management_urls, check_key=lambda r: True, logger=host.log,
+                     rpc_key="k")
     app = aiohttp.web.Application()
     app.add_routes(api.routes())
     runner = aiohttp.web.AppRunner(app)
@@ -120,7 +121,7 @@ async def test_engine_missing_gives_501(host: LocalHost, http: aiohttp.ClientSes
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:
-        async with http.post(f"http://127.0.0.1:{port}/durabletask/orchestrators/x", json="1") as r:
+        async with http.post(f"http://127.0.0.1:{port}/durabletask/k/orchestrators/x", json="1") as r:
             assert r.status == 501
             assert "not built" in json.loads(await r.text())["detail"]
     finally:
@@ -136,7 +137,10 @@ async def test_restart_and_suspend_resume(client: df.DurableOrchestrationClient)
     await _wait_status(client, instance_id, "Running")
     await client.raise_event(instance_id, "approve", {"by": "x", "amount": 1})
     await _wait_status(client, instance_id, "Completed")
-    new_id = await client.restart(instance_id)
+    # The extension answers restart with the check-status payload, which the SDK returns as is.
+    payload: Any = await client.restart(instance_id)
+    assert isinstance(payload, dict) and set(payload) >= {"id", "statusQueryGetUri", "purgeHistoryDeleteUri"}
+    new_id = payload["id"]
     assert new_id != instance_id
     restarted = await _wait_status(client, new_id, "Running")
     assert restarted.input_ == {"key": "rs"}

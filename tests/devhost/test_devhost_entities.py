@@ -69,7 +69,7 @@ async def test_client_binding_shape(host: LocalHost) -> None:
     for field in ("taskHubName", "connectionName", "creationUrls", "managementUrls", "baseUrl",
                   "requiredQueryStringParameters", "rpcBaseUrl", "httpBaseUrl"):
         assert field in binding
-    assert binding["rpcBaseUrl"] == f"{host.url}/durabletask/"
+    assert binding["rpcBaseUrl"] == f"{host.url}/durabletask/{host.rpc_key}/"
     client = df.DurableOrchestrationClient(host.client_binding())
     payload = client.create_http_management_payload("inst-1")
     assert payload["id"] == "inst-1"
@@ -203,8 +203,10 @@ async def test_signal_endpoint_errors(host: LocalHost, http: aiohttp.ClientSessi
         assert r.status == 400
         assert (await r.json())["code"] == "missing_operation"
     async with http.post(f"{host.rpc_base_url}entities/nosuch/k?op=add", json="1") as r:
-        assert r.status == 404
-    async with http.post(f"{host.rpc_base_url}entities/counter/k?op=add", data="{not json") as r:
+        assert r.status == 400  # as the extension: the function does not exist (ArgumentException)
+        assert "doesn't exist" in (await r.json())["ExceptionMessage"]
+    async with http.post(f"{host.rpc_base_url}entities/counter/k?op=add", data="{not json",
+                         headers={"Content-Type": "application/json"}) as r:
         assert r.status == 400
     assert await host.entities.read_state("@counter@k") == (False, None)  # type: ignore[union-attr]
 

@@ -45,7 +45,9 @@ def host_env(model_base_url: str | None, function_key: str | None = FUNCTION_KEY
     loopback-only model calls, no stray settings."""
     dropped = ("OPENAI_", "AZURE_OPENAI_", "DEVHOST_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
-    env.update(DURABLE_AGENTS_ALLOW_MODEL_REQUESTS="0", PYTHONUNBUFFERED="1")
+    # The host's body limit as the project configures it (local.settings.sample.json, make run).
+    env.update(DURABLE_AGENTS_ALLOW_MODEL_REQUESTS="0", PYTHONUNBUFFERED="1",
+               FUNCTIONS_REQUEST_BODY_SIZE_LIMIT="262144")
     if model_base_url is not None:
         env.update(OPENAI_BASE_URL=model_base_url, OPENAI_API_KEY="e2e-key", OPENAI_CHAT_MODEL_ID="e2e-model")
     if function_key:

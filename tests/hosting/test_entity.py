@@ -274,7 +274,8 @@ async def test_entity_called_from_a_thread_running_a_loop_still_works(
     assert out.results[0].value["text"] == "from a loop"
 
 
-def test_run_sync_keeps_one_loop_per_thread() -> None:
+def test_run_sync_runs_every_turn_on_one_loop() -> None:
+    # One loop for the process, whichever worker thread waits: model clients are built once.
     async def current() -> asyncio.AbstractEventLoop:
         return asyncio.get_running_loop()
 
@@ -285,7 +286,23 @@ def test_run_sync_keeps_one_loop_per_thread() -> None:
     thread = threading.Thread(target=lambda: seen.append(run_sync(current)))
     thread.start()
     thread.join()
-    assert seen[0] is not first
+    assert seen[0] is first
+
+    async def inside_the_loop() -> None:
+        run_sync(current)
+
+    with pytest.raises(RuntimeError, match="turn loop"):
+        run_sync(inside_the_loop)
+
+    # Sync tools of concurrent turns do not queue behind each other on a handful of threads.
+    import time
+
+    async def slow_sync_work() -> float:
+        started = time.monotonic()
+        await asyncio.gather(*(asyncio.to_thread(time.sleep, 0.3) for _ in range(40)))
+        return time.monotonic() - started
+
+    assert run_sync(slow_sync_work) < 2.0
 
 
 def test_unique_keys(app: df.DFApp, model: ModelServer) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import azure.durable_functions as df
 import pytest
-from hosting_support import ROOT, Api, make_agents, run_batch, run_op
+from hosting_support import ROOT, Api, make_agents, run_batch, run_op, stored_state
 from jsonschema import Draft202012Validator
 
 from agents import Agent, TurnRequest, TurnResult
@@ -303,3 +303,34 @@ async def test_a_run_hitting_a_bug_is_a_500_internal_error_and_recorded(
     assert [t["status"] for t in session.json()["turns"]] == ["failed"]
     stored = dump_state(load_state(json.dumps(session.json()["state"])))
     assert "half a turn" not in stored
+
+
+async def test_retries_against_a_full_session_are_refused_at_once_and_never_pile_up(
+    api: Api, host: Any, model: ModelServer
+) -> None:
+    # Every request the API takes gets a terminal answer: against a full session, a refusal now
+    # (409, no run id handed out), never a run id whose record no longer fits and stays pending.
+    session = "http-retries"
+    for turn in range(20):
+        model.script(Reply.text(BIG_REPLY))
+        body = {"message": f"t{turn}", "session_id": session}
+        answer = await api.post("api/agents/assistant/run", json_body=body)
+        if answer.status != 200:
+            break
+    big = "r" * 20_000  # each refusal record would be ~20 KB: a few fill the 64 KiB headroom
+    for attempt in range(12):
+        started = time.monotonic()
+        retry = await api.post(
+            "api/agents/assistant/run",
+            json_body={"message": big, "session_id": session, "wait_for_response": False},
+            headers={"Idempotency-Key": f"retry-{attempt}"},
+        )
+        assert time.monotonic() - started < 5
+        if retry.status == 202:  # an id was handed out: it must reach a terminal answer
+            run = await api.get(f"api/agents/assistant/sessions/{session}/runs/retry-{attempt}",
+                                params={"wait": "5"})
+            assert run.json()["status"] == "failed", (attempt, run.json())
+        else:
+            assert retry.status == 409 and retry.json()["code"] == "session_too_large", retry.body
+    stored = await stored_state(host, "assistant", session)
+    assert len(stored.encode()) <= LIMIT + RECORD_HEADROOM

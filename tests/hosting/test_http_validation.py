@@ -196,6 +196,13 @@ CASES: list[tuple[str, dict[str, Any], int, str, str]] = [
         "session_id",
     ),
     ("too large", {"json_body": {"message": "x" * (MAX_BODY_BYTES + 1)}}, 413, "body_too_large", "body"),
+    (
+        "declared too large",
+        {"json_body": {"message": "x"}, "headers": {"Content-Length": str(MAX_BODY_BYTES + 1)}},
+        413,
+        "body_too_large",
+        "body",
+    ),
 ]
 
 

@@ -139,6 +139,12 @@ def entity_error_flow(context: df.DurableOrchestrationContext) -> Any:
     return {"caught": None}
 
 
+@app.orchestration_trigger(context_name="context")
+def failing_flow(context: df.DurableOrchestrationContext) -> Any:
+    yield context.call_entity(df.EntityId("Counter", "flow-fails"), "fail", "boom")
+    return None
+
+
 @app.entity_trigger(context_name="context", entity_name="forwarder")
 def forwarder_entity(context: df.DurableEntityContext) -> None:
     context.set_state(context.get_state(lambda: 0) + 1)

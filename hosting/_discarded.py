@@ -1,0 +1,82 @@
+"""Runs a reset discarded: the reset keeps their ids, so they answer 410 instead of `pending` forever
+and a retried Idempotency-Key is refused instead of running again in the new history.
+
+The ids live in the reset session's state as `data.discardedRuns` (a list, most recent last, at
+most `MAX_DISCARDED_RUNS`): a property both published schemas allow in `data` and that the state
+package keeps verbatim through every later load and save.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from state import AgentState, dump_state
+
+from ._errors import ProblemCode, ProblemError
+
+DISCARDED_KEY = "discardedRuns"
+MAX_DISCARDED_RUNS = 500
+"""How many discarded run ids a session remembers (about 35 bytes each)."""
+
+
+def discarded_ids(document: Any) -> list[str]:
+    """The run ids earlier resets of this session discarded (a parsed state document)."""
+    data = document.get("data") if isinstance(document, dict) else None
+    ids = data.get(DISCARDED_KEY) if isinstance(data, dict) else None
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+
+
+def is_discarded(document: Any, correlation_id: str) -> bool:
+    """Whether a reset of this session discarded the run `correlation_id`."""
+    return correlation_id in discarded_ids(document)
+
+
+def text_is_discarded(text: str, correlation_id: str) -> bool:
+    """`is_discarded` on stored state text, parsing it only when it has discarded runs at all."""
+    return f'"{DISCARDED_KEY}"' in text and is_discarded(json.loads(text), correlation_id)
+
+
+def _run_ids(document: Any) -> list[str]:
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, dict):
+        return []
+    ids = [i for i in (data.get("runs") or {}) if isinstance(i, str)]
+    for entry in data.get("conversationHistory") or []:  # states written before the runs index
+        cid = entry.get("correlationId") if isinstance(entry, dict) else None
+        if isinstance(cid, str) and cid not in ids:
+            ids.append(cid)
+    return ids
+
+
+def reset_text(old_text: str | None) -> str:
+    """The state text a reset stores: an empty history that remembers the discarded run ids."""
+    fresh = dump_state(AgentState.new())
+    if old_text is None:
+        return fresh
+    old = json.loads(old_text)
+    remembered = discarded_ids(old)
+    remembered += [i for i in _run_ids(old) if i not in remembered]
+    if not remembered:
+        return fresh
+    document = json.loads(fresh)
+    document["data"][DISCARDED_KEY] = remembered[-MAX_DISCARDED_RUNS:]
+    return _dumps(document)
+
+
+def _dumps(document: dict[str, Any]) -> str:
+    """Compact JSON text, as the state package writes it."""
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+def discarded_problem(agent: str, session_id: str, correlation_id: str) -> ProblemError:
+    """410: the run belonged to a history a reset cleared; its outcome is gone."""
+    return ProblemError(
+        ProblemCode.RUN_DISCARDED,
+        f"run {correlation_id!r} of session {session_id!r} (agent {agent!r}) belonged to the history "
+        "a reset cleared: its outcome is gone and it is not run again; send a new Idempotency-Key "
+        "(or correlation_id) to run the request in the new history",
+        agent=agent,
+        session_id=session_id,
+        correlation_id=correlation_id,
+    )
