@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from hosting_support import Api
 
 from agents.testing import ModelServer, Reply
@@ -13,6 +15,9 @@ async def test_review_workflows_are_listed_newest_first(api: Api, model: ModelSe
     )
     ids = []
     for topic in ("first", "second"):
+        if ids:
+            # Created times have a resolution of one second (as the extension reports them).
+            await asyncio.sleep(1.1)
         started = await api.post("/api/workflows/review", json_body={"topic": topic})
         assert started.status == 202, started.body
         ids.append(started.json()["instance_id"])
