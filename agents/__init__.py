@@ -6,6 +6,7 @@ See docs/agents.md. ``agents.testing`` holds the local OpenAI-compatible model s
 from ._agent import Agent
 from ._client import close_model_clients
 from ._context import ContextAdditions, ContextProvider, ProviderContext
+from ._context_policy import DEFAULT_CONTEXT_TOKENS, ArchivedHistory, ContextPolicy, FullHistory, TokenBudget
 from ._errors import (
     AgentConfigurationError,
     AgentsError,
@@ -22,12 +23,16 @@ from ._tools import FunctionTool, tool
 from ._turns import InputMessage, TurnRequest, TurnResult, turn_result
 
 __all__ = [
+    "DEFAULT_CONTEXT_TOKENS",
     "Agent",
     "AgentConfigurationError",
     "AgentsError",
+    "ArchivedHistory",
     "ContextAdditions",
+    "ContextPolicy",
     "ContextProvider",
     "FailureCode",
+    "FullHistory",
     "FunctionTool",
     "HistoryMode",
     "HistoryReducer",
@@ -41,6 +46,7 @@ __all__ = [
     "ProviderContext",
     "RetryPolicy",
     "SamplingSettings",
+    "TokenBudget",
     "TurnRequest",
     "TurnResult",
     "close_model_clients",

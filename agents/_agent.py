@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from state import AgentState, TurnFailure
 
 from ._context import ContextProvider, check_source_id
+from ._context_policy import ArchivedHistory, ContextPolicy, FullHistory, TokenBudget
 from ._errors import AgentConfigurationError
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint, supports_responses
 from ._structured import ResponseFormat, agent_response_format
@@ -40,6 +41,9 @@ class Agent:
     description: str = ""
     max_tool_rounds: int = 8
     tool_timeout: float | None = 120.0
+    context: ContextPolicy = field(default_factory=TokenBudget)
+    """What the model sees of the history (docs/agents.md "Context policy"): a token budget of
+    recent complete turns by default, or `FullHistory()`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _AGENT_NAME.match(self.name):
@@ -54,6 +58,11 @@ class Agent:
         if self.history_mode not in _HISTORY_MODES:
             raise AgentConfigurationError(
                 f"agent {self.name!r}: unknown history mode {self.history_mode!r} (use 'local' or 'service')"
+            )
+        if not isinstance(self.context, TokenBudget | FullHistory):
+            raise AgentConfigurationError(
+                f"agent {self.name!r}: context must be TokenBudget(...) or FullHistory(), "
+                f"not {self.context!r}"
             )
         if not isinstance(self.max_tool_rounds, int) or self.max_tool_rounds < 1:
             raise AgentConfigurationError(f"agent {self.name!r}: max_tool_rounds must be a positive integer")
@@ -149,7 +158,9 @@ class Agent:
             "responseSchema": fmt.schema if fmt is not None else None,
         }
 
-    async def run(self, state: AgentState, request: TurnRequest) -> TurnResult:
+    async def run(
+        self, state: AgentState, request: TurnRequest, archive: ArchivedHistory | None = None
+    ) -> TurnResult:
         """Run one turn and record it (request and response entries, provider state, service id)
         in ``state``. A model or tool failure gives ``status == "failed"``; it never raises for one.
         A correlation id that already finished returns its recorded result and changes nothing.
@@ -161,7 +172,7 @@ class Agent:
             raise TypeError(f"run takes an AgentState, not {type(state).__name__}")
         if not isinstance(request, TurnRequest):
             raise TypeError(f"run takes a TurnRequest, not {type(request).__name__}")
-        return await invoke_agent(self, request, run_turn(self, state, request))
+        return await invoke_agent(self, request, run_turn(self, state, request, archive))
 
     def request_identity(self, request: TurnRequest) -> str:
         """The hash a run of ``request`` is recorded under (`requestHash`): its messages, the

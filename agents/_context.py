@@ -64,6 +64,8 @@ class ProviderContext:
     history: Sequence[ChatMessage]
     history_mode: str = "local"
     response_messages: Sequence[ChatMessage] = ()
+    history_offset: int = 0
+    """How many replayed messages of the session precede `history` (they were archived)."""
     _complete: CompleteFn | None = field(default=None, repr=False)
 
     async def complete(

@@ -104,8 +104,10 @@ class HistoryReducer(ContextProvider):
         history = list(context.history)
         state: ReducerState = context.state if context.state is not None else ReducerState()
         summary = state.summary
+        # summarized_count counts from the session's first message; `history` starts after the
+        # archived ones (context.history_offset), which were summarized or passed over already.
         # The summary cannot cover more messages than the history holds.
-        start = min(state.summarized_count, len(history))
+        start = min(max(state.summarized_count - context.history_offset, 0), len(history))
         visible_from = start
         if len(history) - start > self.max_messages:
             cut = self._cut(history, start)
@@ -114,7 +116,9 @@ class HistoryReducer(ContextProvider):
                 new_summary = await self._fold(context, summary, history[start:cut])
                 if new_summary is not None or not self.summarize:
                     summary = new_summary if self.summarize else None
-                    context.state = ReducerState(summary=summary, summarized_count=cut)
+                    context.state = ReducerState(
+                        summary=summary, summarized_count=cut + context.history_offset
+                    )
         instructions: list[str] = []
         if summary:
             instructions.append(f"Summary of the earlier conversation:\n{summary}")

@@ -24,6 +24,7 @@ from state import (
 )
 
 from ._context import ContextProvider, ProviderContext, ProviderStateError
+from ._context_policy import ArchivedHistory, context_history
 from ._convert import RAW_ARGUMENTS, Message, add_usage
 from ._errors import AgentConfigurationError, FailureCode, ModelCallError, ToolExecutionError, failure
 from ._model import CallOptions, ModelCaller, now_iso
@@ -59,6 +60,7 @@ class _Turn:
     usage: Usage | None = None
     contexts: list[tuple[ContextProvider, ProviderContext]] = field(default_factory=list)
     service_thread_id: str | None = None
+    archive: ArchivedHistory | None = None
 
     # --- model access --------------------------------------------------------------------
 
@@ -87,7 +89,9 @@ class _Turn:
         local = agent.history_mode == "local"
         # The model call reads the stored wire dicts; pydantic messages are built only for
         # providers, whose context exposes the history as ChatMessage models.
-        history_wire: list[Message] = list(self.state.replay_wire()) if local else []
+        history_wire: list[Message] = []
+        if local:
+            history_wire.extend(await context_history(agent.context, self.state, self.archive))
         history = list(self.state.replay_messages()) if local and agent.context_providers else []
         for provider in agent.context_providers:
             ctx = ProviderContext(
@@ -97,6 +101,7 @@ class _Turn:
                 state=_provider_state(provider, self.state.state_bag.get(provider.source_id)),
                 request_messages=tuple(self.request_messages),
                 history=tuple(history),
+                history_offset=self.state.archived_messages,
                 history_mode=agent.history_mode,
                 _complete=self.complete,
             )
@@ -332,7 +337,9 @@ def record_failed_turn(
     return _recorded(state, request.correlation_id)
 
 
-async def run_turn(agent: Agent, state: AgentState, request: TurnRequest) -> TurnResult:
+async def run_turn(
+    agent: Agent, state: AgentState, request: TurnRequest, archive: ArchivedHistory | None = None
+) -> TurnResult:
     """Run one turn and record it in ``state``; failures become a failed turn, never an exception."""
     done = TurnResult.from_state(state, request.correlation_id)
     if done is not None:
@@ -342,7 +349,7 @@ async def run_turn(agent: Agent, state: AgentState, request: TurnRequest) -> Tur
     )
     request_entry = _request_entry(request, response_format)
     request_messages = list(request_entry.messages)
-    turn = _Turn(agent, state, request, request_messages, response_format)
+    turn = _Turn(agent, state, request, request_messages, response_format, archive=archive)
     error: TurnFailure | None = None
     try:
         await turn.execute()

@@ -6,21 +6,22 @@ waiting runs (`wait_for_response` true) over real HTTP with aiohttp:
 
 * 1 session (one request at a time, so the session's turns run back to back) and 50 sessions in
   parallel (one request in flight per session);
-* histories of 10 and 1,000 entries (a turn adds 2 entries; the range a case went through is
-  printed).
+* histories of 10, 1,000, 10,000 and 100,000 entries (a turn adds 2 entries; the range a case
+  went through is printed); 50 parallel sessions only at 10 and 1,000.
 
 It also prints how long after a turn finished in the entity the waiting HTTP call returned
 (client receive time minus the stored response entry's `createdAt`; same machine clock).
 
-Seeding: the 10-entry sessions get 5 real turns over HTTP. The 1,000-entry sessions get a valid
-state built with the `state` package (500 turns of short text), written while the host is stopped
+Seeding: the 10-entry sessions get 5 real turns over HTTP. The longer sessions get a valid 1.3.0
+state built with the `state` package turn by turn with the host's default archiving (so older
+entries are in chunks, written into the host's history folder), written while the host is stopped
 through the host's own storage commit (`devhost.entities._store.EntityStore.commit_turn`, the call an entity
 batch commits with; private API, this script only) under the entity id `@dafx-assistant@{session}`
 — 25,000 real turns for 50 sessions would take too long. The benchmark's own turns on those
 sessions then go through the normal path (load, replay, save), so a state the host could not read
 would fail the run.
 
-Usage: .venv/bin/python bench/host_bench.py [--turns 60] [--sizes 10,1000] [--keep-log]
+Usage: .venv/bin/python bench/host_bench.py [--turns 60] [--sizes 10,1000,10000,100000] [--keep-log]
 """
 
 from __future__ import annotations
@@ -49,11 +50,13 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DURABLE_AGENTS_ALLOW_MODEL_REQUESTS", "0")
 
 import aiohttp  # noqa: E402
+from state_bench import build_archived  # noqa: E402
 
 from agents.testing import ModelRequest, ModelServer, Reply  # noqa: E402
 from devhost import make_entity_id  # noqa: E402
 from devhost.entities._store import EntityStore  # noqa: E402
-from state import AgentRequest, AgentResponse, AgentState, ChatMessage, TextContent, dump_state  # noqa: E402
+from hosting.archive import FileChunkStore, chunk_path  # noqa: E402
+from state import PendingChunk, load_state  # noqa: E402
 
 AGENT = "assistant"
 
@@ -120,35 +123,19 @@ class Host:
             self.proc.wait(20)
 
 
-def seeded_state(turns: int) -> str:
-    """A valid state document with ``turns`` short text turns (2 entries each)."""
-    state = AgentState.new()
-    for i in range(turns):
-        cid = f"seed-{i:05d}"
-        now = dt.datetime.now(dt.UTC).isoformat()
-        state.append_request(
-            AgentRequest(
-                correlation_id=cid,
-                created_at=now,
-                messages=[
-                    ChatMessage(
-                        role="user", contents=[TextContent(text=f"seed question {i} about the weather")]
-                    )
-                ],
-            )
-        )
-        state.append_response(
-            AgentResponse(
-                correlation_id=cid,
-                created_at=now,
-                messages=[
-                    ChatMessage(
-                        role="assistant", contents=[TextContent(text=f"seed answer {i}: it is sunny")]
-                    )
-                ],
-            )
-        )
-    return dump_state(state)
+def seed_chunks(
+    history: pathlib.Path, sessions: Sequence[str], document: str, chunks: list[PendingChunk]
+) -> None:
+    """Write a seeded session's archived chunks where the host's file store keeps them."""
+    info = load_state(document).to_document()["data"].get("archive")
+    if info is None:
+        return
+    store = FileChunkStore(history)
+    for session in sessions:
+        for chunk in chunks:
+            path = store._file(chunk_path(f"dafx-{AGENT}", session, info["epoch"], chunk.ref.name))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(chunk.data)
 
 
 def plant(db_path: pathlib.Path, sessions: Sequence[str], document: str) -> None:
@@ -190,12 +177,24 @@ async def post_run(http: aiohttp.ClientSession, url: str, session: str, message:
 
 
 async def history_length(http: aiohttp.ClientSession, url: str, session: str) -> tuple[int, dict[str, str]]:
-    """Entries in the session, and each response entry's createdAt by correlation id."""
+    """Entries in the session, and each recent response entry's createdAt by correlation id."""
     async with http.get(f"{url}/api/agents/{AGENT}/sessions/{session}") as resp:
-        doc = json.loads(await resp.read())["state"]
-    entries = doc["data"]["conversationHistory"]
+        body = json.loads(await resp.read())
+    entries = body["state"]["data"]["conversationHistory"]
     finished = {e["correlationId"]: e["createdAt"] for e in entries if e["$type"] == "response"}
-    return len(entries), finished
+    return int(body.get("entries") or len(entries)), finished
+
+
+def stored_bytes(db_path: pathlib.Path, session: str) -> int:
+    """The size of a session's stored entity state (read from the host's SQLite file)."""
+    import sqlite3
+
+    with sqlite3.connect(db_path) as db:
+        row = db.execute(
+            "SELECT length(CAST(state AS BLOB)) FROM entity_states WHERE entity_id = ?",
+            (make_entity_id(f"dafx-{AGENT}", session),),
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 async def one_session(http: aiohttp.ClientSession, url: str, session: str, turns: int) -> list[Sample]:
@@ -243,22 +242,30 @@ async def run_case(
     return samples
 
 
-async def bench(url: str, turns: int, sizes: set[int]) -> None:
+async def bench(url: str, turns: int, sizes: set[int], db_path: pathlib.Path) -> None:
     connector = aiohttp.TCPConnector(limit=100)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as http:
         # Warm-up: every worker thread of the host creates its model client on its first turn.
         await many_sessions(http, url, [f"warm-up-{i:02d}" for i in range(16)], 2)
         print(f"{'case':<34} {'entries':>13}")
         gaps: dict[str, list[float]] = {}
-        for size, parallel_turns in ((10, 4), (1000, 2)):
+        p50: dict[int, float] = {}
+        for size, parallel_turns in ((10, 4), (1000, 2), (10_000, 0), (100_000, 0)):
             if size not in sizes:
                 continue
-            sessions = [f"bench-{size}-{i:02d}" for i in range(51)]
+            sessions = [f"bench-{size}-{i:02d}" for i in range(51 if parallel_turns else 1)]
             if size == 10:
                 await many_sessions(http, url, sessions, 5)  # seeded with 5 real turns each
             samples = await run_case(http, url, "1 session", sessions[:1], turns)
+            p50[size] = statistics.median(s.latency_ms for s in samples)
+            print(f"{'':<34} stored entity state after: {stored_bytes(db_path, sessions[0]):,} bytes")
             gaps[f"{size:,} entries"] = await finish_to_return(http, url, samples)
-            await run_case(http, url, "50 sessions in parallel", sessions[1:], parallel_turns)
+            if parallel_turns:
+                await run_case(http, url, "50 sessions in parallel", sessions[1:], parallel_turns)
+        if 10 in p50 and 10_000 in p50:
+            print(
+                f"target: 10,000-entry POST .../run p50 within 1.5x of 10-entry: x{p50[10_000] / p50[10]:.2f}"
+            )
         for label, values in gaps.items():
             print(
                 f"turn recorded -> HTTP answer received, 1 session, {label}:"
@@ -270,7 +277,7 @@ async def bench(url: str, turns: int, sizes: set[int]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=60, help="turns of the 1-session cases")
-    parser.add_argument("--sizes", default="10,1000", help="history sizes to run (10 and/or 1000)")
+    parser.add_argument("--sizes", default="10,1000,10000,100000", help="history sizes to run")
     parser.add_argument("--keep-log", action="store_true", help="print where the host log is and keep it")
     args = parser.parse_args()
 
@@ -284,18 +291,24 @@ def main() -> None:
     with ModelServer(mode="scripted") as model, tempfile.TemporaryDirectory() as tmp:
         model.handler = answer
         data = pathlib.Path(tmp) / "data"
-        started = time.perf_counter()
-        document = seeded_state(500)
-        plant(data / "devhost.db", [f"bench-1000-{i:02d}" for i in range(51)], document)
-        print(
-            f"seeded 51 sessions with 1,000 entries ({len(document) // 1024} KB each) in "
-            f"{time.perf_counter() - started:.1f} s"
-        )
+        history = pathlib.Path(tmp) / "history"
+        sizes = {int(x) for x in args.sizes.split(",")}
+        for size in sorted(sizes - {10}):
+            started = time.perf_counter()
+            document, chunks = build_archived(size)
+            sessions = [f"bench-{size}-{i:02d}" for i in range(51 if size <= 1000 else 1)]
+            plant(data / "devhost.db", sessions, document)
+            seed_chunks(history, sessions, document, chunks)
+            print(
+                f"seeded {len(sessions)} session(s) of {size:,} entries ({len(document) // 1024} KB state, "
+                f"{len(chunks)} chunks) in {time.perf_counter() - started:.1f} s"
+            )
         log = pathlib.Path(tempfile.mkdtemp() if args.keep_log else tmp) / "host.log"
-        host = Host(data, model.base_url, log)
+        history_env = {"DURABLE_AGENTS_HISTORY_STORE": "files", "DURABLE_AGENTS_HISTORY_DIR": str(history)}
+        host = Host(data, model.base_url, log, extra_env=history_env)
         host.start()
         try:
-            asyncio.run(bench(host.url, args.turns, {int(x) for x in args.sizes.split(",")}))
+            asyncio.run(bench(host.url, args.turns, sizes, data / "devhost.db"))
         finally:
             host.stop()
         if args.keep_log:

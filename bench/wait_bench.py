@@ -5,7 +5,9 @@ Runs the app's real HTTP function against a local host and the local model serve
 * end-to-end latency of a waiting run with a zero-delay model (fresh session, 1,000-entry session);
 * with a model that takes 200 ms, how long after the model answered the HTTP answer came
   (the waiting overhead the backoff adds);
-* the cost of one poll read (durable client read + finding the run) at 10 and 1,000 entries.
+* the cost of one poll read (durable client read + finding the run) at 10 and 1,000 entries of a
+  state holding its whole history (1.2.0 style), and at 10 to 100,000 entries of sessions built
+  with archiving (1.3.0: the state holds the recent part; the poll reads only that).
 
 Usage: .venv/bin/python bench/wait_bench.py
 """
@@ -27,6 +29,7 @@ os.environ.setdefault("DURABLE_AGENTS_ALLOW_MODEL_REQUESTS", "0")
 
 import azure.durable_functions as df  # noqa: E402
 import azure.functions as func  # noqa: E402
+from state_bench import build_archived  # noqa: E402
 
 from agents import Agent, ModelSettings, RetryPolicy  # noqa: E402
 from agents.testing import ModelServer, Reply  # noqa: E402
@@ -136,6 +139,22 @@ async def main() -> None:
                 print(
                     f"one poll read at {2 * turns:>5} entries ({size:>4} KB):"
                     f" p50 {statistics.median(times):5.2f} ms"
+                )
+            for entries in (10, 1_000, 10_000, 100_000):
+                session = f"archived-{entries}"
+                text, _ = build_archived(entries)
+                plant(session, text)
+                entity = df.EntityId("dafx-assistant", session)
+                last = f"{entries // 2 - 1:032x}"
+                times = []
+                for _ in range(30):
+                    started = time.perf_counter()
+                    snapshot = await read_session(client, entity)
+                    assert find_stored_run(snapshot.document, last) is not None
+                    times.append((time.perf_counter() - started) * 1000)
+                print(
+                    f"one poll read, archived session of {entries:>7,} entries "
+                    f"({len(text) // 1024:>3} KB state): p50 {statistics.median(times):5.2f} ms"
                 )
         finally:
             await host.stop()

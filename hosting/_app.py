@@ -14,7 +14,9 @@ from agents import Agent, AgentConfigurationError
 
 from ._entity import AgentEntity, entity_name
 from ._extensions import Extension, Handler
+from ._history_api import history
 from ._http import Api, ApiSettings, guarded
+from ._lifecycle import register_lifecycle
 from ._openapi import openapi_document
 from ._problems import json_response
 from ._routes import AGENT_ROUTES, RouteSpec
@@ -154,6 +156,7 @@ def build_app(
         "agent_session": api.session,
         "agent_session_reset": api.session_reset,
         "agent_sessions": SessionsApi(api).list,
+        "agent_session_history": lambda req, client: history(api, req, client),
         "agents_list": api.list_agents,
         "health": api.health,
         "openapi": openapi,
@@ -174,5 +177,6 @@ def build_app(
             _register_http(app, spec, page.serve, settings.route_prefix)
     for agent in agents:
         _register_entity(app, agent, settings)
+    register_lifecycle(app)
     register_mcp_tools(app, agents, mcp_tools)
     return app

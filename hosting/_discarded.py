@@ -49,9 +49,10 @@ def _run_ids(document: Any) -> list[str]:
     return ids
 
 
-def reset_text(old_text: str | None) -> str:
-    """The state text a reset stores: an empty history that remembers the discarded run ids."""
-    fresh = dump_state(AgentState.new())
+def reset_text(old_text: str | None, fresh_state: AgentState) -> str:
+    """The state text a reset stores: `fresh_state` (an empty history) remembering the ids of the
+    runs the reset discards."""
+    fresh = dump_state(fresh_state)
     if old_text is None:
         return fresh
     old = json.loads(old_text)

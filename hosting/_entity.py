@@ -14,17 +14,21 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from agents import Agent, InvalidTurnRequest, TurnRequest, TurnResult, failure
+from agents import Agent, FullHistory, InvalidTurnRequest, TurnRequest, TurnResult, failure
 from state import AgentState, TurnFailure, dump_state, load_state
 
 from ._discarded import reset_text, text_is_discarded
+from ._entity_archive import answer_archived
+from ._entity_lifecycle import archive_epoch, expire
 from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
 from ._loop import run_sync
 from ._telemetry import traced_entity_run
+from ._ttl import now_iso
+from .archive import HistoryArchive, SessionHistory, default_archive
 
 log = logging.getLogger("hosting.entity")
 
-OPERATIONS = ("run", "reset", "delete", "get")
+OPERATIONS = ("run", "reset", "delete", "get", "expire")
 """The operations every agent entity understands."""
 
 ENTITY_PREFIX = "dafx-"
@@ -119,10 +123,23 @@ def decode_operation_input(context: Any) -> Any:
 class AgentEntity:
     """The entity function of one agent; the SDK calls it once per operation of a batch."""
 
-    def __init__(self, agent: Agent, max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES,
+        archive: HistoryArchive | None = None,
+    ) -> None:
         self.agent = agent
         self.name = entity_name(agent.name)
         self.max_session_bytes = max_session_bytes
+        self._archive = archive
+
+    @property
+    def archive(self) -> HistoryArchive:
+        """Where this entity archives older history (the app's default unless one was given)."""
+        if self._archive is None:
+            self._archive = default_archive()
+        return self._archive
 
     def __call__(self, context: Any) -> None:
         operation = context.operation_name
@@ -133,13 +150,17 @@ class AgentEntity:
                 traced_entity_run(self.name, self.agent.name, key, run_input, lambda: self._run(context))
             )
         elif operation == "reset":
+            # The answer names the archive the reset left behind (deleted after this commits).
+            epoch = archive_epoch(self, context)
             self._reset(context)
-            context.set_result(None)
+            context.set_result({"epoch": epoch})
         elif operation == "delete":
             # destruct_on_exit after set_result: set_result would mark the entity as existing.
-            context.set_result(None)
+            context.set_result({"epoch": archive_epoch(self, context)})
             context.destruct_on_exit()
             context._dafx_loaded = None
+        elif operation == "expire":
+            expire(self, context)
         elif operation == "get":
             text = _stored_text(context)
             context.set_result(None if text is None else json.loads(text))
@@ -172,8 +193,10 @@ class AgentEntity:
         text = _stored_text(context)
         if text is not None:
             self._load(context)
+        fresh = AgentState.new()
+        fresh.last_activity_at = now_iso()
         # The new history remembers the ids of the runs it discards (hosting._discarded).
-        _store_text(context, reset_text(text))
+        _store_text(context, reset_text(text, fresh))
         context._dafx_loaded = None
 
     # -- run --------------------------------------------------------------------------------
@@ -184,7 +207,7 @@ class AgentEntity:
         except (InvalidTurnRequest, ValueError) as error:
             raise InvalidOperation(f"invalid input for {self.name} run: {error}") from error
         loaded = self._load(context)
-        answer = self._answered(loaded, request)
+        answer = self._answered(loaded, request, context.entity_key)
         if answer is not None:
             return answer
         if loaded.text and text_is_discarded(loaded.text, request.correlation_id):
@@ -199,7 +222,15 @@ class AgentEntity:
         state = loaded.state
         context._dafx_loaded = None  # the turn mutates the object; only a saved one is reused
         try:
-            result = run_sync(lambda: self.agent.run(state, request))
+            if isinstance(self.agent.context, FullHistory):
+                # Only an agent that asks for its full history reads the archive during a turn.
+                older = SessionHistory(self.archive, self.name, context.entity_key, state)
+                result = run_sync(lambda: self.agent.run(state, request, older))
+            else:
+                result = run_sync(lambda: self.agent.run(state, request))
+            state.last_activity_at = now_iso()
+            # Older entries move to chunks, stored before this state (which references them).
+            self.archive.settle(self.name, context.entity_key, state)
             text = dump_state(state)
         except Exception as error:
             # A bug, not a model failure (agents records those): answer the run instead of leaving
@@ -257,12 +288,12 @@ class AgentEntity:
         )
         return result.to_json()
 
-    def _answered(self, loaded: _Loaded, request: TurnRequest) -> dict[str, Any] | None:
+    def _answered(self, loaded: _Loaded, request: TurnRequest, key: str) -> dict[str, Any] | None:
         """The stored answer when this correlation id was already run (a redelivered signal or a
         retry); raises `RunConflict` when the id was used for a different request."""
         record = loaded.state.find_run(request.correlation_id)
         if record is None:
-            return None
+            return answer_archived(self.archive, self.name, key, loaded.state, request, self.agent)
         if not self.agent.same_request(request, record.request_hash, record.request_wire):
             raise RunConflict(request.correlation_id)
         result = TurnResult.from_state(loaded.state, request.correlation_id)

@@ -38,6 +38,7 @@ class ProblemCode(StrEnum):
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     STATE_UNREADABLE = "state_unreadable"
     SESSION_TOO_LARGE = "session_too_large"
+    HISTORY_UNAVAILABLE = "history_unavailable"
     WORKFLOW_FINISHED = "workflow_finished"
     RUN_DISCARDED = "run_discarded"
     BODY_TOO_LARGE = "body_too_large"
@@ -66,6 +67,7 @@ PROBLEMS: dict[ProblemCode, tuple[int, str]] = {
     ProblemCode.IDEMPOTENCY_CONFLICT: (409, "Conflict"),
     ProblemCode.STATE_UNREADABLE: (409, "Conflict"),
     ProblemCode.SESSION_TOO_LARGE: (409, "The session is too large"),
+    ProblemCode.HISTORY_UNAVAILABLE: (409, "Archived history unavailable"),
     ProblemCode.WORKFLOW_FINISHED: (409, "Conflict"),
     ProblemCode.RUN_DISCARDED: (410, "Gone"),
     ProblemCode.BODY_TOO_LARGE: (413, "Request body too large"),
@@ -164,9 +166,7 @@ class AgentRunFailed(HostingError):
     """
 
     def __init__(self, agent: str, session_id: str, correlation_id: str, failure: TurnFailure) -> None:
-        super().__init__(
-            f"agent {agent!r} turn {correlation_id} failed: {failure.code}: {failure.message}"
-        )
+        super().__init__(f"agent {agent!r} turn {correlation_id} failed: {failure.code}: {failure.message}")
         self.agent = agent
         self.session_id = session_id
         self.correlation_id = correlation_id

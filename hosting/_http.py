@@ -23,9 +23,12 @@ import azure.functions as func
 
 from agents import Agent, TurnResult, turn_result
 
+from ._archived_runs import find_archived_run
 from ._discarded import discarded_problem, is_discarded
 from ._entity import MIN_SESSION_BYTES, entity_name, max_session_bytes_from_env
 from ._errors import HostingConfigurationError, ProblemCode, ProblemError
+from ._history_api import with_history
+from ._lifecycle import reset_or_delete, watch_expiry
 from ._models import (
     AgentInfo,
     AgentsBody,
@@ -43,6 +46,7 @@ from ._problems import json_response, problem_response
 from ._requests import CORRELATION_HEADER, MAX_BODY_BYTES, SESSION_HEADER, RunCall, check_id, parse_run
 from ._results import StoredRun, find_stored_run, result_from_stored
 from ._waiting import Snapshot, check_same_request, read_session, state_problem, unreadable, wait_for_run
+from .archive import state_archive
 
 log = logging.getLogger("hosting.http")
 
@@ -230,6 +234,10 @@ class Api:
             if reason is not None:
                 raise unreadable(agent.name, call.session_id, reason)
             done = find_stored_run(snapshot.document, call.correlation_id) if call.retry_safe else None
+            if done is None and call.retry_safe:
+                done = await find_archived_run(
+                    agent.name, call.session_id, snapshot.document, call.correlation_id
+                )
             if done is not None:
                 check_same_request(done, asked, agent.name, call.session_id)
                 return self._finished(req, agent.name, call.session_id, done)
@@ -237,6 +245,8 @@ class Api:
                 raise discarded_problem(agent.name, call.session_id, call.correlation_id)
             self._refuse_full_session(agent.name, call, snapshot.document)
         await client.signal_entity(entity_id, "run", call.request.to_json())
+        if not snapshot.exists:
+            await watch_expiry(client, agent.name, call.session_id)
         log.info(
             "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
         )
@@ -351,24 +361,28 @@ class Api:
 
     async def session(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """GET / DELETE agents/{agent}/sessions/{session_id}"""
-        agent, session_id, entity_id, snapshot = await self._existing_session(req, client)
+        agent, session_id, _entity_id, snapshot = await self._existing_session(req, client)
         if req.method.upper() == "DELETE":
-            await client.signal_entity(entity_id, "delete")
+            archived = state_archive(snapshot.document) is not None
+            await reset_or_delete(client, agent.name, session_id, "delete", archived)
             return json_response(
                 SessionActionBody(agent=agent.name, session_id=session_id, status="delete_requested"), 202
             )
         reason = state_problem(snapshot.document)
         if reason is not None:
             raise unreadable(agent.name, session_id, reason)
-        return json_response(_session_body(agent.name, session_id, snapshot.document))
+        return json_response(
+            with_history(_session_body(agent.name, session_id, snapshot.document), self, snapshot.document)
+        )
 
     async def session_reset(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/reset"""
-        agent, session_id, entity_id, snapshot = await self._existing_session(req, client)
+        agent, session_id, _entity_id, snapshot = await self._existing_session(req, client)
         reason = state_problem(snapshot.document)
         if reason is not None:
             raise unreadable(agent.name, session_id, reason)
-        await client.signal_entity(entity_id, "reset")
+        archived = state_archive(snapshot.document) is not None
+        await reset_or_delete(client, agent.name, session_id, "reset", archived)
         return json_response(
             SessionActionBody(agent=agent.name, session_id=session_id, status="reset_requested"), 202
         )

@@ -141,6 +141,26 @@ class SessionBody(BaseModel):
     state_bag: dict[str, JSON]
     state: dict[str, JSON]
     size_bytes: int | None = Field(default=None, description="Size of the stored state (UTF-8 JSON).")
+    entries: int | None = None
+    """(archived history) Entries of the whole session; `state` holds only the most recent."""
+    archived_entries: int | None = None
+    """Entries moved to archived chunks (read them through `history_url`)."""
+    history_url: str | None = None
+    """Pages of the whole history, newest first."""
+    expires_at: str | None = None
+    """When the session expires if it stays idle (RFC 3339), or None when it never does."""
+
+
+class HistoryPageBody(BaseModel):
+    """One page of a session's history, newest first, each entry exactly as stored."""
+
+    agent: str
+    session_id: str
+    total: int
+    """Entries of the whole session."""
+    entries: list[dict[str, JSON]]
+    next: str | None
+    """The cursor of the next (older) page (`?before=`), or None after the oldest entry."""
 
 
 class SessionSummary(BaseModel):

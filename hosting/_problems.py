@@ -14,7 +14,6 @@ PROBLEM_TYPE_BASE = "urn:durable-agents:problem:"
 """Problem `type` URIs are this base plus the stable `code`."""
 
 
-
 def json_response(
     body: BaseModel | dict[str, Any],
     status: int = 200,

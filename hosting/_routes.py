@@ -15,12 +15,14 @@ from ._ids import ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT
 from ._models import (
     AgentsBody,
     HealthBody,
+    HistoryPageBody,
     RunRequestBody,
     RunResultBody,
     SessionActionBody,
     SessionBody,
     SessionsPageBody,
 )
+from .archive._pages import CURSOR_PATTERN
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,39 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                 "DELETE",
                 "Delete a session (queued behind its earlier operations).",
                 (Response(202, "Delete queued.", SessionActionBody), _BAD, _UNKNOWN, _DOWN),
+            ),
+        ),
+    ),
+    RouteSpec(
+        "agent_session_history",
+        "agents/{agent}/sessions/{session_id}/history",
+        (
+            Operation(
+                "GET",
+                "A session's whole history, newest first, in pages; each entry exactly as stored.",
+                (
+                    Response(200, "One page and the cursor of the next.", HistoryPageBody),
+                    _BAD,
+                    _UNKNOWN,
+                    Response(
+                        409,
+                        "The stored state is unreadable, or an archived chunk is missing or corrupt "
+                        "(`history_unavailable`, naming the `chunk`); nothing is changed.",
+                    ),
+                    _DOWN,
+                ),
+                query=(
+                    Param(
+                        "before",
+                        "Cursor: the `next` of the previous page (entries older than it).",
+                        {"type": "string", "pattern": CURSOR_PATTERN, "maxLength": 96},
+                    ),
+                    Param(
+                        "limit",
+                        "Entries per page (default 100).",
+                        {"type": "integer", "minimum": 1, "maximum": 1000},
+                    ),
+                ),
             ),
         ),
     ),

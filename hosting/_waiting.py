@@ -19,6 +19,7 @@ import azure.durable_functions as df
 
 from state import StateError, check_state
 
+from ._archived_runs import find_archived_run
 from ._discarded import discarded_problem, is_discarded
 from ._errors import ProblemCode, ProblemError
 from ._results import StoredRun, find_stored_run
@@ -94,9 +95,7 @@ def unreadable(agent: str, session_id: str, reason: str) -> ProblemError:
     )
 
 
-def check_same_request(
-    run: StoredRun, asked: SameRequest | None, agent: str, session_id: str
-) -> None:
+def check_same_request(run: StoredRun, asked: SameRequest | None, agent: str, session_id: str) -> None:
     """Raise 409 when the stored run with this correlation id answered a different request
     (`asked` compares a stored run's `requestHash`, or its request entry, with the new request)."""
     if asked is not None and not asked(run.request_hash, run.request):
@@ -141,6 +140,9 @@ async def wait_for_run(
                     raise unreadable(agent, session_id, reason)
                 checked = True
             run = find_stored_run(snapshot.document, correlation_id)
+            if run is None:
+                # A retry of a run whose entries were archived: answered from its chunk.
+                run = await find_archived_run(agent, session_id, snapshot.document, correlation_id)
             if run is not None:
                 check_same_request(run, asked, agent, session_id)
                 return run

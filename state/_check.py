@@ -9,9 +9,14 @@ Input comes from a JSON parser, so `type(x) is T` is exact (bool is not an int h
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, NotRequired, Union, get_args, get_origin, get_type_hints
 
 from . import _wire
+from ._wire import CHUNK_NAME_PATTERN, EPOCH_PATTERN
+
+_CHUNK_NAME = re.compile(CHUNK_NAME_PATTERN)
+_EPOCH = re.compile(EPOCH_PATTERN)
 
 # Field kinds.
 _OPT_STR = 0  # absent, null or a string
@@ -105,7 +110,47 @@ def document_ok(doc: Any) -> bool:
         for run in runs.values():
             if not _run_ok(run):
                 return False
+    if "lastActivityAt" in data and type(data["lastActivityAt"]) is not str:
+        return False
+    return "archive" not in data or _archive_ok(data["archive"])
+
+
+def _archive_ok(archive: Any) -> bool:
+    # (1.3.0) data.archive: the epoch, how many entries were archived and the chunk references.
+    if type(archive) is not dict:
+        return False
+    epoch = archive.get("epoch")
+    if type(epoch) is not str or _EPOCH.fullmatch(epoch) is None:
+        return False
+    counts = (archive.get("archivedEntries"), archive.get("archivedMessages", 0))
+    if not all(_count_ok(count, 0) for count in counts):
+        return False
+    chunks = archive.get("chunks")
+    if type(chunks) is not list:
+        return False
+    for ref in chunks:
+        if not _chunk_ref_ok(ref):
+            return False
+    if "runs" in archive:
+        runs = archive["runs"]
+        if type(runs) is not dict or not all(_run_ok(run) for run in runs.values()):
+            return False
     return True
+
+
+def _count_ok(value: Any, minimum: int) -> bool:
+    return type(value) is int and value >= minimum
+
+
+def _chunk_ref_ok(ref: Any) -> bool:
+    if type(ref) is not dict:
+        return False
+    name = ref.get("name")
+    if type(name) is not str or _CHUNK_NAME.fullmatch(name) is None:
+        return False
+    if not _count_ok(ref.get("first"), 0) or not _count_ok(ref.get("count"), 1):
+        return False
+    return "bytes" not in ref or type(ref["bytes"]) is int
 
 
 def _entry_ok(entry: Any) -> bool:

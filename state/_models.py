@@ -249,4 +249,3 @@ class AgentResponse(WireModel):
 
 Entry = Annotated[AgentRequest | AgentResponse, Field(discriminator="type")]
 """One item of `data.conversationHistory`."""
-

@@ -142,21 +142,7 @@ class AgentState:
         Read-only views into the state: no model is built, so this is the cheap way to send a
         long history to a model. Don't mutate them.
         """
-        history = self._history
-        order: list[int] = []
-        pending: dict[str | None, int] = {}
-        for i, raw in enumerate(history):
-            cid = raw.get("correlationId")
-            if raw["$type"] == "request":
-                pending[cid] = i
-                continue
-            request_index = pending.pop(cid, None)
-            if response_failed(raw):
-                continue
-            if request_index is not None:
-                order.append(request_index)
-            order.append(i)
-        return (m for i in order for m in history[i].get("messages", ()))
+        return (m for turn in replay_turns(self._history) for m in turn)
 
     # --- writing -------------------------------------------------------------------------
 
@@ -184,6 +170,66 @@ class AgentState:
             if request_hash is not None and run["requestIndex"] is not None:
                 run["requestHash"] = request_hash
             runs[cid] = run
+
+    @property
+    def last_activity_at(self) -> str | None:
+        """(1.3.0) When the session last ran a turn or was reset (RFC 3339), for idle expiry."""
+        value = self._data.get("lastActivityAt")
+        return value if isinstance(value, str) else None
+
+    @last_activity_at.setter
+    def last_activity_at(self, value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"last_activity_at must be a string, not {type(value).__name__}")
+        self._data["lastActivityAt"] = value
+
+    # --- archive (1.3.0): see state._archive -----------------------------------------------
+
+    @property
+    def archived_entries(self) -> int:
+        """(1.3.0) How many of the oldest entries live in archived chunks, not in `entries`."""
+        archive = self._data.get("archive")
+        return int(archive["archivedEntries"]) if isinstance(archive, dict) else 0
+
+    @property
+    def total_entries(self) -> int:
+        """Every entry of the session: the archived ones plus those in `entries`."""
+        return self.archived_entries + len(self._history)
+
+    @property
+    def archived_messages(self) -> int:
+        """(1.3.0) How many replayable messages (`replay_wire`) went to the archive with the
+        archived entries: the position of this state's first replayed message in the whole history."""
+        archive = self._data.get("archive")
+        return int(archive.get("archivedMessages", 0)) if isinstance(archive, dict) else 0
+
+    def raw_entries(self) -> Sequence[Mapping[str, Any]]:
+        """The entries in the state as stored wire dicts (validated; read them, don't change them)."""
+        return self._history
+
+    def _take_prefix(self, count: int) -> tuple[list[Doc], dict[str, Doc]]:
+        """Remove the `count` oldest entries; return them and the runs they held (indexes
+        relative to the removed entries). The runs of the remaining entries are shifted."""
+        runs = self._index()
+        moved_runs: dict[str, Doc] = {}
+        kept_runs: dict[str, Doc] = {}
+        for cid, run in runs.items():
+            if run["responseIndex"] < count:
+                moved_runs[cid] = run
+                continue
+            shifted = dict(run)
+            shifted["responseIndex"] = run["responseIndex"] - count
+            request_index = run.get("requestIndex")
+            shifted["requestIndex"] = (
+                None if request_index is None or request_index < count else request_index - count
+            )
+            kept_runs[cid] = shifted
+        moved = self._history[:count]
+        del self._history[:count]
+        del self._models[:count]
+        self._runs = kept_runs
+        self._write_runs = True
+        return moved, moved_runs
 
     def to_document(self) -> Doc:
         """The wire document `dump_state` writes (shares structure with the state: don't mutate)."""
@@ -234,6 +280,28 @@ class AgentState:
                     runs[cid] = _run_for(self._history, i, raw)
             self._runs = runs
         return self._runs
+
+
+def replay_turns(history: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The replayable messages of `history` (wire entries, oldest first), one list per finished,
+    non-failed turn: its request's messages, then its response's (tool calls with their results).
+    A turn is the unit a context window keeps or drops whole."""
+    turns: list[list[Mapping[str, Any]]] = []
+    pending: dict[Any, int] = {}
+    for i, raw in enumerate(history):
+        cid = raw.get("correlationId")
+        if raw["$type"] == "request":
+            pending[cid] = i
+            continue
+        request_index = pending.pop(cid, None)
+        if response_failed(raw):
+            continue
+        messages: list[Mapping[str, Any]] = []
+        if request_index is not None:
+            messages.extend(history[request_index].get("messages", ()))
+        messages.extend(raw.get("messages", ()))
+        turns.append(messages)
+    return turns
 
 
 def response_failed(response: Mapping[str, Any]) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ._errors import IncompatibleStateVersion
 
-CURRENT_SCHEMA_VERSION = "1.2.0"
+CURRENT_SCHEMA_VERSION = "1.3.0"
 """The version `dump_state` writes. Any 1.x.y loads; older minors are upgraded step by step."""
 
 # One line per version: what it added. Keep in step with UPGRADE_STEPS and docs/state.md.
@@ -17,6 +17,7 @@ CHANGELOG: dict[str, str] = {
     "1.0.0": "conversationHistory of request/response entries, messages and the content types",
     "1.1.0": "optional request orchestrationId (the orchestration that sent the request)",
     "1.2.0": "optional data.stateBag, data.runs, data.serviceThreadId and response failure",
+    "1.3.0": "optional data.archive (older entries in immutable chunks), data.lastActivityAt, data.discardedRuns",
 }
 
 SUPPORTED_MAJOR = 1
@@ -118,9 +119,19 @@ def _upgrade_1_1_to_1_2(doc: Doc) -> None:
     doc["data"].pop("runs", None)
 
 
+def _upgrade_1_2_to_1_3(doc: Doc) -> None:
+    # 1.3 adds only the optional `data.archive`. A 1.2 state has none: its whole history is in
+    # the document and the writer archives it on the first turn after the upgrade. An `archive`
+    # found in a document labelled 1.2 was carried through by a 1.2 writer, which only appends
+    # entries and never removes any: the references still describe the entries before
+    # `conversationHistory[0]`, so they are kept (dropping them would lose history).
+    del doc
+
+
 UPGRADE_STEPS: dict[int, UpgradeStep] = {
     0: _upgrade_1_0_to_1_1,
     1: _upgrade_1_1_to_1_2,
+    2: _upgrade_1_2_to_1_3,
 }
 """minor version N -> the step that turns a 1.N document into a 1.(N+1) document."""
 

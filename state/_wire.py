@@ -10,7 +10,7 @@ import json
 from typing import Annotated, Any, Literal, NotRequired
 
 import orjson
-from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Discriminator, Field, StringConstraints, Tag, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails, from_json
 from typing_extensions import TypedDict
 
@@ -141,11 +141,34 @@ class _Run(TypedDict):
     requestHash: NotRequired[str | None]
 
 
+CHUNK_NAME_PATTERN = r"^[0-9]{8}-[0-9a-f]{64}$"
+"""(1.3.0) An archived chunk's name: its sequence number and the sha256 of its bytes."""
+EPOCH_PATTERN = r"^[0-9a-f]{16}$"
+"""(1.3.0) An archive epoch: a new one for each archive a session starts (after a reset)."""
+
+
+class _ChunkRef(TypedDict):
+    name: Annotated[str, StringConstraints(pattern=CHUNK_NAME_PATTERN)]
+    first: Annotated[int, Field(ge=0)]
+    count: Annotated[int, Field(ge=1)]
+    bytes: NotRequired[int]
+
+
+class _Archive(TypedDict):
+    epoch: Annotated[str, StringConstraints(pattern=EPOCH_PATTERN)]
+    archivedEntries: Annotated[int, Field(ge=0)]
+    archivedMessages: NotRequired[Annotated[int, Field(ge=0)]]
+    chunks: list[_ChunkRef]
+    runs: NotRequired[dict[str, _Run]]
+
+
 class _StateData(TypedDict):
     conversationHistory: NotRequired[list[_Entry]]
     stateBag: NotRequired[dict[str, Any]]
     runs: NotRequired[dict[str, _Run]]
     serviceThreadId: NotRequired[str | None]
+    archive: NotRequired[_Archive]
+    lastActivityAt: NotRequired[str]
 
 
 class _Root(TypedDict):
@@ -156,7 +179,7 @@ class _Root(TypedDict):
 for _td in (
     _Usage, _Text, _Reasoning, _Data, _Uri, _Error, _FunctionCall, _FunctionResult, _HostedFile,
     _HostedVectorStore, _UsageContent, _Unknown, _Opaque, _Message, _Failure, _Request, _Response,
-    _Run, _StateData, _Root,
+    _Run, _ChunkRef, _Archive, _StateData, _Root,
 ):  # fmt: skip
     setattr(_td, "__pydantic_config__", _OPEN)  # noqa: B010 - TypedDicts take config this way
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 import agents
 
 EXPECTED = {
+    "DEFAULT_CONTEXT_TOKENS",
+    "ArchivedHistory",
+    "ContextPolicy",
+    "FullHistory",
+    "TokenBudget",
     "Agent",
     "AgentConfigurationError",
     "AgentsError",

@@ -93,7 +93,12 @@ class HostProcess:
                 [sys.executable, "-m", "devhost", "--port", str(self.port), "--data-dir", str(self.data_dir),
                  "--startup-hook", OFFLINE_MODEL_HOOK],
                 cwd=self.cwd,
-                env={**host_env(self.model_base_url, self.function_key), **self.extra_env},
+                env={
+                    # Archived history goes under the host's data dir, never into the repository.
+                    "DURABLE_AGENTS_HISTORY_DIR": str(self.data_dir / "history"),
+                    **host_env(self.model_base_url, self.function_key),
+                    **self.extra_env,
+                },
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )

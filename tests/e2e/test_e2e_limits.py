@@ -99,7 +99,11 @@ async def test_a_full_session_answers_409_at_once_and_keeps_its_history(
 async def test_the_default_limit_fires_before_the_hosts_own_1_mib(client: Client, model: ModelServer) -> None:
     # The shared host runs with the defaults: 960 KiB sessions on a host storing at most 1 MiB. Had
     # the host's limit fired first, the operation would fail and this wait end in a 202 after 30 s.
-    answers = await fill(client, model, "e2e-limit-default", "d" * 200_000, turns=8)
+    # Older turns are archived (docs/state.md), so only a single turn that large reaches the limit.
+    for turn in range(3):  # 1.2 MB of history: no ceiling
+        model.script(Reply.text("d" * 400_000))
+        assert (await client.run("assistant", f"turn {turn}", "e2e-limit-default")).status == 200
+    answers = await fill(client, model, "e2e-limit-default", "d" * 1_000_000, turns=2)
     refused = answers[-1]
     assert refused.status == 409, refused.body[:300]
     assert problem_of(refused)["max_session_bytes"] == 960 * 1024

@@ -14,7 +14,7 @@ import pytest
 from hosting_support import ROOT, Api, make_agents, run_batch, run_op, stored_state
 from jsonschema import Draft202012Validator
 
-from agents import Agent, TurnRequest, TurnResult
+from agents import Agent, ArchivedHistory, TurnRequest, TurnResult
 from agents.testing import ModelServer, Reply
 from hosting import ApiSettings, HostingError, build_app
 from state import AgentRequest, AgentState, ChatMessage, TextContent, dump_state, load_state
@@ -169,7 +169,9 @@ def test_an_empty_session_takes_a_first_turn_over_the_limit_as_a_refusal(
 class BuggyAgent(Agent):
     """An agent with a bug: its run writes half a turn into the state, then raises."""
 
-    async def run(self, state: AgentState, request: TurnRequest) -> TurnResult:
+    async def run(
+        self, state: AgentState, request: TurnRequest, archive: ArchivedHistory | None = None
+    ) -> TurnResult:
         state.append_request(
             AgentRequest(
                 correlation_id=request.correlation_id,

@@ -125,3 +125,30 @@ def test_function_app_module_builds_the_catalogue(
         assert {"dafx-assistant", "dafx-writer", "dafx-reviewer", "agent_run", "review_workflow"} <= names
     finally:
         sys.modules.pop("function_app", None)
+
+
+def test_archive_subpackage_all_is_pinned() -> None:
+    import hosting.archive
+
+    assert sorted(hosting.archive.__all__) == [
+        "AzureBlobChunkStore",
+        "BlobConnection",
+        "CRASH_ENV",
+        "CURSOR_PATTERN",
+        "ChunkStore",
+        "Cursor",
+        "FileChunkStore",
+        "HistoryArchive",
+        "Page",
+        "SessionHistory",
+        "archived_run",
+        "chunk_path",
+        "counts",
+        "default_archive",
+        "epoch_prefix",
+        "history_page",
+        "policy_from_env",
+        "session_prefix",
+        "state_archive",
+        "store_from_env",
+    ]

@@ -69,10 +69,10 @@ def test_upgrade_runs_the_chain_from_the_loaded_minor() -> None:
         for minor in saved:
             UPGRADE_STEPS[minor] = lambda doc, m=minor: calls.append(m)  # type: ignore[misc]
         upgrade({}, 0)
-        assert calls == [0, 1]
+        assert calls == [0, 1, 2]
         calls.clear()
         upgrade({}, 1)
-        assert calls == [1]
+        assert calls == [1, 2]
         calls.clear()
         upgrade({}, CURRENT_MINOR)
         upgrade({}, CURRENT_MINOR + 3)  # newer minors: nothing to do
@@ -98,7 +98,7 @@ def test_runs_index_carried_by_an_older_writer_is_rebuilt() -> None:
 
 
 def test_newer_minor_runs_index_is_used_as_stored() -> None:
-    doc = _doc("1.3.0", runs={"a": {"status": "failed", "requestIndex": 0, "responseIndex": 1, "x": 1}})
+    doc = _doc("1.4.0", runs={"a": {"status": "failed", "requestIndex": 0, "responseIndex": 1, "x": 1}})
     state = load_state(json.dumps(doc))
     run = state.find_run("a")
     assert run is not None and run.status == "failed"

@@ -1,0 +1,97 @@
+"""The long-history side of the session API: counts and expiry on `GET .../sessions/{id}`,
+`GET .../sessions/{id}/history` (pages, newest first), runs whose entries were archived, and
+the 409 `history_unavailable` problem."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import azure.functions as func
+
+from state import HistoryUnavailable
+
+from ._archived_runs import history_unavailable
+from ._entity import entity_name
+from ._errors import ProblemCode, ProblemError
+from ._models import HistoryPageBody, SessionBody
+from ._problems import json_response
+from ._ttl import expires_at, ttl_for
+from ._waiting import state_problem, unreadable
+from .archive import Cursor, HistoryArchive, counts, default_archive, history_page
+
+if TYPE_CHECKING:
+    from ._http import Api
+
+DEFAULT_PAGE = 100
+MAX_PAGE = 1000
+
+
+def with_history(body: SessionBody, api: Api, document: Mapping[str, Any]) -> SessionBody:
+    """The session body plus its entry counts, history URL and expiry."""
+    total, archived = counts(document)
+    path = f"agents/{body.agent}/sessions/{body.session_id}/history"
+    return body.model_copy(
+        update={
+            "entries": total,
+            "archived_entries": archived,
+            "history_url": api.settings.url(path),
+            "expires_at": expires_at(document, ttl_for(body.agent)),
+        }
+    )
+
+
+def _limit(req: func.HttpRequest) -> int:
+    raw = req.params.get("limit")
+    if raw is None:
+        return DEFAULT_PAGE
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= MAX_PAGE):
+        raise ProblemError(
+            ProblemCode.INVALID_FIELD, f"'limit' must be a whole number from 1 to {MAX_PAGE}", field="limit"
+        )
+    return int(raw)
+
+
+def _cursor(req: func.HttpRequest) -> Cursor | None:
+    raw = req.params.get("before")
+    if raw is None:
+        return None
+    cursor = Cursor.parse(raw) if len(raw) <= 96 else None
+    if cursor is None:
+        raise ProblemError(
+            ProblemCode.INVALID_FIELD,
+            "'before' must be a cursor from a previous page's 'next' (or an entry index)",
+            field="before",
+        )
+    return cursor
+
+
+async def history(
+    api: Api, req: func.HttpRequest, client: Any, archive: HistoryArchive | None = None
+) -> func.HttpResponse:
+    """GET agents/{agent}/sessions/{session_id}/history?before=&limit="""
+    limit = _limit(req)
+    cursor = _cursor(req)
+    agent, session_id, _entity_id, snapshot = await api._existing_session(req, client)
+    reason = state_problem(snapshot.document)
+    if reason is not None:
+        raise unreadable(agent.name, session_id, reason)
+    try:
+        page = await history_page(
+            archive or default_archive(),
+            entity_name(agent.name),
+            session_id,
+            snapshot.document,
+            cursor,
+            limit,
+        )
+    except HistoryUnavailable as error:
+        raise history_unavailable(error, agent.name, session_id) from None
+    body = HistoryPageBody(
+        agent=agent.name,
+        session_id=session_id,
+        total=page.total,
+        entries=[dict(e) for e in page.entries],
+        next=None if page.next is None else str(page.next),
+    )
+    return json_response(body)

@@ -1,0 +1,111 @@
+"""Durable functions of a session's lifecycle: idle expiry and deleting archived chunks after the
+entity change that orphaned them is committed.
+
+* `dafx_session_expiry` (one instance per session, `dafx-expiry-{agent}-{session}`, started when
+  a session is created over HTTP): asks the entity to `expire`; when the session is not idle
+  yet it sleeps on a durable timer until the session would be due and asks again
+  (`continue_as_new`); when it expired, the chunks go.
+* `dafx_session_cleanup`: a reset or delete of a session that has archived history: the entity
+  operation is called (its answer names the archive it left behind), then the chunks go.
+* `dafx_forget_history` (activity): deletes one archive epoch's chunks.
+
+Durable timers, entity calls and activities are what the Durable extension offers (and the local
+host implements), so expiry works the same on Azure and on `make run`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from datetime import datetime
+from typing import Any
+
+import azure.durable_functions as df
+
+from ._entity import entity_name
+from ._ttl import ttl_for
+from .archive import default_archive
+
+log = logging.getLogger("hosting.lifecycle")
+
+EXPIRY = "dafx_session_expiry"
+CLEANUP = "dafx_session_cleanup"
+FORGET = "dafx_forget_history"
+
+
+def expiry_instance(agent: str, session_id: str) -> str:
+    """The instance id of a session's expiry watcher."""
+    return f"dafx-expiry-{agent}-{session_id}"
+
+
+def _entity(spec: dict[str, Any]) -> df.EntityId:
+    return df.EntityId(entity_name(spec["agent"]), spec["session"])
+
+
+def expiry_orchestrator(context: df.DurableOrchestrationContext) -> Generator[Any, Any, str]:
+    """Expire the session when idle for its TTL; else sleep until it would be due."""
+    spec = context.get_input()
+    result = yield context.call_entity(_entity(spec), "expire")
+    if not isinstance(result, dict):
+        return "unknown"
+    if result.get("expired"):
+        if result.get("epoch"):
+            yield context.call_activity(FORGET, {**spec, "epoch": result["epoch"]})
+        return "expired"
+    due = result.get("dueAt")
+    if not isinstance(due, str):
+        return "never"
+    yield context.create_timer(datetime.fromisoformat(due))
+    context.continue_as_new(spec)
+    return "waiting"
+
+
+def cleanup_orchestrator(context: df.DurableOrchestrationContext) -> Generator[Any, Any, str]:
+    """Reset or delete a session, then delete the archive it left behind."""
+    spec = context.get_input()
+    result = yield context.call_entity(_entity(spec), spec["operation"])
+    epoch = result.get("epoch") if isinstance(result, dict) else None
+    if epoch:
+        yield context.call_activity(FORGET, {**spec, "epoch": epoch})
+    return spec["operation"]
+
+
+async def forget_activity(spec: dict[str, Any]) -> int:
+    """Delete the chunks of one archive epoch of a session (after the change was committed)."""
+    count = await default_archive().forget(entity_name(spec["agent"]), spec["session"], spec["epoch"])
+    log.info("deleted %d archived chunks of %s@%s", count, spec["agent"], spec["session"])
+    return count
+
+
+def register_lifecycle(app: df.DFApp) -> None:
+    """Register the lifecycle orchestrators and activity on the app."""
+    for name, function in ((EXPIRY, expiry_orchestrator), (CLEANUP, cleanup_orchestrator)):
+        function.__name__ = name
+        decorated = app.orchestration_trigger(context_name="context", orchestration=name)(function)
+        app.function_name(name)(decorated)
+
+    async def forget(spec: dict[str, Any]) -> int:
+        return await forget_activity(spec)
+
+    forget.__name__ = FORGET
+    app.function_name(FORGET)(app.activity_trigger(input_name="spec", activity=FORGET)(forget))
+
+
+async def watch_expiry(client: Any, agent: str, session_id: str) -> None:
+    """Start the expiry watcher of a session just created (nothing when its TTL is never)."""
+    if ttl_for(agent) is None:
+        return
+    try:
+        spec = {"agent": agent, "session": session_id}
+        await client.start_new(EXPIRY, expiry_instance(agent, session_id), spec)
+    except Exception as error:  # already watched, or the backend said no: the turn goes on
+        log.info("expiry watcher of %s@%s not started: %s", agent, session_id, error)
+
+
+async def reset_or_delete(client: Any, agent: str, session_id: str, operation: str, archived: bool) -> None:
+    """Queue a reset or delete; with archived history, through `dafx_session_cleanup` so the
+    chunks are deleted once the entity change is committed."""
+    if archived:
+        await client.start_new(CLEANUP, None, {"agent": agent, "session": session_id, "operation": operation})
+    else:
+        await client.signal_entity(df.EntityId(entity_name(agent), session_id), operation)

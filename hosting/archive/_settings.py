@@ -1,0 +1,78 @@
+"""Which blob store archived history goes to, and the archiving policy, from app settings.
+
+* `DURABLE_AGENTS_HISTORY_STORE`: `files` or `azure`. Unset: `azure` when the connection below
+  is a real account (a connection string other than `UseDevelopmentStorage=true`, or
+  identity-based settings), else `files`.
+* `DURABLE_AGENTS_HISTORY_CONNECTION` (default `AzureWebJobsStorage`): the connection setting
+  (or setting prefix, for identity-based connections) of the storage account.
+* `DURABLE_AGENTS_HISTORY_CONTAINER` (default `agent-history`): the blob container.
+* `DURABLE_AGENTS_HISTORY_DIR` (default `.agent-history`): the folder of the `files` store.
+* `DURABLE_AGENTS_ARCHIVE_AT_BYTES` (default 40960): entries above this many bytes are archived.
+* `DURABLE_AGENTS_ARCHIVE_KEEP_BYTES` (default 16384): about this much of the newest history stays.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from collections.abc import Mapping
+
+from state import ArchivePolicy
+
+from .._errors import HostingConfigurationError
+from ._azure import AzureBlobChunkStore, BlobConnection
+from ._store import ChunkStore, FileChunkStore
+
+STORE_ENV = "DURABLE_AGENTS_HISTORY_STORE"
+CONNECTION_ENV = "DURABLE_AGENTS_HISTORY_CONNECTION"
+CONTAINER_ENV = "DURABLE_AGENTS_HISTORY_CONTAINER"
+DIR_ENV = "DURABLE_AGENTS_HISTORY_DIR"
+ARCHIVE_AT_ENV = "DURABLE_AGENTS_ARCHIVE_AT_BYTES"
+KEEP_ENV = "DURABLE_AGENTS_ARCHIVE_KEEP_BYTES"
+
+DEFAULT_CONNECTION = "AzureWebJobsStorage"
+DEFAULT_CONTAINER = "agent-history"
+DEFAULT_DIR = ".agent-history"
+DEFAULT_ARCHIVE_AT_BYTES = ArchivePolicy().max_state_bytes
+"""40 KiB: with the runs index, archived runs and chunk references a state stays under 64 KiB
+plus its latest turn."""
+DEFAULT_KEEP_BYTES = ArchivePolicy().keep_bytes
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise HostingConfigurationError(f"{name} must be a whole number of bytes, not {raw!r}") from None
+    if value < 1024:
+        raise HostingConfigurationError(f"{name} must be at least 1024, not {value}")
+    return value
+
+
+def policy_from_env(environ: Mapping[str, str] | None = None) -> ArchivePolicy:
+    """The archiving policy from the settings above."""
+    env = os.environ if environ is None else environ
+    archive_at = _int(env, ARCHIVE_AT_ENV, DEFAULT_ARCHIVE_AT_BYTES)
+    keep = min(_int(env, KEEP_ENV, DEFAULT_KEEP_BYTES), archive_at)
+    return ArchivePolicy(max_state_bytes=archive_at, keep_bytes=keep)
+
+
+def store_from_env(environ: Mapping[str, str] | None = None) -> ChunkStore:
+    """The chunk store the settings above name."""
+    env = os.environ if environ is None else environ
+    kind = env.get(STORE_ENV, "").strip().lower()
+    connection_name = env.get(CONNECTION_ENV, "").strip() or DEFAULT_CONNECTION
+    if kind not in ("", "files", "azure"):
+        raise HostingConfigurationError(f"{STORE_ENV} must be 'files' or 'azure', not {kind!r}")
+    if not kind:
+        value = env.get(connection_name, "").strip()
+        identity = env.get(f"{connection_name}__accountName") or env.get(f"{connection_name}__blobServiceUri")
+        real = (value and "usedevelopmentstorage=true" not in value.lower().replace(" ", "")) or identity
+        kind = "azure" if real else "files"
+    if kind == "azure":
+        container = env.get(CONTAINER_ENV, "").strip() or DEFAULT_CONTAINER
+        return AzureBlobChunkStore(BlobConnection.from_settings(connection_name, env), container)
+    return FileChunkStore(pathlib.Path(env.get(DIR_ENV, "").strip() or DEFAULT_DIR))
