@@ -84,6 +84,9 @@ async function renderSession(main, agent, sessionId) {
         h("dt", {}, "Schema version"), h("dd#schema-version", {}, session.schema_version || "—"),
         h("dt", {}, "Size"), h("dd#session-size", {}, formatBytes(session.size_bytes)),
         h("dt", {}, "Turns"), h("dd#turn-count", {}, String(session.turns.length)),
+        typeof session.archived_entries === "number" && session.archived_entries > 0 && [
+          h("dt", {}, "Archived entries"),
+          h("dd", {}, `${session.archived_entries} of ${session.entries} (older turns are not listed here)`)],
         h("dt", {}, "Expiry"), h("dd", {}, expiry ? formatTime(expiry) : "none: kept until deleted or reset")),
       h("div.actions", {},
         h("a.button", { href: `#/chat/${seg(agent)}/${seg(sessionId)}` }, "Continue in chat"),
