@@ -8,6 +8,7 @@ from console_support import BrowserPage, api
 from playwright.sync_api import expect
 
 from agents.testing import ModelServer, Reply
+from state import CURRENT_SCHEMA_VERSION
 
 FACT = "The traveller prefers window seats."
 
@@ -24,7 +25,7 @@ def test_the_state_bag_shows_a_remembered_fact_and_reset_empties_it(
     expect(view.locator("#state-bag")).to_contain_text(FACT)
     bag = json.loads(view.locator("#state-bag").inner_text())
     assert [f["text"] for f in bag["memory"]["facts"]] == [FACT]
-    expect(view.locator("#schema-version")).to_have_text("1.2.0")
+    expect(view.locator("#schema-version")).to_have_text(CURRENT_SCHEMA_VERSION)
     expect(view.locator("#turn-count")).to_have_text("1")
     assert view.locator("#session-size").inner_text().endswith(("B", "KiB"))
     rows = view.locator("#turns-table tbody tr")

@@ -8,6 +8,7 @@ import base64
 from hosting_support import Api
 
 from agents.testing import ModelServer, Reply
+from state import CURRENT_SCHEMA_VERSION
 
 
 async def _start(api: Api, model: ModelServer, session: str, text: str) -> None:
@@ -48,7 +49,7 @@ async def test_a_row_summarises_the_session(api: Api, model: ModelServer) -> Non
     [row] = [s for s in body["sessions"] if s["session_id"] == "summary-1"]
     session = (await api.get("/api/agents/assistant/sessions/summary-1")).json()
     assert row["turns"] == 1 and row["readable"] is True
-    assert row["schema_version"] == session["schema_version"] == "1.2.0"
+    assert row["schema_version"] == session["schema_version"] == CURRENT_SCHEMA_VERSION
     assert row["first_message"].startswith("What is the weather like? xxx")
     assert len(row["first_message"]) == 118
     assert row["last_operation_time"]
