@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-lowest install services lint typecheck unit bench clean
+.PHONY: run test test-lowest install services lint typecheck unit bench clean console-assets
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -29,13 +29,13 @@ lint: install
 # Each test folder is checked on its own: its support modules are imported as top-level names
 # (pytest puts the folder on sys.path), and every folder has a conftest.py of its own. tests/hosting is
 # on the path for all: tests/examples drives its apps with hosting_support.
-TEST_DIRS := state agents devhost hosting examples e2e
+TEST_DIRS := state agents devhost hosting examples e2e console
 
 typecheck: install
 	$(PY) -m mypy
 	@for d in $(TEST_DIRS); do \
 		echo "mypy tests/$$d"; \
-		MYPYPATH=tests/$$d:tests/$$d/apps:tests/hosting $(PY) -m mypy --explicit-package-bases tests/$$d || exit 1; \
+		MYPYPATH=tests/$$d:tests/$$d/apps:tests/hosting:tests/e2e $(PY) -m mypy --explicit-package-bases tests/$$d || exit 1; \
 	done
 	$(PY) -m mypy --explicit-package-bases tests/conftest.py
 
@@ -53,6 +53,12 @@ test-lowest: install services
 	$(PY) -m uv venv --quiet --python $(PYTHON) $(LOWEST)
 	$(PY) -m uv pip install --quiet --python $(LOWEST)/bin/python --resolution lowest-direct -r requirements-dev.txt
 	$(LOWEST)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+# The console's browser libraries (marked, DOMPurify, eventsource-parser) from package-lock.json,
+# copied into hosting/console/static/vendor/ (committed; a test checks they are up to date).
+console-assets: install
+	npm ci --no-audit --no-fund --loglevel=error
+	$(PY) -m hosting.console._vendor
 
 bench: install
 	$(PY) bench/state_bench.py

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real servers the test suite starts (its fixtures start each on a free port and stop it):
-#   redis-server and chromium from Debian's packages, Azurite from npm into .tools/.
+#   redis-server and chromium from Debian's packages, Azurite from npm into .tools/; and the
+#   console's browser libraries from package-lock.json (`npm ci`), which a test compares with the
+#   copies committed under hosting/console/static/vendor/.
 # Idempotent: whatever is already installed is left alone. `make run` needs none of these.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,4 +24,10 @@ if [ ! -x .tools/node_modules/.bin/azurite ]; then
     echo "services: installing azurite@${AZURITE_VERSION} from npm into .tools/"
     mkdir -p .tools
     npm install --prefix .tools --no-audit --no-fund --loglevel=error "azurite@${AZURITE_VERSION}" >/dev/null
+fi
+
+# npm writes node_modules/.package-lock.json on install: older than the lockfile means stale.
+if [ ! node_modules/.package-lock.json -nt package-lock.json ]; then
+    echo "services: npm ci (the console's vendored libraries, from package-lock.json)"
+    npm ci --no-audit --no-fund --loglevel=error >/dev/null
 fi

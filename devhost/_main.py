@@ -8,6 +8,7 @@ import gc
 import logging
 import os
 import pathlib
+import re
 import shutil
 import signal
 import sys
@@ -76,7 +77,10 @@ async def _serve(host: LocalHost, started: float) -> None:
     for function in host.model.http:
         methods = ",".join(sorted(function.methods)) if function.methods else "*"
         route = "/".join(p for p in (prefix, function.route.template.strip("/")) if p)
-        log.info("  %s: [%s] %s/%s", function.name, methods, host.url, route)
+        # A catch-all route (a site, a static folder) is listed as the URL to open in a browser.
+        openable = re.sub(r"/?\{\*[^}]*\}$", "/", route)
+        suffix = " (and everything below it)" if openable != route else ""
+        log.info("  %s: [%s] %s/%s%s", function.name, methods, host.url, openable, suffix)
     for kind, names in (("entity", host.model.entities), ("orchestrator", host.model.orchestrators),
                         ("activity", host.model.activities)):
         for item in names.values():

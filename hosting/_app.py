@@ -22,7 +22,9 @@ from ._lifecycle import register_lifecycle
 from ._openapi import openapi_document
 from ._problems import json_response
 from ._routes import AGENT_ROUTES, RouteSpec
+from ._sessions import SessionsApi
 from ._telemetry import configure_telemetry, traced_http
+from .console import CONSOLE_ROUTES, Console
 from .mcp import McpTools, register_mcp_tools
 from .streams import RunStreams, StreamStore, stream_store_from_env
 
@@ -130,11 +132,15 @@ def build_app(
     *,
     settings: ApiSettings | None = None,
     extensions: Sequence[Extension] = (),
+    console: bool = True,
     mcp_tools: McpTools = None,
 ) -> df.DFApp:
     """The function app hosting `agents`: one entity `dafx-{name}` per agent keyed by session id,
     the HTTP API under `/api`, and the functions of each of `extensions` (nothing else: an example
     such as the review workflow is registered only when passed here).
+
+    `console` serves the web console at `/api/console/` (anonymous static files; the page calls the
+    API with the caller's key; not part of the API document).
 
     `mcp_tools` exposes agents as MCP tools (True: all, or agent names); the app setting
     `DURABLE_AGENTS_MCP_TOOLS` overrides it (docs/mcp.md).
@@ -165,6 +171,7 @@ def build_app(
         "agent_run_stream": api.streams.get,
         "agent_session": api.session,
         "agent_session_reset": api.session_reset,
+        "agent_sessions": SessionsApi(api).list,
         "agent_session_history": lambda req, client: history(api, req, client),
         "agents_list": api.list_agents,
         "health": api.health,
@@ -179,6 +186,11 @@ def build_app(
         if handler is None:
             raise AgentConfigurationError(f"no handler for the route function {spec.function!r}")
         _register_http(app, spec, handler, settings.route_prefix, settings.max_body_bytes)
+    if console:
+        # Not part of the API document: the page and its assets (docs/console.md).
+        page = Console()
+        for spec in CONSOLE_ROUTES:
+            _register_http(app, spec, page.serve, settings.route_prefix, settings.max_body_bytes)
     for agent in agents:
         _register_entity(app, agent, settings, store)
     register_lifecycle(app)

@@ -35,6 +35,7 @@ class ProblemCode(StrEnum):
     SESSION_NOT_FOUND = "session_not_found"
     RUN_NOT_FOUND = "run_not_found"
     WORKFLOW_NOT_FOUND = "workflow_not_found"
+    CONSOLE_ASSET_NOT_FOUND = "console_asset_not_found"
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     STATE_UNREADABLE = "state_unreadable"
     SESSION_TOO_LARGE = "session_too_large"
@@ -64,6 +65,7 @@ PROBLEMS: dict[ProblemCode, tuple[int, str]] = {
     ProblemCode.SESSION_NOT_FOUND: (404, "Not found"),
     ProblemCode.RUN_NOT_FOUND: (404, "Not found"),
     ProblemCode.WORKFLOW_NOT_FOUND: (404, "Not found"),
+    ProblemCode.CONSOLE_ASSET_NOT_FOUND: (404, "Not found"),
     ProblemCode.IDEMPOTENCY_CONFLICT: (409, "Conflict"),
     ProblemCode.STATE_UNREADABLE: (409, "Conflict"),
     ProblemCode.SESSION_TOO_LARGE: (409, "The session is too large"),

@@ -40,6 +40,7 @@ from ._models import (
     RunResultBody,
     SessionActionBody,
     SessionBody,
+    ToolInfo,
     TurnResponseBody,
     TurnSummary,
 )
@@ -160,6 +161,10 @@ class Api:
                 field="agent",
             )
         return agent
+
+    def agent_for(self, req: func.HttpRequest) -> Agent:
+        """The route's `{agent}`, or a 404 problem naming the hosted agents."""
+        return self._agent(req)
 
     def _url(self, req: func.HttpRequest, path: str) -> str:
         return self.settings.url(path)
@@ -465,6 +470,11 @@ def describe_agent(agent: Agent, run_url: str) -> AgentInfo:
         structured_output=described.get("responseSchema") is not None,
         history_mode=str(described.get("historyMode", "local")),
         run_url=run_url,
+        tool_details=[
+            ToolInfo(name=t["name"], description=t.get("description") or None)
+            for t in described.get("tools", [])
+        ],
+        response_schema=described.get("responseSchema"),
     )
 
 
@@ -502,4 +512,5 @@ def _session_body(agent: str, session_id: str, document: dict[str, Any]) -> Sess
         turns=turns,
         state_bag=bag if isinstance(bag, dict) else {},
         state=document,
+        size_bytes=len(json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")),
     )

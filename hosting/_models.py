@@ -140,6 +140,7 @@ class SessionBody(BaseModel):
     turns: list[TurnSummary]
     state_bag: dict[str, JSON]
     state: dict[str, JSON]
+    size_bytes: int | None = Field(default=None, description="Size of the stored state (UTF-8 JSON).")
     entries: int | None = None
     """(archived history) Entries of the whole session; `state` holds only the most recent."""
     archived_entries: int | None = None
@@ -162,12 +163,42 @@ class HistoryPageBody(BaseModel):
     """The cursor of the next (older) page (`?before=`), or None after the oldest entry."""
 
 
+class SessionSummary(BaseModel):
+    """One session in an agent's session list (from the durable entity query)."""
+
+    session_id: str
+    last_operation_time: str | None = None
+    schema_version: str | None = None
+    turns: int = Field(description="Requests recorded in the history.")
+    size_bytes: int = Field(description="Size of the stored state (UTF-8 JSON).")
+    first_message: str | None = Field(default=None, description="The first request's text, shortened.")
+    readable: bool = Field(description="False when the stored state is not a JSON document.")
+
+
+class SessionsPageBody(BaseModel):
+    """Answer of `GET /api/agents/{agent}/sessions`: one page of sessions."""
+
+    agent: str
+    sessions: list[SessionSummary]
+    continuation: str | None = Field(
+        default=None, description="Pass as `continuation` for the next page; null on the last page."
+    )
+    next: str | None = Field(default=None, description="URL of the next page; null on the last page.")
+
+
 class SessionActionBody(BaseModel):
     """Answer of a session reset or delete: the operation is queued behind earlier turns."""
 
     agent: str
     session_id: str
     status: Literal["reset_requested", "delete_requested"]
+
+
+class ToolInfo(BaseModel):
+    """One tool an agent may call."""
+
+    name: str
+    description: str | None = None
 
 
 class AgentInfo(BaseModel):
@@ -181,6 +212,12 @@ class AgentInfo(BaseModel):
     structured_output: bool
     history_mode: str
     run_url: str
+    tool_details: list[ToolInfo] = Field(
+        default_factory=list, description="The tools with their descriptions."
+    )
+    response_schema: dict[str, JSON] | None = Field(
+        default=None, description="The JSON schema of the agent's structured output, if it has one."
+    )
 
 
 class AgentsBody(BaseModel):

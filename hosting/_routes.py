@@ -20,6 +20,7 @@ from ._models import (
     RunResultBody,
     SessionActionBody,
     SessionBody,
+    SessionsPageBody,
 )
 from .archive._pages import CURSOR_PATTERN
 
@@ -252,6 +253,23 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                 "POST",
                 "Empty a session's history and state bag (queued behind earlier operations).",
                 (Response(202, "Reset queued.", SessionActionBody), _BAD, _UNKNOWN, _UNREADABLE, _DOWN),
+            ),
+        ),
+    ),
+    RouteSpec(
+        "agent_sessions",
+        "agents/{agent}/sessions",
+        (
+            Operation(
+                "GET",
+                "An agent's sessions, a page at a time (from the durable entity query; unordered).",
+                (Response(200, "One page of sessions.", SessionsPageBody), _BAD, _UNKNOWN, _DOWN),
+                query=(
+                    Param("page_size", "Sessions per page, 1-100 (default 20).",
+                          {"type": "integer", "minimum": 1, "maximum": 100}),
+                    Param("continuation", "The `continuation` of the previous page.",
+                          {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,4096}$"}),
+                ),
             ),
         ),
     ),

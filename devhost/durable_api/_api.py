@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import time
@@ -90,6 +91,38 @@ def _date(request: web.Request, name: str) -> datetime | None:
     if not value:
         return None
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+CONTINUATION_HEADER = "x-ms-continuation-token"
+_DEFAULT_PAGE = 100  # the extension's default EntityQuery page size
+_MAX_PAGE = 1000
+
+
+def _page_size(request: web.Request) -> int:
+    raw = request.query.get("top")
+    if raw is None:
+        return _DEFAULT_PAGE
+    top = int(raw)  # a ValueError is the 400 bad_request of the guard
+    if top < 1:
+        raise ValueError("top must be a positive page size")
+    return min(top, _MAX_PAGE)
+
+
+def _encode_token(value: list[str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
+
+
+def _entity_token(token: str | None) -> tuple[str, str] | None:
+    """The (name, key) a continuation token resumes after; ValueError for a token not ours."""
+    if not token:
+        return None
+    try:
+        value = json.loads(base64.urlsafe_b64decode(token.encode("ascii")))
+    except (ValueError, UnicodeError) as exc:
+        raise ValueError("the continuation token is not one this host handed out") from exc
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+        raise ValueError("the continuation token is not one this host handed out")
+    return value[0], value[1]
 
 
 class DurableApi:
@@ -450,9 +483,20 @@ class DurableApi:
         return web.Response(status=200, text=state, content_type="application/json")
 
     async def list_entities(self, request: web.Request) -> web.StreamResponse:
+        # The extension's entity query: `top` is the page size, the next page's opaque
+        # continuation token travels in the x-ms-continuation-token header both ways.
         name = request.match_info.get("name") or None
-        items = await self._entities.list_entities(name, fetch_state=_flag(request, "fetchState"))
-        return web.json_response(items)
+        top = _page_size(request)
+        after = _entity_token(request.headers.get(CONTINUATION_HEADER))
+        items = await self._entities.list_entities(
+            name, fetch_state=_flag(request, "fetchState"), limit=top + 1, after=after
+        )
+        headers = {}
+        if len(items) > top:
+            items = items[:top]
+            last = items[-1]["entityId"]
+            headers[CONTINUATION_HEADER] = _encode_token([last["name"], last["key"]])
+        return web.json_response(items, headers=headers)
 
 
 def management_urls(base: str, task_hub: str, connection: str, key: str | None,

@@ -435,10 +435,12 @@ class EntityGateway:
                         fut.set_result((not o.is_error, _decode_result(o.result)))
 
     async def list_entities(
-        self, name: str | None, *, fetch_state: bool, limit: int = 1000
+        self, name: str | None, *, fetch_state: bool, limit: int = 1000,
+        after: tuple[str, str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Existing entities in the shape of the extension's entity query API."""
-        rows = await self._store.run(self._store.list_entities, name, fetch_state, limit)
+        """Existing entities in the shape of the extension's entity query API, in (name, key)
+        order after the entity ``after``."""
+        rows = await self._store.run(self._store.list_entities, name, fetch_state, limit, after)
         out = []
         for ent_name, key, last_op, state in rows:
             item: dict[str, Any] = {

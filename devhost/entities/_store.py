@@ -237,16 +237,23 @@ class EntityStore:
         return seqs
 
     def list_entities(
-        self, name: str | None, fetch_state: bool, limit: int
+        self, name: str | None, fetch_state: bool, limit: int, after: tuple[str, str] | None = None
     ) -> list[tuple[str, str, float, str | None]]:
-        """(name, key, last operation time, state or None) of existing entities."""
+        """(name, key, last operation time, state or None) of existing entities, in (name, key)
+        order, starting after the entity ``after`` (a page's continuation)."""
         sql = "SELECT name, key, last_operation_at, {} FROM entity_states".format(
             "state" if fetch_state else "NULL"
         )
         args: list[Any] = []
+        where: list[str] = []
         if name:
-            sql += " WHERE name = ?"
+            where.append("name = ?")
             args.append(name.lower())
+        if after is not None:
+            where.append("(name, key) > (?, ?)")
+            args.extend(after)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY name, key LIMIT ?"
         args.append(limit)
         return [(r[0], r[1], float(r[2]), r[3]) for r in self.conn.execute(sql, args).fetchall()]

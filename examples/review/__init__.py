@@ -3,7 +3,7 @@
 Wire it in explicitly: ``build_app(agents, extensions=[review_workflow()])`` (function_app.py does).
 """
 
-from ._api import ROUTES, WorkflowApprovalBody, WorkflowStartBody, WorkflowStatusBody
+from ._api import ROUTES, WorkflowApprovalBody, WorkflowListBody, WorkflowStartBody, WorkflowStatusBody
 from ._extension import review_workflow
 from ._review import REVIEW_SCHEMA, Review
 from ._workflow import APPROVAL_EVENT, WORKFLOW_NAME, ReviewWorkflow, make_orchestrator
@@ -16,6 +16,7 @@ __all__ = [
     "Review",
     "ReviewWorkflow",
     "WorkflowApprovalBody",
+    "WorkflowListBody",
     "WorkflowStartBody",
     "WorkflowStatusBody",
     "make_orchestrator",

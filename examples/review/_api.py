@@ -77,6 +77,14 @@ class WorkflowStatusBody(BaseModel):
     location: str | None = None
 
 
+class WorkflowListBody(BaseModel):
+    """Answer of `GET /api/workflows/review`: the most recent instances, newest first."""
+
+    instances: list[WorkflowStatusBody]
+
+
+LIST_LIMIT = 50
+"""Most instances `GET workflows/review` lists (the newest)."""
 
 
 def _status_value(status: Any) -> str | None:
@@ -97,7 +105,7 @@ class WorkflowApi:
     def handlers(self) -> Mapping[str, Handler]:
         """The handler of each route in `ROUTES`, by function name."""
         return {
-            "workflow_review_start": self.start,
+            "workflow_review_start": self.start_or_list,
             "workflow_review_status": self.status,
             "workflow_review_approval": self.approve,
         }
@@ -121,6 +129,37 @@ class WorkflowApi:
             )
         return status
 
+    def _body(self, req: func.HttpRequest, instance_id: str, status: Any) -> WorkflowStatusBody:
+        return WorkflowStatusBody(
+            instance_id=instance_id,
+            runtime_status=_status_value(status),
+            custom_status=status.custom_status,
+            output=status.output,
+            created_time=_iso(status.created_time),
+            last_updated_time=_iso(status.last_updated_time),
+            location=self._location(req, instance_id),
+        )
+
+    async def start_or_list(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+        """POST (start) or GET (list) workflows/review"""
+        if req.method.upper() == "GET":
+            return await self.list(req, client)
+        return await self.start(req, client)
+
+    async def list(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+        """GET workflows/review: the newest review workflow instances (at most `LIST_LIMIT`).
+
+        Through the durable client's instance query (`get_status_all`), which takes the first
+        page the backend answers."""
+        statuses = [
+            s
+            for s in await client.get_status_all()
+            if getattr(s, "name", None) == WORKFLOW_NAME and getattr(s, "instance_id", None)
+        ]
+        statuses.sort(key=lambda s: _iso(s.created_time) or "", reverse=True)
+        body = WorkflowListBody(instances=[self._body(req, s.instance_id, s) for s in statuses[:LIST_LIMIT]])
+        return json_response(body)
+
     async def start(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """POST workflows/review"""
         body = parse_body(req, WorkflowStartBody, self.settings)
@@ -137,16 +176,7 @@ class WorkflowApi:
             req.route_params.get("instance_id", ""), "instance_id", ProblemCode.INVALID_INSTANCE_ID
         )
         status = await self._status(client, instance_id)
-        payload = WorkflowStatusBody(
-            instance_id=instance_id,
-            runtime_status=_status_value(status),
-            custom_status=status.custom_status,
-            output=status.output,
-            created_time=_iso(status.created_time),
-            last_updated_time=_iso(status.last_updated_time),
-            location=self._location(req, instance_id),
-        )
-        return json_response(payload)
+        return json_response(self._body(req, instance_id, status))
 
     async def approve(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """POST workflows/review/{instance_id}/approval"""
@@ -173,6 +203,11 @@ ROUTES: tuple[RouteSpec, ...] = (
         "workflow_review_start",
         "workflows/review",
         (
+            Operation(
+                "GET",
+                "The newest review workflow instances (at most 50), with stage and status.",
+                (RouteResponse(200, "Instances, newest first.", WorkflowListBody), UNAVAILABLE),
+            ),
             Operation(
                 "POST",
                 "Start a review workflow: writer drafts, reviewer critiques, a human approves.",

@@ -242,3 +242,34 @@ def test_run_in_thread(tmp_path: pathlib.Path) -> None:
                 return r.status, await r.text()
 
         assert asyncio.run(fetch()) == (200, "hello thread")
+
+
+async def test_entity_query_pages_with_continuation_tokens(
+    host: LocalHost, http: aiohttp.ClientSession
+) -> None:
+    # As the extension: `top` is the page size; the next page's token comes back in the
+    # x-ms-continuation-token header and goes in the same request header; the last page has none.
+    assert host.entities is not None
+    await asyncio.gather(*(host.entities.call(f"@counter@q{i}", "add", i) for i in range(7)))
+    await host.entities.call("@other@q0", "add", 1)
+    keys: list[str] = []
+    token: str | None = None
+    pages = 0
+    while True:
+        headers = {"x-ms-continuation-token": token} if token else {}
+        async with http.get(f"{host.rpc_base_url}entities/counter?top=3", headers=headers) as r:
+            assert r.status == 200
+            page = await r.json()
+            token = r.headers.get("x-ms-continuation-token")
+        assert len(page) <= 3 and all("state" not in item for item in page)
+        keys += [item["entityId"]["key"] for item in page]
+        pages += 1
+        if not token:
+            break
+    assert keys == sorted(f"q{i}" for i in range(7)) and pages == 3
+    for bad in ({"top": "0"}, {"top": "many"}):
+        async with http.get(f"{host.rpc_base_url}entities/counter", params=bad) as r:
+            assert r.status == 400
+    async with http.get(f"{host.rpc_base_url}entities/counter",
+                        headers={"x-ms-continuation-token": "not-ours"}) as r:
+        assert r.status == 400

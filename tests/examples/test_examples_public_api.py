@@ -14,6 +14,7 @@ def test_all_is_pinned() -> None:
         "ReviewWorkflow",
         "WORKFLOW_NAME",
         "WorkflowApprovalBody",
+        "WorkflowListBody",
         "WorkflowStartBody",
         "WorkflowStatusBody",
         "make_orchestrator",

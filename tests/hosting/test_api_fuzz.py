@@ -73,6 +73,7 @@ KEY = {"x-functions-key": FUNCTION_KEY}
 # cannot say so). Any other 4xx of a schema-valid request fails the fuzzer.
 _SEMANTIC_REJECTIONS = {
     ("invalid_field", "response_format"),
+    ("invalid_field", "continuation"),  # a well-formed token the backend never handed out
     ("conflicting_fields", "correlation_id"),
     ("conflicting_fields", "thread_id"),
     ("conflicting_fields", "session_id"),

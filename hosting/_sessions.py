@@ -1,0 +1,166 @@
+"""Listing an agent's sessions, a page at a time, from the Durable extension's entity query.
+
+The Python durable client has no entity query, so this calls the extension's own HTTP API on the
+binding's `rpcBaseUrl` (`GET entities/{name}?fetchState=true&top=N`, the continuation token in the
+`x-ms-continuation-token` header both ways), the same endpoint the .NET client's
+`ListEntitiesAsync` is served by. The token is handed to callers base64url-wrapped, so whatever the
+backend's token looks like (JSON from Azure Storage, text from the Durable Task Scheduler) it
+travels in a query string and comes back as a header value it cannot break.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import azure.functions as func
+
+from ._entity import entity_name
+from ._errors import ProblemCode, ProblemError
+from ._http import Api
+from ._models import SessionsPageBody, SessionSummary
+from ._problems import json_response
+
+CONTINUATION_HEADER = "x-ms-continuation-token"
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+_MAX_TOKEN_CHARS = 4096
+_QUERY_TIMEOUT_SECONDS = 30.0
+
+
+def page_size(req: func.HttpRequest) -> int:
+    """The `page_size` query parameter (1-100, default 20), or a 400 naming it."""
+    raw = req.params.get("page_size")
+    if raw is None:
+        return DEFAULT_PAGE_SIZE
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE_SIZE:
+        raise ProblemError(
+            ProblemCode.INVALID_FIELD,
+            f"'page_size' must be a whole number from 1 to {MAX_PAGE_SIZE}",
+            field="page_size",
+        )
+    return int(raw)
+
+
+def decode_token(token: str | None) -> str | None:
+    """The backend's continuation token inside a `continuation` parameter we handed out."""
+    if not token:
+        return None
+    problem = ProblemError(
+        ProblemCode.INVALID_FIELD,
+        "'continuation' is not a token this API handed out (pass the `continuation` of the previous page)",
+        field="continuation",
+    )
+    if len(token) > _MAX_TOKEN_CHARS:
+        raise problem
+    try:
+        text = base64.urlsafe_b64decode(token.encode("ascii") + b"=" * (-len(token) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeError, ValueError):
+        raise problem from None
+    # A header value must stay one printable line: nothing a caller sends can add a header.
+    if not text or not text.isprintable():
+        raise problem
+    return text
+
+
+def encode_token(token: str | None) -> str | None:
+    """The `continuation` handed to callers for a backend token (None: no more pages)."""
+    if not token:
+        return None
+    return base64.urlsafe_b64encode(token.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def _document(state: Any) -> dict[str, Any] | None:
+    if isinstance(state, str | bytes):
+        try:
+            state = json.loads(state)
+        except ValueError:
+            return None
+    return state if isinstance(state, dict) else None
+
+
+def _preview(entry: dict[str, Any]) -> str | None:
+    for message in entry.get("messages") or []:
+        for content in (message or {}).get("contents") or []:
+            if isinstance(content, dict) and content.get("$type") == "text":
+                text = " ".join(str(content.get("text", "")).split())
+                return text[:117] + "…" if len(text) > 120 else text
+    return None
+
+
+def summarize(key: str, last_operation_time: str | None, state: Any) -> SessionSummary:
+    """One row of the list from an entity's query result (its state may be unreadable)."""
+    raw = state if isinstance(state, str) else json.dumps(state, ensure_ascii=False)
+    document = _document(state)
+    data = (document or {}).get("data")
+    history = data.get("conversationHistory") if isinstance(data, dict) else None
+    entries = [e for e in history if isinstance(e, dict)] if isinstance(history, list) else []
+    requests = [e for e in entries if e.get("$type") == "request"]
+    return SessionSummary(
+        session_id=key,
+        last_operation_time=last_operation_time,
+        schema_version=(document or {}).get("schemaVersion") if document else None,
+        turns=len(requests),
+        size_bytes=len(raw.encode("utf-8")) if state is not None else 0,
+        first_message=_preview(requests[0]) if requests else None,
+        readable=document is not None,
+    )
+
+
+async def query_sessions(
+    client: Any, agent: str, *, top: int, continuation: str | None
+) -> tuple[list[SessionSummary], str | None]:
+    """One page of `agent`'s sessions and the backend's token of the next page."""
+    base = getattr(getattr(client, "_orchestration_bindings", None), "rpc_base_url", None)
+    if not base:
+        raise ProblemError(
+            ProblemCode.STORAGE_UNAVAILABLE, "the durable client binding carries no rpcBaseUrl to query"
+        )
+    url = f"{base}entities/{quote(entity_name(agent), safe='')}?fetchState=true&top={top}"
+    headers = {CONTINUATION_HEADER: continuation} if continuation else {}
+    timeout = aiohttp.ClientTimeout(total=_QUERY_TIMEOUT_SECONDS)
+    async with aiohttp.ClientSession(timeout=timeout) as session, session.get(url, headers=headers) as resp:
+        if resp.status == 400 and continuation:
+            raise ProblemError(
+                ProblemCode.INVALID_FIELD,
+                "the durable backend refused the continuation token (it may have expired)",
+                field="continuation",
+            )
+        if resp.status != 200:
+            raise aiohttp.ClientResponseError(
+                resp.request_info, (), status=resp.status, message="entity query failed"
+            )
+        items = await resp.json(content_type=None)
+        next_token = resp.headers.get(CONTINUATION_HEADER) or None
+    sessions = []
+    for item in items if isinstance(items, list) else []:
+        entity = item.get("entityId") or {}
+        key = entity.get("key") if isinstance(entity, dict) else None
+        if isinstance(key, str):
+            sessions.append(summarize(key, item.get("lastOperationTime"), item.get("state")))
+    return sessions, next_token
+
+
+class SessionsApi:
+    """The handler of `GET agents/{agent}/sessions`."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+
+    async def list(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+        """GET agents/{agent}/sessions?page_size=N&continuation=T"""
+        agent = self.api.agent_for(req)
+        top = page_size(req)
+        backend_token = decode_token(req.params.get("continuation"))
+        sessions, next_token = await query_sessions(client, agent.name, top=top, continuation=backend_token)
+        continuation = encode_token(next_token)
+        next_url = None
+        if continuation is not None:
+            query = f"page_size={top}&continuation={continuation}"
+            next_url = self.api.settings.url(f"agents/{agent.name}/sessions?{query}")
+        body = SessionsPageBody(agent=agent.name, sessions=sessions, continuation=continuation, next=next_url)
+        return json_response(body)

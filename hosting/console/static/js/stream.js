@@ -1,0 +1,161 @@
+// One turn over the API: streamed (Server-Sent Events) when the server offers it, otherwise the
+// JSON answer (and the run resource's long poll for a 202). The same callbacks fire either way,
+// except that a JSON answer has no deltas: its text arrives whole with run.completed.
+import { createParser } from "../vendor/eventsource-parser/index.js";
+import { ApiError, apiUrl, failure, headers, seg } from "./api.js";
+
+const SSE = "text/event-stream";
+// What a server without the streaming API answers to a request for it: 406/415 always; 404, 405
+// and 501 only when they are not one of the API's own problems (an unknown agent is a 404 too).
+const NOT_ACCEPTABLE = new Set([406, 415]);
+const NO_ROUTE = new Set([404, 405, 501]);
+
+function newRunId() {
+  if (globalThis.crypto && crypto.randomUUID) return crypto.randomUUID();
+  return `run-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+}
+
+function parseData(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { text };
+  }
+}
+
+/** Feed an SSE response body to `on` (event name, data, id) until it ends. */
+async function readEvents(response, on, signal) {
+  const parser = createParser({
+    onEvent(event) {
+      on(event.event || "message", parseData(event.data), event.id);
+    },
+  });
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    for (;;) {
+      if (signal && signal.aborted) break;
+      const { value, done } = await reader.read();
+      if (done) break;
+      parser.feed(value);
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+/**
+ * Consume an event stream: resolves with the run answer of run.completed, rejects with an
+ * ApiError for run.failed (or a stream that ends without a terminal event).
+ */
+async function followStream(response, handlers) {
+  let outcome = null;
+  await readEvents(
+    response,
+    (name, data) => {
+      switch (name) {
+        case "run.started": handlers.onStarted?.(data); break;
+        case "text.delta": handlers.onDelta?.(String(data.text ?? "")); break;
+        case "tool.call": handlers.onToolCall?.(data); break;
+        case "tool.result": handlers.onToolResult?.(data); break;
+        case "usage": handlers.onUsage?.(data); break;
+        case "run.restarted": handlers.onRestarted?.(data); break;
+        case "run.completed": outcome = { ok: true, body: data }; break;
+        case "run.failed": outcome = { ok: false, problem: data }; break;
+        default: break;
+      }
+    },
+    handlers.signal,
+  );
+  if (outcome === null) {
+    throw new ApiError(0, null, "The stream ended before the run finished; open it under Runs to see its outcome.");
+  }
+  if (!outcome.ok) {
+    const problem = outcome.problem || {};
+    throw new ApiError(problem.status || 502, problem, problem.detail || problem.title || "The run failed.");
+  }
+  return outcome.body;
+}
+
+/** The run answer as a failure when the run resource says it failed. */
+function settle(body) {
+  if (body && body.status === "failed") {
+    const error = body.error || {};
+    throw new ApiError(502, { ...error, detail: error.message, status: 502 }, error.message || "The run failed.");
+  }
+  return body;
+}
+
+/** Long-poll a run resource until it is no longer pending. */
+export async function pollRun(location, handlers = {}) {
+  for (;;) {
+    if (handlers.signal && handlers.signal.aborted) throw new ApiError(0, null, "Stopped.");
+    const url = new URL(location, document.baseURI);
+    url.searchParams.set("wait", "20");
+    const response = await fetch(url, { headers: headers({ Accept: "application/json" }), signal: handlers.signal });
+    if (!response.ok) throw await failure(response);
+    const body = await response.json();
+    if (body.status !== "pending") return settle(body);
+  }
+}
+
+async function jsonAnswer(response, handlers) {
+  if (!response.ok) throw await failure(response);
+  const body = await response.json();
+  handlers.onStarted?.(body);
+  if (response.status === 202 || body.status === "pending") {
+    return pollRun(body.location || response.headers.get("location"), handlers);
+  }
+  return settle(body);
+}
+
+/**
+ * Send one message. `handlers`: onStarted, onDelta, onToolCall, onToolResult, onUsage,
+ * onRestarted, onMode("stream" | "json"), signal. Resolves with the run answer (RunResultBody);
+ * rejects with an ApiError whose `problem` is the failed turn's problem.
+ */
+export async function runTurn({ agent, sessionId, message }, handlers = {}) {
+  const body = { message, correlation_id: newRunId() };
+  if (sessionId) body.session_id = sessionId;
+  const url = apiUrl(`agents/${seg(agent)}/run`);
+  const send = (accept) =>
+    fetch(url, {
+      method: "POST",
+      headers: headers({ Accept: accept, "Content-Type": "application/json" }),
+      body: JSON.stringify(body),
+      signal: handlers.signal,
+    });
+  let response;
+  try {
+    response = await send(`${SSE}, application/json;q=0.5`);
+  } catch (error) {
+    throw new ApiError(0, null, `The app could not be reached: ${error.message}`);
+  }
+  const type = response.headers.get("content-type") || "";
+  if (response.ok && type.startsWith(SSE)) {
+    handlers.onMode?.("stream");
+    return followStream(response, handlers);
+  }
+  handlers.onMode?.("json");
+  if (NOT_ACCEPTABLE.has(response.status) || (NO_ROUTE.has(response.status) && !type.includes("problem+json"))) {
+    // No streaming here: the same request (same correlation id, so it cannot run twice) as JSON.
+    response = await send("application/json");
+  }
+  return jsonAnswer(response, handlers);
+}
+
+/** Follow a run: its live stream when the server has one, else the run resource's long poll. */
+export async function followRun({ agent, sessionId, correlationId }, handlers = {}) {
+  const path = `agents/${seg(agent)}/sessions/${seg(sessionId)}/runs/${seg(correlationId)}`;
+  const response = await fetch(apiUrl(`${path}/stream`), {
+    headers: headers({ Accept: SSE }),
+    signal: handlers.signal,
+  });
+  const type = response.headers.get("content-type") || "";
+  if (response.ok && type.startsWith(SSE)) {
+    handlers.onMode?.("stream");
+    return followStream(response, handlers);
+  }
+  if (response.status === 401) throw await failure(response);
+  handlers.onMode?.("json");
+  return pollRun(apiUrl(path), handlers);
+}

@@ -1,0 +1,109 @@
+// A conversation as a list: the person's messages, the agent's answers (markdown, sanitized),
+// tool calls with their arguments and results (expandable), and failed turns with their problem.
+import { formatTime, h, json } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+
+function short(value, limit = 80) {
+  const text = typeof value === "string" ? value : JSON.stringify(value ?? {});
+  return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
+}
+
+/** Arguments as sent: the stream carries the model's JSON text, the stored state an object. */
+function parsedArguments(args) {
+  if (typeof args !== "string") return args ?? {};
+  try {
+    return JSON.parse(args);
+  } catch {
+    return args;
+  }
+}
+
+/** An expandable tool call; `setResult` fills in its result when it arrives. */
+export function toolCall({ call_id: callId, name, arguments: raw }) {
+  const args = parsedArguments(raw);
+  const result = h("pre.result", { "aria-label": "Result" }, "waiting for the result…");
+  const el = h(
+    "details.tool",
+    { dataset: { callId: callId || "" } },
+    h("summary", {}, h("span.tool-label", {}, "Tool call "), h("code.tool-name", {}, name || "?"),
+      h("span.tool-args", {}, `(${short(args)})`)),
+    h("div.tool-body", {},
+      h("h4", {}, "Arguments"), h("pre.arguments", {}, typeof args === "string" ? args : json(args)),
+      h("h4", {}, "Result"), result),
+  );
+  el.setResult = (value, isError = false) => {
+    result.textContent = typeof value === "string" ? value : json(value);
+    el.classList.add(isError ? "failed" : "done");
+  };
+  return el;
+}
+
+/** The problem of a failed turn: code, message, whether retrying may help. */
+export function problemBox(problem, heading = "The turn failed") {
+  const p = problem || {};
+  const retry = p.retryable === undefined ? null : p.retryable ? "yes" : "no";
+  return h(
+    "div.problem",
+    { role: "alert" },
+    h("strong", {}, heading),
+    h("dl", {},
+      h("dt", {}, "Code"), h("dd", {}, h("code", {}, p.code || "unknown")),
+      h("dt", {}, "Message"), h("dd", {}, p.detail || p.message || p.title || "—"),
+      retry !== null && [h("dt", {}, "Retryable"), h("dd", {}, retry)],
+      p.status && [h("dt", {}, "HTTP status"), h("dd", {}, String(p.status))],
+    ),
+  );
+}
+
+export function userBubble(text, time) {
+  return h("div.msg.user", {},
+    h("div.who", {}, "You", time ? h("time", { datetime: time }, ` · ${formatTime(time)}`) : null),
+    h("div.text", {}, text));
+}
+
+/** The agent's part of a turn from stored/answered messages (wire format). */
+export function assistantBlock(messages, { failure, time } = {}) {
+  const block = h("div.msg.assistant", {},
+    h("div.who", {}, "Agent", time ? h("time", { datetime: time }, ` · ${formatTime(time)}`) : null));
+  const calls = new Map();
+  let text = "";
+  for (const message of messages || []) {
+    for (const content of message.contents || []) {
+      const type = content.$type;
+      if (type === "functionCall") {
+        const el = toolCall({ call_id: content.callId, name: content.name, arguments: content.arguments });
+        calls.set(content.callId, el);
+        block.append(el);
+      } else if (type === "functionResult") {
+        const el = calls.get(content.callId);
+        if (el) el.setResult(content.result);
+      } else if (type === "text" && message.role !== "tool") {
+        text += (text ? "\n\n" : "") + String(content.text ?? "");
+      }
+    }
+  }
+  if (text && !failure) block.append(renderMarkdown(text));
+  if (failure) block.append(problemBox(failure));
+  return block;
+}
+
+/** The text of a request entry's messages. */
+export function requestText(entry) {
+  return (entry.messages || [])
+    .flatMap((m) => (m.contents || []).filter((c) => c.$type === "text").map((c) => c.text))
+    .join("\n");
+}
+
+/** A stored history (state.data.conversationHistory) as turns. */
+export function historyView(entries) {
+  const list = h("ol.transcript", { "aria-label": "Conversation" });
+  for (const entry of entries || []) {
+    if (entry.$type === "request") {
+      list.append(h("li.turn", {}, userBubble(requestText(entry), entry.createdAt)));
+    } else if (entry.$type === "response") {
+      const last = list.lastElementChild || list.appendChild(h("li.turn"));
+      last.append(assistantBlock(entry.messages, { failure: entry.failure, time: entry.createdAt }));
+    }
+  }
+  return list;
+}

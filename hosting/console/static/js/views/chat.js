@@ -1,0 +1,156 @@
+// Chat: pick an agent, start or continue a session, watch the answer arrive.
+import { ApiError, get, seg } from "../api.js";
+import { field, formatUsage, h } from "../dom.js";
+import { renderMarkdown } from "../markdown.js";
+import { replaceRoute, showNotice } from "../shell.js";
+import { runTurn } from "../stream.js";
+import { assistantBlock, historyView, problemBox, toolCall, userBubble } from "../transcript.js";
+import { listAgents } from "./agents.js";
+
+export async function render(main, [agentParam, sessionParam]) {
+  const agents = await listAgents();
+  if (!agents.length) {
+    main.append(h("p", {}, "No agents are hosted."));
+    return null;
+  }
+  let agent = agents.some((a) => a.name === agentParam) ? agentParam : agents[0].name;
+  let sessionId = sessionParam || null;
+  const controller = new AbortController();
+
+  const picker = h("select", { name: "agent" }, agents.map((a) => h("option", { value: a.name }, a.name)));
+  picker.value = agent;
+  const sessionLabel = h("code#session-id", {}, sessionId || "new session");
+  const modeLabel = h("span.muted#chat-mode", {}, "");
+  const transcript = h("ol.transcript#transcript", { "aria-label": "Conversation", "aria-live": "polite" });
+  const input = h("textarea#message", { name: "message", rows: "3", required: true, placeholder: "Say something…" });
+  const send = h("button#send", { type: "submit" }, "Send");
+  const status = h("p.muted#chat-status", { role: "status" });
+
+  const header = h("div.chat-head", {},
+    field("Agent", picker),
+    h("div.session-line", {}, h("span", {}, "Session: "), sessionLabel, " ",
+      h("button.secondary#new-session", { type: "button", onclick: () => { replaceRoute("chat", agent); start(null); } }, "New session"),
+      " ", h("a#session-details", { href: "#" }, "Details")),
+    modeLabel);
+  const composer = h("form.composer", { onsubmit: (e) => { e.preventDefault(); submit(); } },
+    field("Message", input, "Enter sends; Shift+Enter starts a new line."), h("div.actions", {}, send), status);
+  main.append(h("h2", {}, "Chat"), header, transcript, composer);
+
+  function updateSession() {
+    sessionLabel.textContent = sessionId || "new session";
+    const details = main.querySelector("#session-details");
+    details.hidden = !sessionId;
+    if (sessionId) details.setAttribute("href", `#/sessions/${seg(agent)}/${seg(sessionId)}`);
+  }
+
+  async function start(id) {
+    sessionId = id;
+    transcript.replaceChildren();
+    updateSession();
+    if (!id) return;
+    try {
+      const session = await get(`agents/${seg(agent)}/sessions/${seg(id)}`);
+      const history = historyView(session.state?.data?.conversationHistory || []);
+      transcript.replaceChildren(...history.children);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) {
+        status.textContent = `Session ${id} does not exist yet; your first message starts it.`;
+      } else {
+        showNotice(error.message);
+      }
+    }
+  }
+
+  picker.addEventListener("change", () => {
+    agent = picker.value;
+    replaceRoute("chat", agent);
+    start(null);
+  });
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      composer.requestSubmit();
+    }
+  });
+
+  async function submit() {
+    const message = input.value;
+    if (!message.trim() || send.disabled) return;
+    send.disabled = true;
+    input.value = "";
+    status.textContent = "Waiting for the agent…";
+    const turn = h("li.turn", {}, userBubble(message));
+    const block = h("div.msg.assistant.live", { "aria-busy": "true" }, h("div.who", {}, "Agent"));
+    const text = h("div.markdown.streaming");
+    block.append(text);
+    turn.append(block);
+    transcript.append(turn);
+    turn.scrollIntoView({ block: "end" });
+    const calls = new Map();
+    let buffer = "";
+    let pending = false;
+    const paint = () => {
+      pending = false;
+      renderMarkdown(buffer, text);
+    };
+    try {
+      const body = await runTurn({ agent, sessionId, message }, {
+        signal: controller.signal,
+        onMode: (mode) => { modeLabel.textContent = mode === "stream" ? "streaming" : "JSON answers (no streaming on this server)"; },
+        onStarted: (info) => {
+          if (info && info.session_id && info.session_id !== sessionId) {
+            sessionId = info.session_id;
+            updateSession();
+            replaceRoute("chat", agent, sessionId);
+          }
+        },
+        onDelta: (delta) => {
+          buffer += delta;
+          if (!pending) { pending = true; requestAnimationFrame(paint); }
+        },
+        onToolCall: (call) => {
+          const el = toolCall(call);
+          calls.set(call.call_id, el);
+          block.insertBefore(el, text);
+        },
+        onToolResult: (result) => calls.get(result.call_id)?.setResult(result.result, result.is_error === true),
+        onRestarted: () => {
+          buffer = "";
+          calls.forEach((el) => el.remove());
+          calls.clear();
+          renderMarkdown("", text);
+        },
+      });
+      sessionId = body.session_id || sessionId;
+      updateSession();
+      replaceRoute("chat", agent, sessionId);
+      const done = assistantBlock(body.response?.messages || [], {});
+      done.append(h("p.usage", {}, `Tokens: ${formatUsage(body.response?.usage)} · run `,
+        h("a", { href: `#/runs/${seg(agent)}/${seg(sessionId)}/${seg(body.correlation_id)}` }, body.correlation_id)));
+      if (body.response?.structured !== undefined && body.response?.structured !== null) {
+        done.append(h("details.structured", {}, h("summary", {}, "Structured output"), h("pre", {}, JSON.stringify(body.response.structured, null, 2))));
+      }
+      block.replaceWith(done);
+      status.textContent = "";
+    } catch (error) {
+      const problem = error.problem || { detail: error.message, status: error.status || undefined };
+      if (problem.session_id && !sessionId) {
+        sessionId = problem.session_id;
+        updateSession();
+        replaceRoute("chat", agent, sessionId);
+      }
+      block.removeAttribute("aria-busy");
+      block.classList.remove("live");
+      text.remove();
+      block.append(problemBox(problem, error.status === 401 ? "Not authorised" : "The turn failed"));
+      status.textContent = "";
+    } finally {
+      send.disabled = false;
+      input.focus();
+    }
+  }
+
+  await start(sessionId);
+  input.focus();
+  return () => controller.abort();
+}

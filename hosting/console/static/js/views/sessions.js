@@ -1,0 +1,148 @@
+// Sessions: an agent's sessions a page at a time, and one session's turns, state bag and size.
+import { del, get, post, seg } from "../api.js";
+import { field, formatBytes, formatTime, formatUsage, h, json, statusBadge } from "../dom.js";
+import { confirmAction, every, navigate, showNotice } from "../shell.js";
+import { historyView, problemBox } from "../transcript.js";
+import { listAgents } from "./agents.js";
+
+export async function render(main, [agentParam, sessionId]) {
+  const agents = await listAgents();
+  const agent = agents.some((a) => a.name === agentParam) ? agentParam : agents[0]?.name;
+  if (!agent) {
+    main.append(h("p", {}, "No agents are hosted."));
+    return null;
+  }
+  return sessionId ? renderSession(main, agent, sessionId) : renderList(main, agents, agent);
+}
+
+async function renderList(main, agents, agent) {
+  const picker = h("select", { name: "agent" }, agents.map((a) => h("option", { value: a.name }, a.name)));
+  picker.value = agent;
+  picker.addEventListener("change", () => navigate("sessions", picker.value));
+  const body = h("tbody");
+  const table = h("table.list#sessions-table", {},
+    h("caption", {}, `Sessions of ${agent}`),
+    h("thead", {}, h("tr", {},
+      ["Session", "First message", "Turns", "Size", "Last activity"].map((t) => h("th", { scope: "col" }, t)))),
+    body);
+  const more = h("button.secondary#more-sessions", { type: "button", hidden: true }, "Load more");
+  const empty = h("p.muted", { hidden: true }, "No sessions yet. Start one in Chat.");
+  main.append(h("h2", {}, "Sessions"), field("Agent", picker), h("div.table-wrap", {}, table), empty, more);
+
+  let continuation = null;
+  async function load() {
+    const query = new URLSearchParams({ page_size: "20" });
+    if (continuation) query.set("continuation", continuation);
+    const page = await get(`agents/${seg(agent)}/sessions?${query}`);
+    for (const s of page.sessions) {
+      body.append(h("tr", {},
+        h("th", { scope: "row" }, h("a", { href: `#/sessions/${seg(agent)}/${seg(s.session_id)}` }, s.session_id)),
+        h("td", {}, s.readable ? s.first_message || "—" : h("em", {}, "unreadable state")),
+        h("td.num", {}, String(s.turns)),
+        h("td.num", {}, formatBytes(s.size_bytes)),
+        h("td", {}, formatTime(s.last_operation_time))));
+    }
+    continuation = page.continuation;
+    more.hidden = !continuation;
+    empty.hidden = body.children.length > 0 || Boolean(continuation);
+  }
+  more.addEventListener("click", () => load().catch((e) => showNotice(e.message)));
+  await load();
+  return null;
+}
+
+async function renderSession(main, agent, sessionId) {
+  const path = `agents/${seg(agent)}/sessions/${seg(sessionId)}`;
+  main.append(
+    h("p.crumbs", {}, h("a", { href: `#/sessions/${seg(agent)}` }, `Sessions of ${agent}`), " / ", sessionId),
+    h("h2", {}, "Session ", h("code", {}, sessionId)));
+  const area = h("div#session-view");
+  main.append(area);
+  let stop = null;
+
+  async function show() {
+    let session;
+    try {
+      session = await get(path);
+    } catch (error) {
+      area.replaceChildren(problemBox(error.problem || { detail: error.message }, error.status === 404 ? "No such session" : "Could not read the session"));
+      return null;
+    }
+    const data = session.state?.data || {};
+    const history = data.conversationHistory || [];
+    const expiry = session.expires_at || session.expiresAt || null;
+    const turns = h("tbody", {}, session.turns.map((t, i) => h("tr", {},
+      h("td.num", {}, String(i + 1)),
+      h("td", {}, t.correlation_id ? h("a", { href: `#/runs/${seg(agent)}/${seg(sessionId)}/${seg(t.correlation_id)}` }, t.correlation_id) : "—"),
+      h("td", {}, formatTime(t.created_at)),
+      h("td", {}, statusBadge(t.status)),
+      h("td", {}, formatUsage(t.usage)),
+      h("td", {}, t.error ? `${t.error.code}: ${t.error.message}` : "—"))));
+    area.replaceChildren(
+      h("dl.facts.summary", {},
+        h("dt", {}, "Agent"), h("dd", {}, agent),
+        h("dt", {}, "Schema version"), h("dd#schema-version", {}, session.schema_version || "—"),
+        h("dt", {}, "Size"), h("dd#session-size", {}, formatBytes(session.size_bytes)),
+        h("dt", {}, "Turns"), h("dd#turn-count", {}, String(session.turns.length)),
+        typeof session.archived_entries === "number" && session.archived_entries > 0 && [
+          h("dt", {}, "Archived entries"),
+          h("dd", {}, `${session.archived_entries} of ${session.entries} (older turns are not listed here)`)],
+        h("dt", {}, "Expiry"), h("dd", {}, expiry ? formatTime(expiry) : "none: kept until deleted or reset")),
+      h("div.actions", {},
+        h("a.button", { href: `#/chat/${seg(agent)}/${seg(sessionId)}` }, "Continue in chat"),
+        h("button.secondary#reset-session", { type: "button", onclick: reset }, "Reset…"),
+        h("button.danger#delete-session", { type: "button", onclick: remove }, "Delete…")),
+      h("h3", {}, "Turns"),
+      h("div.table-wrap", {}, h("table.list#turns-table", {},
+        h("thead", {}, h("tr", {}, ["#", "Run", "Started", "Status", "Tokens", "Problem"].map((t) => h("th", { scope: "col" }, t)))),
+        turns)),
+      h("h3", {}, "State bag"),
+      h("p.hint", {}, "What the context providers keep for this session (memory facts, history summary)."),
+      h("pre.json#state-bag", { tabindex: "0", "aria-label": "State bag" }, json(session.state_bag)),
+      h("details", {}, h("summary", {}, "Conversation"), historyView(history)),
+      h("details", {}, h("summary", {}, "Stored state (raw JSON)"), h("pre.json", { tabindex: "0" }, json(session.state))),
+    );
+    return session;
+  }
+
+  async function waitFor(check, what) {
+    if (stop) stop();
+    const status = h("p.muted#session-status", { role: "status" }, `${what}…`);
+    area.prepend(status);
+    stop = every(300, async () => {
+      try {
+        const session = await get(path);
+        if (check(session)) { stop(); await show(); }
+      } catch (error) {
+        if (error.status === 404 && check(null)) { stop(); navigate("sessions", agent); }
+      }
+    });
+  }
+
+  async function reset() {
+    const yes = await confirmAction("Reset this session?",
+      `Session ${sessionId} of ${agent} loses its whole history and state bag. This cannot be undone.`, "Reset");
+    if (!yes) return;
+    try {
+      await post(`${path}/reset`);
+      await waitFor((s) => s && s.turns.length === 0, "Resetting");
+    } catch (error) {
+      showNotice(error.message);
+    }
+  }
+
+  async function remove() {
+    const yes = await confirmAction("Delete this session?",
+      `Session ${sessionId} of ${agent} is deleted for good, with its history and state bag.`, "Delete");
+    if (!yes) return;
+    try {
+      await del(path);
+      await waitFor((s) => s === null, "Deleting");
+    } catch (error) {
+      showNotice(error.message);
+    }
+  }
+
+  await show();
+  return () => { if (stop) stop(); };
+}

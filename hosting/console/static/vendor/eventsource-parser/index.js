@@ -1,0 +1,2 @@
+export { ParseError } from './errors.js';
+export { createParser } from './parse.js';

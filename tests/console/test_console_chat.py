@@ -1,0 +1,197 @@
+"""Chat in the console, in headless Chromium against the real host and the scripted model."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+
+import pytest
+from console_support import BrowserPage
+from playwright.sync_api import expect
+
+from agents.testing import ModelServer, Reply
+
+HOSTILE = """Here you go **bold** and a [harmless link](https://example.org/docs).
+
+<script>window.__pwned = "script"</script>
+
+<img src="x" onerror="window.__pwned = 'onerror'">
+
+<img src="https://evil.example/pixel.png" alt="tracker">
+
+![remote image](https://evil.example/md.png)
+
+<iframe src="https://evil.example/frame"></iframe>
+
+<a href="javascript:window.__pwned='href'">click me</a>
+
+<svg onload="window.__pwned='svg'"><circle r="5"/></svg>
+
+<div style="background:url(https://evil.example/bg.png)">styled</div>
+
+<video poster="https://evil.example/poster.png" src="https://evil.example/v.mp4"></video>
+
+<link rel="stylesheet" href="https://evil.example/x.css">
+
+<form action="https://evil.example/steal"><input name="q"></form>
+"""
+
+
+def _send(page: BrowserPage, text: str, *, keyboard: bool = False) -> None:
+    box = page.page.locator("#message")
+    box.fill(text)
+    if keyboard:
+        box.press("Enter")
+    else:
+        page.page.click("#send")
+
+
+def _answers(page: BrowserPage) -> list[str]:
+    locator = page.page.locator("#transcript .msg.assistant:not(.live) .markdown")
+    return [text.strip() for text in locator.all_inner_texts()]
+
+
+def test_a_multi_turn_conversation(page: BrowserPage, model: ModelServer) -> None:
+    model.script(Reply.text("Hello! I am the **assistant**."), Reply.text("You said your name is Ada."))
+    view = page.open("chat/assistant")
+    expect(view.locator("#session-id")).to_have_text("new session")
+    _send(page, "Hi, my name is Ada.")
+    expect(view.locator("#transcript .msg.assistant:not(.live)")).to_have_count(1)
+    session_id = view.locator("#session-id").inner_text()
+    assert re.fullmatch(r"[A-Za-z0-9._~-]+", session_id), session_id
+    assert view.url.endswith(f"#/chat/assistant/{session_id}")
+    # The second message goes by keyboard alone (Enter sends) into the same session.
+    _send(page, "What is my name?", keyboard=True)
+    expect(view.locator("#transcript .msg.assistant:not(.live)")).to_have_count(2)
+    assert _answers(page) == ["Hello! I am the assistant.", "You said your name is Ada."]
+    # Markdown rendered as markup, the user's text shown as typed.
+    expect(view.locator("#transcript .markdown strong")).to_have_text("assistant")
+    assert view.locator("#transcript .msg.user").all_inner_texts()[1].endswith("What is my name?")
+    # The model saw the first turn when answering the second: the same session continued.
+    second = model.requests[1]
+    texts = [m.text for m in second.messages]
+    assert "Hi, my name is Ada." in texts and "Hello! I am the **assistant**." in texts
+    assert view.locator("#session-id").inner_text() == session_id
+    page.shot("chat")
+    # Reloading the address shows the stored conversation.
+    view.reload()
+    expect(view.locator("#transcript .msg.assistant")).to_have_count(2)
+    expect(view.locator("#transcript .msg.user")).to_have_count(2)
+
+
+def test_a_tool_call_shows_its_arguments_and_result(page: BrowserPage, model: ModelServer) -> None:
+    model.script(
+        Reply.tool_call("get_weather", {"city": "Paris", "unit": "celsius"}),
+        Reply.text("It is mild in Paris today."),
+    )
+    view = page.open("chat/concierge")
+    _send(page, "Weather in Paris?")
+    tool = view.locator("#transcript details.tool")
+    expect(tool).to_have_count(1)
+    expect(tool.locator("summary")).to_contain_text("get_weather")
+    expect(tool.locator("summary")).to_contain_text('"city":"Paris"')
+    tool.locator("summary").click()  # expand
+    arguments = json.loads(tool.locator("pre.arguments").inner_text())
+    assert arguments == {"city": "Paris", "unit": "celsius"}
+    result = json.loads(tool.locator("pre.result").inner_text())
+    assert result["city"] == "Paris" and result["unit"] == "celsius" and "condition" in result
+    assert _answers(page) == ["It is mild in Paris today."]
+    page.shot("chat-tool-call")
+
+
+def test_hostile_model_output_renders_inert(page: BrowserPage, model: ModelServer) -> None:
+    model.script(Reply.text(HOSTILE))
+    view = page.open("chat/assistant")
+    _send(page, "Show me something nasty")
+    answer = view.locator("#transcript .msg.assistant:not(.live) .markdown")
+    expect(answer).to_have_count(1)
+    view.wait_for_timeout(300)  # let any handler that slipped through fire
+    assert view.evaluate("window.__pwned") is None
+    assert page.dialogs == []
+    # Trusted Types are enforced: HTML that did not come through the sanitizer is refused.
+    probe = "() => { try { document.createElement('div').innerHTML = '<b>x</b>'; return 'allowed'; }" \
+        " catch (error) { return error.name; } }"
+    assert view.evaluate(probe) == "TypeError"
+    # Nothing that could run or load survives; the remote images became visible notes.
+    for selector in ("script", "iframe", "svg", "video", "link", "form", "input", "[style]", "[onerror]",
+                     "[onload]", "a[href^='javascript']"):
+        assert answer.locator(selector).count() == 0, selector
+    assert answer.locator("img").count() == 0
+    expect(answer.locator(".blocked-image")).to_have_count(3)
+    expect(answer.locator(".blocked-image").nth(1)).to_contain_text("tracker — https://evil.example/pixel.png")
+    expect(answer.locator(".blocked-image").nth(2)).to_contain_text("remote image — https://evil.example/md.png")
+    link = answer.locator("a", has_text="harmless link")
+    assert link.get_attribute("rel") == "noopener noreferrer nofollow"
+    assert link.get_attribute("target") == "_blank"
+    expect(answer.locator("strong")).to_have_text("bold")
+    # The page fixture also fails the test if any request left loopback; say it here too.
+    assert not [u for u in page.requests if "evil.example" in u], page.requests
+    page.shot("chat-hostile")
+
+
+def test_a_failing_model_shows_the_problem(page: BrowserPage, model: ModelServer) -> None:
+    model.script(Reply.error(400, "The prompt was rejected by the content filter.", code="content_filter"))
+    view = page.open("chat/assistant")
+    _send(page, "Something the model refuses")
+    problem = view.locator("#transcript .problem")
+    expect(problem).to_have_count(1)
+    expect(problem).to_contain_text("The turn failed")
+    expect(problem.locator("dd code")).to_have_text("content_filter")
+    expect(problem).to_contain_text("content filter")
+    expect(problem).to_contain_text("Retryable")
+    expect(problem).to_contain_text("no")
+    # The failed turn started a session; the next message continues it.
+    session_id = view.locator("#session-id").inner_text()
+    assert session_id != "new session"
+    page.shot("chat-failed-turn")
+
+
+def _streaming_available(base_url: str) -> bool:
+    request = urllib.request.Request(
+        f"{base_url}/api/agents/assistant/run",
+        data=json.dumps({"message": "probe"}).encode(),
+        headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.headers.get("Content-Type", "").startswith("text/event-stream")
+    except urllib.error.HTTPError:
+        return False
+
+
+def test_streamed_tokens_arrive_before_the_turn_ends(page: BrowserPage, model: ModelServer) -> None:
+    words = [f"word{i} " for i in range(40)]
+    model.script(Reply.text("probe answer"), Reply.text("".join(words)))
+    if hasattr(model, "stream_delay"):
+        # A model that sends its tokens one by one, as a real one does (the server's pacing, which
+        # arrives with the streaming work).
+        setattr(model, "stream_delay", 0.02)  # noqa: B010
+    view = page.open("chat/assistant")
+    streaming = _streaming_available(page.base_url)
+    # Record every state of the live answer, and when the final answer replaced it.
+    view.evaluate(
+        """() => {
+          window.__seen = [];
+          const t = document.getElementById('transcript');
+          new MutationObserver(() => {
+            const live = t.querySelector('.msg.live .markdown');
+            const done = t.querySelectorAll('.msg.assistant:not(.live) .markdown').length;
+            window.__seen.push({live: live ? live.textContent : null, done});
+          }).observe(t, {subtree: true, childList: true, characterData: true});
+        }"""
+    )
+    _send(page, "Count for me")
+    expect(view.locator("#transcript .msg.assistant:not(.live) .markdown")).to_have_count(1)
+    assert _answers(page) == ["".join(words).strip()]
+    if not streaming:
+        # This build has no streaming API (issue 11): the console fell back to the JSON answer.
+        expect(view.locator("#chat-mode")).to_contain_text("JSON")
+        pytest.skip("this build does not stream runs (text/event-stream); the JSON fallback was checked")
+    expect(view.locator("#chat-mode")).to_have_text("streaming")
+    seen = view.evaluate("window.__seen")
+    final = "".join(words).strip()
+    partial = [s["live"] for s in seen if s["done"] == 0 and s["live"] and s["live"].strip() != final]
+    assert partial, f"no partial text was shown before the turn ended: {seen[:10]}"

@@ -1,0 +1,124 @@
+"""Sessions in the console: the list, one session's turns and state bag, reset and delete."""
+
+from __future__ import annotations
+
+import json
+
+from console_support import BrowserPage, api
+from playwright.sync_api import expect
+
+from agents.testing import ModelServer, Reply
+from state import CURRENT_SCHEMA_VERSION
+
+FACT = "The traveller prefers window seats."
+
+
+def test_the_state_bag_shows_a_remembered_fact_and_reset_empties_it(
+    page: BrowserPage, model: ModelServer
+) -> None:
+    model.script(Reply.tool_call("remember", {"fact": FACT}), Reply.text("Noted: window seats."))
+    view = page.open("chat/concierge")
+    view.fill("#message", "Remember that I like window seats")
+    view.click("#send")
+    expect(view.locator("#transcript .msg.assistant:not(.live)")).to_have_count(1)
+    view.click("#session-details")
+    expect(view.locator("#state-bag")).to_contain_text(FACT)
+    bag = json.loads(view.locator("#state-bag").inner_text())
+    assert [f["text"] for f in bag["memory"]["facts"]] == [FACT]
+    expect(view.locator("#schema-version")).to_have_text(CURRENT_SCHEMA_VERSION)
+    expect(view.locator("#turn-count")).to_have_text("1")
+    assert view.locator("#session-size").inner_text().endswith(("B", "KiB"))
+    rows = view.locator("#turns-table tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("succeeded")
+    expect(rows.first).to_contain_text(" in · ")  # token usage
+    page.shot("session")
+
+    # Reset asks first; cancelling changes nothing.
+    view.click("#reset-session")
+    dialog = view.locator("#confirm-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("loses its whole history and state bag")
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_be_hidden()
+    expect(view.locator("#state-bag")).to_contain_text(FACT)
+
+    view.click("#reset-session")
+    dialog.get_by_role("button", name="Reset").click()
+    expect(view.locator("#turn-count")).to_have_text("0", timeout=15_000)
+    assert FACT not in view.locator("#state-bag").inner_text()
+    assert json.loads(view.locator("#state-bag").inner_text()) == {}
+
+
+def test_the_session_list_links_to_sessions_and_delete_removes_one(
+    page: BrowserPage, model: ModelServer
+) -> None:
+    model.script(Reply.text("one"), Reply.text("two"))
+    made = [
+        api(page.base_url, "POST", "/api/agents/writer/run", {"message": f"Draft about topic {i}"})
+        for i in range(2)
+    ]
+    ids = {m["session_id"] for m in made}
+    view = page.open("sessions/writer")
+    table = view.locator("#sessions-table")
+    for session_id in ids:
+        expect(table.get_by_role("link", name=session_id)).to_be_visible()
+    expect(table).to_contain_text("Draft about topic 0")
+    page.shot("sessions")
+    victim = sorted(ids)[0]
+    table.get_by_role("link", name=victim).click()
+    expect(view.locator("#turn-count")).to_have_text("1")
+    view.click("#delete-session")
+    view.locator("#confirm-dialog").get_by_role("button", name="Delete").click()
+    # Back at the list once the session is gone; the other one is still there.
+    expect(view.locator("#sessions-table")).to_be_visible(timeout=15_000)
+    expect(view.locator("#sessions-table").get_by_role("link", name=victim)).to_have_count(0)
+    expect(view.locator("#sessions-table").get_by_role("link", name=sorted(ids)[1])).to_be_visible()
+
+
+def test_a_run_by_correlation_id(page: BrowserPage, model: ModelServer) -> None:
+    model.script(Reply.text("The run's *answer*."))
+    body = {"message": "hello", "correlation_id": "run-42"}
+    run = api(page.base_url, "POST", "/api/agents/assistant/run", body)
+    view = page.open("runs")
+    view.select_option("select[name=agent]", "assistant")
+    view.fill("input[name=session]", run["session_id"])
+    view.fill("input[name=run]", "run-42")
+    view.get_by_role("button", name="Show run").click()
+    expect(view.locator("#run-status")).to_have_text("succeeded")
+    expect(view.locator("#run-view .markdown em")).to_have_text("answer")
+    page.shot("run")
+    view.fill("input[name=run]", "no-such-run")
+    view.get_by_role("button", name="Show run").click()
+    expect(view.locator("#run-status")).to_have_text("pending")  # unknown ids stay pending: the API's answer
+
+
+def test_a_running_run_is_followed_until_it_finishes(page: BrowserPage, model: ModelServer) -> None:
+    # A slow model: the run is still going when the page opens it (live stream where the server
+    # streams, the run resource's long poll where it does not).
+    model.script(Reply.delay(2.0, Reply.text("A *slow* answer, at last.")))
+    body = {"message": "take your time", "correlation_id": "slow-run", "wait_for_response": False}
+    run = api(page.base_url, "POST", "/api/agents/assistant/run", body)
+    assert run["status"] == "pending"
+    view = page.open(f"runs/assistant/{run['session_id']}/slow-run")
+    expect(view.locator("#run-status")).to_have_text("pending")
+    expect(view.locator("#run-status")).to_have_text("succeeded", timeout=20_000)
+    expect(view.locator("#run-view .markdown em")).to_have_text("slow")
+
+
+def test_the_session_list_loads_more_pages(page: BrowserPage, model: ModelServer) -> None:
+    model.handler = lambda request: Reply.text("ok")
+    made = {
+        api(page.base_url, "POST", "/api/agents/assistant/run", {"message": f"paging {i}"})["session_id"]
+        for i in range(22)
+    }
+    view = page.open("sessions/assistant")
+    links = view.locator("#sessions-table tbody th a")
+    expect(links).to_have_count(20)  # one page
+    more = view.locator("#more-sessions")
+    while more.is_visible():
+        before = links.count()
+        more.click()
+        expect(links).not_to_have_count(before)
+    shown = set(links.all_inner_texts())
+    assert made <= shown and len(shown) == links.count()  # every session once
