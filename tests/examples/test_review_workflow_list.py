@@ -13,7 +13,7 @@ async def test_review_workflows_are_listed_newest_first(api: Api, model: ModelSe
     model.handler = lambda request: (
         Reply.json({"approved": True, "feedback": "ok"}) if request.response_format else Reply.text("draft")
     )
-    ids = []
+    ids: list[str] = []
     for topic in ("first", "second"):
         if ids:
             # Created times have a resolution of one second (as the extension reports them).
