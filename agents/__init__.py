@@ -10,6 +10,7 @@ from ._context_policy import DEFAULT_CONTEXT_TOKENS, ArchivedHistory, ContextPol
 from ._errors import (
     AgentConfigurationError,
     AgentsError,
+    FailureCarrier,
     FailureCode,
     InvalidTurnRequest,
     ModelCallError,
@@ -32,6 +33,7 @@ __all__ = [
     "ContextAdditions",
     "ContextPolicy",
     "ContextProvider",
+    "FailureCarrier",
     "FailureCode",
     "FullHistory",
     "FunctionTool",

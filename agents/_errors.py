@@ -60,16 +60,11 @@ def failure(code: str, message: str, *, retryable: bool = False, status: int | N
     return TurnFailure(code=str(code), message=message, retryable=retryable, status=status)
 
 
-class ModelCallError(AgentsError):
-    """A model call failed for good (after retries); recorded as a failed turn, never raised by run.
+class FailureCarrier:
+    """What an exception that carries a failed turn's `failure` (a `state.TurnFailure`) shares:
+    the failure's fields, readable on the exception itself."""
 
-    Carries the failure (`failure`: code, message, retryable and the model service's HTTP status,
-    None when there was no HTTP answer, e.g. a timeout); its fields are readable here too.
-    """
-
-    def __init__(self, code: str, message: str, *, retryable: bool, status: int | None = None) -> None:
-        super().__init__(f"{code}: {message}")
-        self.failure = failure(code, message, retryable=retryable, status=status)
+    failure: TurnFailure
 
     @property
     def code(self) -> str:
@@ -90,6 +85,19 @@ class ModelCallError(AgentsError):
     def status(self) -> int | None:
         """The model service's HTTP status, or None."""
         return self.failure.status
+
+
+class ModelCallError(AgentsError, FailureCarrier):
+    """A model call failed for good (after retries); recorded as a failed turn, never raised by run.
+
+    Carries the failure (`failure`: code, message, retryable and the model service's HTTP status,
+    None when there was no HTTP answer, e.g. a timeout); its fields are readable here too.
+    """
+
+    def __init__(self, code: str, message: str, *, retryable: bool, status: int | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.failure = failure(code, message, retryable=retryable, status=status)
+
 
 
 class ToolExecutionError(AgentsError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from agents import FailureCarrier
 from state import TurnFailure
 
 
@@ -161,7 +162,7 @@ class InvalidOperation(HostingError):
     """An entity operation arrived with a name or input the entity does not understand."""
 
 
-class AgentRunFailed(HostingError):
+class AgentRunFailed(HostingError, FailureCarrier):
     """An agent turn run from an orchestration failed; the failure is also stored in the history.
 
     `failure` is what went wrong (code, message, retryable, status; see `state.TurnFailure`).
@@ -173,23 +174,3 @@ class AgentRunFailed(HostingError):
         self.session_id = session_id
         self.correlation_id = correlation_id
         self.failure = failure
-
-    @property
-    def code(self) -> str:
-        """The failure's code."""
-        return self.failure.code
-
-    @property
-    def message(self) -> str:
-        """The failure's message."""
-        return self.failure.message
-
-    @property
-    def retryable(self) -> bool:
-        """Whether running the turn again may succeed."""
-        return self.failure.retryable
-
-    @property
-    def status(self) -> int | None:
-        """The model service's HTTP status, or None."""
-        return self.failure.status

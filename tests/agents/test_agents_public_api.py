@@ -15,6 +15,7 @@ EXPECTED = {
     "AgentsError",
     "ContextAdditions",
     "ContextProvider",
+    "FailureCarrier",
     "FailureCode",
     "FunctionTool",
     "HistoryMode",
