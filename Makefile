@@ -9,6 +9,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# pip before 23.3 stops on an 'InconsistentCandidate' resolver error for this set (the
+	# OpenTelemetry packages' ~= pins); a current pip resolves it.
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade 'pip>=24'
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
 
