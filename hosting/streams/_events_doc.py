@@ -67,9 +67,16 @@ EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
 def event_stream_content() -> dict[str, Any]:
     """The OpenAPI media type object of a run's event stream."""
     return {
+        # Before OpenAPI 3.2 (this document is 3.1) an event stream's `schema` describes one event.
         "schema": {
-            "type": "string",
-            "description": "Server-Sent Events: `id:`, `event:`, `data:` (one JSON object).",
+            "type": "object",
+            "description": "One Server-Sent Event: `id:` (its sequence number), `event:` (its type, "
+            "see x-events) and `data:` (one JSON object).",
+            "properties": {
+                "id": {"type": "string"},
+                "event": {"type": "string"},
+                "data": {"type": "string"},
+            },
         },
         "x-events": EVENT_SCHEMAS,
     }
