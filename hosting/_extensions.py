@@ -7,13 +7,14 @@ OpenAPI document by the same code.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import azure.functions as func
 from pydantic import BaseModel, ValidationError
 
+from ._handlers import Handler
 from ._http import ApiSettings
 from ._problems import validation_problem
 from ._requests import parse_json_object
@@ -21,8 +22,6 @@ from ._routes import RouteSpec
 
 M = TypeVar("M", bound=BaseModel)
 
-Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse]]
-"""An HTTP handler: the request and the durable client (None for routes without one)."""
 
 
 def _no_handlers(settings: ApiSettings) -> Mapping[str, Handler]:

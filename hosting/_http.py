@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +28,7 @@ from ._archived_runs import find_archived_run
 from ._discarded import discarded_problem, is_discarded
 from ._entity import MIN_SESSION_BYTES, max_session_bytes_from_env
 from ._errors import HostingConfigurationError, ProblemCode, ProblemError
+from ._handlers import Handler
 from ._history_api import with_history
 from ._ids import entity_name
 from ._lifecycle import reset_or_delete, watch_expiry
@@ -53,7 +54,6 @@ from .streams import RunStreams, StreamKey, resume_after, wants_event_stream
 
 log = logging.getLogger("hosting.http")
 
-Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse | StreamingResponse]]
 
 
 PUBLIC_BASE_URL_ENV = "DURABLE_AGENTS_PUBLIC_BASE_URL"

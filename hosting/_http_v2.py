@@ -12,7 +12,6 @@ Settings the deployed app needs: `PYTHON_ENABLE_INIT_INDEXING=1` (docs/streaming
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import azure.functions as func
@@ -20,14 +19,14 @@ from azurefunctions.extensions.http.fastapi import Request, Response
 from starlette.responses import Response as StarletteResponse
 from starlette.responses import StreamingResponse
 
+from ._handlers import ContextHandler
+
 __all__ = ["Request", "Response", "serve"]
 
-Handler = Callable[[func.HttpRequest, Any, Any], Awaitable[func.HttpResponse | StarletteResponse]]
-"""A handler taking the classic request, the durable client (or None) and the invocation context."""
 
 
 async def serve(
-    handler: Handler,
+    handler: ContextHandler,
     req: Request | func.HttpRequest,
     client: Any,
     max_body_bytes: int,

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import azure.functions as func
@@ -23,6 +23,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from starlette.responses import StreamingResponse
 
 from agents import context_from, current_trace_context, mark_failed, tracing_enabled
+
+from ._handlers import ContextHandler, Handler
 
 log = logging.getLogger("hosting.telemetry")
 
@@ -36,9 +38,6 @@ _tracer = trace.get_tracer("hosting")
 _lock = threading.Lock()
 _configured: str | None = None
 
-# A handler may answer a Starlette StreamingResponse (an event stream), passed through as it is.
-Handler = Callable[[func.HttpRequest, Any], Awaitable[func.HttpResponse | StreamingResponse]]
-ContextHandler = Callable[[func.HttpRequest, Any, Any], Awaitable[func.HttpResponse | StreamingResponse]]
 
 
 # -- configuration -------------------------------------------------------------------------------------
