@@ -14,6 +14,7 @@ from typing import Any
 from state import AgentState, dump_state
 
 from ._errors import ProblemCode, ProblemError
+from ._results import compact_text
 
 DISCARDED_KEY = "discardedRuns"
 MAX_DISCARDED_RUNS = 500
@@ -62,12 +63,7 @@ def reset_text(old_text: str | None, fresh_state: AgentState) -> str:
         return fresh
     document = json.loads(fresh)
     document["data"][DISCARDED_KEY] = remembered[-MAX_DISCARDED_RUNS:]
-    return _dumps(document)
-
-
-def _dumps(document: dict[str, Any]) -> str:
-    """Compact JSON text, as the state package writes it."""
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return compact_text(document)
 
 
 def discarded_problem(agent: str, session_id: str, correlation_id: str) -> ProblemError:

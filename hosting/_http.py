@@ -8,7 +8,6 @@ run's location.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import time
@@ -47,7 +46,7 @@ from ._models import (
 )
 from ._problems import json_response, problem_response
 from ._requests import CORRELATION_HEADER, MAX_BODY_BYTES, SESSION_HEADER, RunCall, check_id, parse_run
-from ._results import StoredRun, find_stored_run, result_from_stored
+from ._results import StoredRun, find_stored_run, result_from_stored, stored_bytes
 from ._waiting import Snapshot, check_same_request, read_session, state_problem, unreadable, wait_for_run
 from .archive import state_archive
 from .streams import RunStreams, StreamKey, resume_after, wants_event_stream
@@ -304,8 +303,7 @@ class Api:
         `max_session_bytes`) on what was just read. Retries against a full session therefore never
         pile up refusal records until even a record no longer fits (which would leave the run
         without an answer)."""
-        # The stored text's size, as the entity counts it (state writes compact UTF-8 JSON).
-        stored = len(json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        stored = stored_bytes(document)
         asked = sum(len(m.text.encode("utf-8")) for m in call.request.messages)
         if stored + asked > self.settings.max_session_bytes:
             raise ProblemError(
@@ -512,5 +510,5 @@ def _session_body(agent: str, session_id: str, document: dict[str, Any]) -> Sess
         turns=turns,
         state_bag=bag if isinstance(bag, dict) else {},
         state=document,
-        size_bytes=len(json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")),
+        size_bytes=stored_bytes(document),
     )

@@ -7,12 +7,23 @@ at the two entries of a finished run, so only those are looked at.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from agents import TurnResult, turn_result
 
 JSON = Any
+
+
+def compact_text(document: JSON) -> str:
+    """A parsed state document as the state package writes it: compact JSON, not ASCII-escaped."""
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+def stored_bytes(document: JSON) -> int:
+    """The size of a session's stored text, counted as the entity counts it (UTF-8 bytes)."""
+    return len(compact_text(document).encode("utf-8"))
 
 
 @dataclass(frozen=True)
