@@ -190,13 +190,22 @@ def test_reset_empties_history_and_state_bag(app: df.DFApp, model: ModelServer) 
     assert state.entries == () and state.state_bag == {}
 
 
-def test_delete_removes_the_entity(app: df.DFApp, model: ModelServer) -> None:
-    model.script(Reply.text("x"))
-    first = run_batch(app, ENTITY, "s9", None, [("run", run_op("hi"))])
+def test_delete_leaves_only_a_tombstone_and_a_second_delete_removes_the_entity(
+    app: df.DFApp, model: ModelServer
+) -> None:
+    model.script(Reply.text("secret answer"))
+    first = run_batch(app, ENTITY, "s9", None, [("run", run_op("secret question", "r1"))])
     out = run_batch(app, ENTITY, "s9", first.state, [("delete", None)])
     assert out.results[0].is_error is False
-    assert out.exists is False
-    assert out.state in (None, "null")
+    assert out.exists is True and out.state is not None
+    assert "secret" not in out.state  # run ids and times only, no content
+    data = json.loads(out.state)["data"]
+    assert data["conversationHistory"] == [] and data["discardedRuns"] == ["r1"] and "deletedAt" in data
+    again = run_batch(app, ENTITY, "s9", out.state, [("delete", None)])
+    assert again.exists is False
+    assert again.state in (None, "null")
+    nothing = run_batch(app, ENTITY, "s9b", None, [("delete", None)])
+    assert nothing.exists is False  # nothing to remember: no tombstone
 
 
 def test_delete_then_run_in_one_batch_starts_afresh(app: df.DFApp, model: ModelServer) -> None:
