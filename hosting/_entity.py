@@ -194,7 +194,13 @@ class AgentEntity:
 
     # -- run --------------------------------------------------------------------------------
 
-    def _run(self, context: Any) -> dict[str, Any]:
+    def fail_run(self, context: Any, error: TurnFailure) -> dict[str, Any]:
+        """Answer the `run` operation in `context` without running it: recorded as a failed turn
+        with `error` (hosting._entity_batch, when the SDK failed the batch), unless it has an
+        answer already."""
+        return self._run(context, unfinished=error)
+
+    def _run(self, context: Any, unfinished: TurnFailure | None = None) -> dict[str, Any]:
         try:
             request = TurnRequest.from_json(decode_operation_input(context))
         except (InvalidTurnRequest, ValueError) as error:
@@ -213,6 +219,8 @@ class AgentEntity:
             # A deleted session's tombstone: a new history starts, still remembering its ids.
             revived = revived_text(loaded.text)
             loaded = _Loaded(revived, load_state(revived))
+        if unfinished is not None:
+            return self._record_failure(context, loaded, request, unfinished)
         key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
         events = RunEvents(self.streams, key)
         try:

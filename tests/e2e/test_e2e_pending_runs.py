@@ -142,3 +142,54 @@ async def test_concurrent_requests_on_a_nearly_full_session_all_get_a_terminal_a
         assert not schema_errors(state, OWN_SCHEMA) and not schema_errors(state, REFERENCE_SCHEMA)
     finally:
         host.stop()
+
+
+# The project's own agents, served by an app whose Durable SDK fails every entity batch that
+# carries a marked message: the SDK raises while reading the batch request, before any entity
+# code runs (what a request property the SDK does not know does to `DurableEntityContext(**...)`).
+SDK_FAULT_APP = '''
+import json
+
+import azure.durable_functions as df
+
+original = df.DurableEntityContext.from_json.__func__
+
+def failing_from_json(cls, json_str):
+    if any("SDK-FAULT" in str(item.get("input")) for item in json.loads(json_str)["batch"]):
+        raise TypeError("__init__() got an unexpected keyword argument 'newerProperty'")
+    return original(cls, json_str)
+
+df.DurableEntityContext.from_json = classmethod(failing_from_json)
+
+from examples.catalog import AGENTS
+from hosting import build_app
+
+app = build_app(AGENTS)
+'''
+
+
+async def test_a_run_whose_batch_the_sdk_fails_is_answered_at_once(
+    http: aiohttp.ClientSession, model: ModelServer, tmp_path: pathlib.Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "function_app.py").write_text(SDK_FAULT_APP)
+    host = HostProcess(tmp_path / "data", model.base_url, tmp_path / "host.log", cwd=project).start()
+    try:
+        client = Client(http, host.url)
+        model.script(Reply.text("fine"), Reply.text("still fine"))
+        assert (await client.run(AGENT, "hello", "sdk")).status == 200
+        started = time.monotonic()
+        failed = await client.run(AGENT, "SDK-FAULT: this batch fails in the SDK", "sdk", correlation_id="faulted")
+        assert time.monotonic() - started < 10  # not the 30 s wait running out
+        assert failed.status == 500, failed.body
+        problem = failed.json()
+        assert problem["code"] == "internal_error" and "Durable Functions SDK" in problem["detail"], problem
+        polled = await client.get(_run_path("sdk", "faulted") + "?wait=5")
+        assert polled.status == 200 and polled.json()["status"] == "failed", polled.body
+        assert polled.json()["error"]["code"] == "internal_error"
+        # The session is not stuck behind the failed batch: the next turn runs.
+        after = await client.run(AGENT, "and now?", "sdk")
+        assert after.status == 200 and after.json()["response"]["text"] == "still fine", after.body
+    finally:
+        host.stop()
