@@ -47,7 +47,9 @@ async def test_runs_of_a_deleted_session_answer_410_at_once(client: Client, mode
     done = await client.run(AGENT, "first", session, correlation_id="done-run")
     assert done.status == 200, done.body
     slow = await client.run(AGENT, "slow one", session, correlation_id="slow-run", wait_for_response=False)
-    queued = await client.run(AGENT, "queued one", session, correlation_id="queued-run", wait_for_response=False)
+    queued = await client.run(
+        AGENT, "queued one", session, correlation_id="queued-run", wait_for_response=False
+    )
     assert slow.status == 202 and queued.status == 202, (slow.body, queued.body)
     deleted = await client.request("DELETE", f"/api/agents/{AGENT}/sessions/{session}")
     assert deleted.status == 202, deleted.body
@@ -80,7 +82,8 @@ async def test_runs_of_a_deleted_session_answer_410_at_once(client: Client, mode
     state = await client.session_state(AGENT, session)
     assert [t["correlation_id"] for t in state["turns"]] == [fresh.json()["correlation_id"]]
     assert "deletedAt" not in state["state"]["data"]
-    assert not schema_errors(state["state"], OWN_SCHEMA) and not schema_errors(state["state"], REFERENCE_SCHEMA)
+    for schema in (OWN_SCHEMA, REFERENCE_SCHEMA):
+        assert not schema_errors(state["state"], schema)
     gone = await client.get(_run_path(session, "slow-run"))
     assert gone.status == 410, gone.body  # still remembered in the new history
 
@@ -180,7 +183,8 @@ async def test_a_run_whose_batch_the_sdk_fails_is_answered_at_once(
         model.script(Reply.text("fine"), Reply.text("still fine"))
         assert (await client.run(AGENT, "hello", "sdk")).status == 200
         started = time.monotonic()
-        failed = await client.run(AGENT, "SDK-FAULT: this batch fails in the SDK", "sdk", correlation_id="faulted")
+        marked = "SDK-FAULT: this batch fails in the SDK"
+        failed = await client.run(AGENT, marked, "sdk", correlation_id="faulted")
         assert time.monotonic() - started < 10  # not the 30 s wait running out
         assert failed.status == 500, failed.body
         problem = failed.json()

@@ -36,13 +36,14 @@ def sdk_failing_batch(app: df.DFApp, key: str, state: str | None, operations: li
 
 
 def test_the_sdk_really_fails_on_such_a_request() -> None:
+    request = {"self": {"name": ENTITY, "key": "k"}, "exists": False, "state": None, "batch": []}
     with pytest.raises(TypeError):
-        df.Entity.create(lambda context: None)(json.dumps(
-            {"self": {"name": ENTITY, "key": "k"}, "exists": False, "state": None, "batch": [], "newerProperty": 1}
-        ))
+        df.Entity.create(lambda context: None)(json.dumps({**request, "newerProperty": 1}))
 
 
-def test_runs_of_a_batch_the_sdk_fails_are_recorded_as_internal_error(app: df.DFApp, model: ModelServer) -> None:
+def test_runs_of_a_batch_the_sdk_fails_are_recorded_as_internal_error(
+    app: df.DFApp, model: ModelServer
+) -> None:
     model.script(Reply.text("before"))
     first = run_batch(app, ENTITY, "sdk-fails", None, [("run", run_op("hello", "done"))])
     assert first.state is not None
