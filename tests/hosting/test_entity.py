@@ -320,3 +320,21 @@ def test_unique_keys(app: df.DFApp, model: ModelServer) -> None:
     one = run_batch(app, ENTITY, uuid.uuid4().hex, None, [("run", run_op("x", "c"))])
     two = run_batch(app, ENTITY, uuid.uuid4().hex, None, [("run", run_op("x", "c"))])
     assert one.results[0].value["text"] == "a" and two.results[0].value["text"] == "b"
+
+
+def test_a_tombstone_expires_one_ttl_after_the_delete(
+    app: df.DFApp, model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DURABLE_AGENTS_SESSION_TTL", "3600")
+    model.script(Reply.text("x"))
+    first = run_batch(app, ENTITY, "s-ttl", None, [("run", run_op("hi", "old"))])
+    tombstone = run_batch(app, ENTITY, "s-ttl", first.state, [("delete", None)])
+    assert tombstone.state is not None
+    fresh = run_batch(app, ENTITY, "s-ttl", tombstone.state, [("expire", None)])
+    [answer] = fresh.results
+    assert answer.value["expired"] is False and answer.value["dueAt"] is not None
+    aged = json.loads(tombstone.state)
+    aged["data"]["lastActivityAt"] = "2020-01-01T00:00:00+00:00"
+    gone = run_batch(app, ENTITY, "s-ttl", json.dumps(aged), [("expire", None)])
+    assert gone.results[0].value["expired"] is True
+    assert gone.exists is False

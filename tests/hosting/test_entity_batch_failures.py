@@ -4,12 +4,11 @@ turn `internal_error` (hosting._entity_batch), through the JSON batch protocol."
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 import azure.durable_functions as df
 import pytest
-from hosting_support import encode_input, functions, run_batch, run_op
+from hosting_support import batch_request, functions, run_batch, run_op
 
 from agents.testing import ModelServer, Reply
 from state import load_state
@@ -21,22 +20,13 @@ def sdk_failing_batch(app: df.DFApp, key: str, state: str | None, operations: li
     """A batch request the SDK cannot read: it builds its context from every top-level property
     (`DurableEntityContext(**request)`), so one it does not know makes it raise before any
     operation runs, as a newer extension's request could."""
-    request = {
-        "self": {"name": ENTITY, "key": key},
-        "exists": state is not None,
-        "state": state,
-        "batch": [
-            {"id": str(uuid.uuid4()), "name": name, "signal": True, "input": encode_input(value)}
-            for name, value in operations
-        ],
-        "newerProperty": True,
-    }
+    request = {**batch_request(ENTITY, key, state, operations), "newerProperty": True}
     handle = functions(app)[ENTITY].get_user_function()
     return json.loads(handle(json.dumps(request)))
 
 
 def test_the_sdk_really_fails_on_such_a_request() -> None:
-    request = {"self": {"name": ENTITY, "key": "k"}, "exists": False, "state": None, "batch": []}
+    request = batch_request(ENTITY, "k", None, [])
     with pytest.raises(TypeError):
         df.Entity.create(lambda context: None)(json.dumps({**request, "newerProperty": 1}))
 
