@@ -26,9 +26,10 @@ DELETED_KEY = "deletedAt"
 
 
 def is_tombstone(document: Any) -> bool:
-    """Whether a parsed state document is what a delete left behind."""
+    """Whether a parsed state document is what a delete left behind (an empty history marked
+    `deletedAt`; a turn on it since would have dropped the mark)."""
     data = document.get("data") if isinstance(document, dict) else None
-    return isinstance(data, dict) and DELETED_KEY in data
+    return isinstance(data, dict) and DELETED_KEY in data and data.get("conversationHistory") == []
 
 
 def text_is_tombstone(text: str) -> bool:

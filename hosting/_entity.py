@@ -212,7 +212,8 @@ class AgentEntity:
         if loaded.text and text_is_discarded(loaded.text, request.correlation_id):
             # A retry of a run a reset or delete discarded: never run again in the new history
             # (the HTTP side answers 410 run_discarded from the state).
-            raise RunDiscarded(f"run {request.correlation_id!r} was discarded by a reset; not run again")
+            cid = request.correlation_id
+            raise RunDiscarded(f"run {cid!r} was discarded by a reset or delete; not run again")
         if loaded.text and text_is_refused(loaded.text, request.correlation_id):
             return refused_result(request.correlation_id).to_json()  # answered by its id alone
         if loaded.text and text_is_tombstone(loaded.text):
