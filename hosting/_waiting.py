@@ -20,9 +20,10 @@ import azure.durable_functions as df
 from state import StateError, check_state
 
 from ._archived_runs import find_archived_run
-from ._discarded import discarded_problem, is_discarded
+from ._deleted import is_tombstone
 from ._errors import ProblemCode, ProblemError
 from ._results import StoredRun, find_stored_run
+from ._unrecorded import unrecorded_run
 
 SameRequest = Callable[[str | None, Mapping[str, Any] | None], bool]
 """Whether a stored run (its request hash, its request entry) asked what the new request asks."""
@@ -35,10 +36,14 @@ MAX_DELAY = 0.1
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One read of a session: whether it exists and its state document (parsed JSON)."""
+    """One read of a session: whether it exists and its state document (parsed JSON).
+
+    A session a delete left a tombstone of (hosting._deleted) does not exist; its `document` is
+    the tombstone and `deleted` is set."""
 
     exists: bool
     document: Any
+    deleted: bool = False
 
 
 def state_problem(document: Any) -> str | None:
@@ -81,6 +86,8 @@ async def read_session(client: Any, entity_id: df.EntityId) -> Snapshot:
             document = json.loads(document)
         except ValueError as error:
             return Snapshot(True, Unparsable(f"the state is not valid JSON: {error}"))
+    if is_tombstone(document):
+        return Snapshot(False, document, deleted=True)
     return Snapshot(True, document)
 
 
@@ -125,7 +132,7 @@ async def wait_for_run(
 
     Raises a 409 problem when the session's state is unreadable (checked on the first read,
     unless the caller has just done so: `state_checked`) or the id answered another request,
-    and a 410 when a reset discarded the run.
+    and a 410 when a reset or delete discarded the run (hosting._unrecorded).
     """
     deadline = time.monotonic() + max(0.0, timeout)
     delay = FIRST_DELAY
@@ -146,8 +153,10 @@ async def wait_for_run(
             if run is not None:
                 check_same_request(run, asked, agent, session_id)
                 return run
-            if is_discarded(snapshot.document, correlation_id):
-                raise discarded_problem(agent, session_id, correlation_id)
+        # Runs without a record of their own: discarded by a reset or delete, or refused.
+        run = unrecorded_run(snapshot.document, agent, session_id, correlation_id, deleted=snapshot.deleted)
+        if run is not None:
+            return run
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None

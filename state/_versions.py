@@ -17,7 +17,10 @@ CHANGELOG: dict[str, str] = {
     "1.0.0": "conversationHistory of request/response entries, messages and the content types",
     "1.1.0": "optional request orchestrationId (the orchestration that sent the request)",
     "1.2.0": "optional data.stateBag, data.runs, data.serviceThreadId and response failure",
-    "1.3.0": "optional data.archive (older entries in chunks), data.lastActivityAt, data.discardedRuns",
+    "1.3.0": (
+        "optional data.archive (older entries in chunks), data.lastActivityAt, data.discardedRuns, "
+        "data.refusedRuns, data.deletedAt"
+    ),
 }
 
 SUPPORTED_MAJOR = 1

@@ -20,6 +20,8 @@ def test_fixture_set_is_complete() -> None:
         "state-1.1.0-1000-entries-text.json",
         "state-1.1.0-with-error-entry.json",
         "state-1.2.0-all-features.json",
+        "state-1.3.0-refused-runs.json",
+        "state-1.3.0-deleted.json",
         "state-1.4.0-newer-minor.json",
     } <= names
 
