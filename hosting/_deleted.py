@@ -4,7 +4,7 @@ instead of `pending` forever.
 The Durable extension reports a deleted entity exactly like one that was never created
 (`entityExists: false`; the HTTP API answers 404), so from the outside a deleted session and a new
 one whose first turn is still queued look the same. The delete therefore keeps a small state: an
-empty 1.3.0 history with `data.deletedAt` (when) and `data.discardedRuns` (the ids of the runs it
+empty 1.4.0 history with `data.deletedAt` (when) and `data.discardedRuns` (the ids of the runs it
 cleared, as a reset keeps them), no content. The HTTP side treats such a state as no session at
 all (404, not listed); a new turn starts a fresh history on it (keeping the discarded ids, so a
 retried key of a deleted run is refused as after a reset); idle expiry removes it for good one TTL
