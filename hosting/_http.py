@@ -281,7 +281,9 @@ class Api:
             await client.signal_entity(entity_id, "run", call.request.to_json())
             if not snapshot.exists:
                 await watch_expiry(client, agent.name, call.session_id)
-            log.info("run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id)
+            log.info(
+                "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
+            )
 
         # Not stored: send the turn, or attach to the pending run with this id (the same checks
         # for JSON and SSE; hosting/streams/_admission.py).

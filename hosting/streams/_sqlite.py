@@ -109,7 +109,9 @@ class SqliteStreamStore:
     async def claimed(self, key: StreamKey) -> RunClaim | None:
         row = (
             self._db()
-            .execute("SELECT request, live FROM claims WHERE key = ? AND expires >= ?", (key.text(), time.time()))
+            .execute(
+                "SELECT request, live FROM claims WHERE key = ? AND expires >= ?", (key.text(), time.time())
+            )
             .fetchone()
         )
         return None if row is None else RunClaim(row[0], bool(row[1]))
