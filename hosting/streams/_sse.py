@@ -20,6 +20,7 @@ from starlette.responses import StreamingResponse
 
 from agents import TurnResult
 
+from .._discarded import discarded_problem, is_discarded
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._problems import problem_response
@@ -168,6 +169,10 @@ class RunStreams:
             reason = state_problem(snapshot.document) if snapshot.exists else None
             if reason is not None:
                 raise unreadable(key.agent, key.session_id, reason)
+            if snapshot.exists and is_discarded(snapshot.document, key.correlation_id):
+                # As the run resource answers: its events, if still retained, are of a run
+                # that is no longer in the session's history.
+                raise discarded_problem(key.agent, key.session_id, key.correlation_id)
         if await self.store.exists(key):
             return self.attach(client, key, after)
         run = find_stored_run(snapshot.document, key.correlation_id) if snapshot.exists else None

@@ -153,3 +153,24 @@ async def test_an_unreadable_stored_state_is_409_on_the_stream_routes_at_once(
         assert answer.status_code == 409, answer.text
         assert problem_code(answer) == "state_unreadable" and "9.0.0" in answer.json()["detail"]
     assert model.requests == []
+
+
+async def test_the_stream_of_a_run_a_reset_discarded_is_410_as_its_run_resource(
+    stream_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
+) -> None:
+    streaming(model, delay=0.0)
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    response, events = await read_all(
+        web, "POST", run_url(stream_host), json={"message": "hi", "session_id": session}
+    )
+    check_sequence(events)
+    correlation = response.headers["x-ms-correlation-id"]
+    sessions = f"{stream_host.url}/api/agents/assistant/sessions/{session}"
+    assert (await web.post(f"{sessions}/reset")).status_code == 202
+
+    async def discarded() -> bool:
+        return (await web.get(f"{sessions}/runs/{correlation}")).status_code == 410
+
+    await eventually(discarded, "the reset")
+    streamed = await web.get(stream_url(stream_host, session, correlation))
+    assert streamed.status_code == 410 and problem_code(streamed) == "run_discarded"
