@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from e2e_support import HostProcess
+from e2e_support import HostProcess, history
 from httpx_sse import ServerSentEvent, aconnect_sse
 
 from agents.testing import ModelServer, Reply
@@ -73,3 +73,9 @@ def check_sequence(events: list[Seen]) -> None:
         "run.failed"
     ) == 1
     assert events[-1].event in TERMINAL
+
+
+async def stored_run_ids(web: httpx.AsyncClient, host: HostProcess, session: str) -> list[str]:
+    """The correlation id of each stored history entry of an `assistant` session, in order."""
+    state = (await web.get(f"{host.url}/api/agents/assistant/sessions/{session}")).json()["state"]
+    return [entry["correlationId"] for entry in history(state)]

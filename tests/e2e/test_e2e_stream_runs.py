@@ -10,8 +10,18 @@ import sqlite3
 import uuid
 
 import httpx
-from e2e_support import HostProcess, eventually, history
-from stream_support import WORDS, Seen, check_sequence, read_all, run_url, stream_url, streaming, text_of
+from e2e_support import HostProcess, eventually
+from stream_support import (
+    WORDS,
+    Seen,
+    check_sequence,
+    read_all,
+    run_url,
+    stored_run_ids,
+    stream_url,
+    streaming,
+    text_of,
+)
 
 from agents.testing import ModelServer
 
@@ -87,8 +97,7 @@ async def test_a_pending_run_retried_with_the_same_body_attaches_without_a_secon
     await eventually(executed, "the run's entity operation in the host log")
     await asyncio.sleep(0.3)  # a second signal would have been executed by now
     assert run_operations(stream_host, correlation) == 1, stream_host.log()[-3000:]
-    state = (await web.get(f"{stream_host.url}/api/agents/assistant/sessions/{session}")).json()["state"]
-    assert [e["correlationId"] for e in history(state)] == [correlation, correlation]
+    assert await stored_run_ids(web, stream_host, session) == [correlation, correlation]
 
 
 async def test_a_run_started_with_a_json_post_that_does_not_wait_streams_its_tokens(

@@ -18,6 +18,7 @@ from stream_support import (
     read_all,
     run_url,
     seen,
+    stored_run_ids,
     stream_url,
     streaming,
     text_of,
@@ -84,8 +85,7 @@ async def test_disconnect_then_resume_with_last_event_id_gets_each_event_once(
     assert again == events[3:]
     _, replay = await read_all(web, "GET", url)
     assert replay == events
-    state = (await web.get(f"{stream_host.url}/api/agents/assistant/sessions/{session}")).json()["state"]
-    assert [e["correlationId"] for e in history(state)] == [correlation, correlation]
+    assert await stored_run_ids(web, stream_host, session) == [correlation, correlation]
 
 
 async def test_two_readers_see_identical_sequences(
