@@ -20,6 +20,7 @@ from starlette.responses import StreamingResponse
 
 from agents import TurnResult
 
+from .._archived_runs import find_archived_run
 from .._discarded import discarded_problem, is_discarded
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
@@ -176,6 +177,9 @@ class RunStreams:
         if await self.store.exists(key):
             return self.attach(client, key, after)
         run = find_stored_run(snapshot.document, key.correlation_id) if snapshot.exists else None
+        if run is None and snapshot.exists:
+            # A finished run whose entries were archived, as the run resource finds it.
+            run = await find_archived_run(key.agent, key.session_id, snapshot.document, key.correlation_id)
         result = None if run is None else result_from_stored(run)
         if result is None:
             raise ProblemError(

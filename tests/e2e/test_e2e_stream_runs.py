@@ -6,6 +6,7 @@ and an unreadable stored state answered 409 on the stream routes."""
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import sqlite3
 import uuid
 
@@ -183,3 +184,31 @@ async def test_the_stream_of_a_run_a_reset_discarded_is_410_as_its_run_resource(
     await eventually(discarded, "the reset")
     streamed = await web.get(stream_url(stream_host, session, correlation))
     assert streamed.status_code == 410 and problem_code(streamed) == "run_discarded"
+
+
+async def test_an_archived_run_whose_events_expired_streams_its_answer_as_one_event(
+    backend: dict[str, str], tmp_path: pathlib.Path, web: httpx.AsyncClient, model: ModelServer
+) -> None:
+    # Archive above 4 KiB (a few turns move the first run into a chunk); events kept 1 s.
+    settings = {
+        **backend,
+        "DURABLE_AGENTS_ARCHIVE_AT_BYTES": "4096",
+        "DURABLE_AGENTS_ARCHIVE_KEEP_BYTES": "1024",
+        "DURABLE_AGENTS_STREAM_RETENTION_SECONDS": "1",
+    }
+    host = HostProcess(tmp_path / "data", model.base_url, tmp_path / "host.log", extra_env=settings).start()
+    try:
+        streaming(model, delay=0.0)
+        session = f"s-{uuid.uuid4().hex[:8]}"
+        answers = [
+            await web.post(run_url(host), json={"message": f"{turn} " + "x" * 1500, "session_id": session})
+            for turn in range(6)
+        ]
+        assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+        first = answers[0].json()
+        assert first["correlation_id"] not in await stored_run_ids(web, host, session), "not archived"
+        await asyncio.sleep(2.2)  # the retention of the first run's events passes
+        _, events = await read_all(web, "GET", stream_url(host, session, first["correlation_id"]))
+        assert events == [Seen(1, "run.completed", first)], host.log()[-2000:]
+    finally:
+        host.stop()
