@@ -106,15 +106,20 @@ def check_same_request(run: StoredRun, asked: SameRequest | None, agent: str, se
     """Raise 409 when the stored run with this correlation id answered a different request
     (`asked` compares a stored run's `requestHash`, or its request entry, with the new request)."""
     if asked is not None and not asked(run.request_hash, run.request):
-        raise ProblemError(
-            ProblemCode.IDEMPOTENCY_CONFLICT,
-            f"run {run.correlation_id!r} already exists with a different request "
-            "(messages, response_format or options); use a new Idempotency-Key or correlation_id "
-            "for a new request",
-            agent=agent,
-            session_id=session_id,
-            correlation_id=run.correlation_id,
-        )
+        raise idempotency_conflict(agent, session_id, run.correlation_id)
+
+
+def idempotency_conflict(agent: str, session_id: str, correlation_id: str) -> ProblemError:
+    """409: the run with this correlation id (stored or pending) asked a different request."""
+    return ProblemError(
+        ProblemCode.IDEMPOTENCY_CONFLICT,
+        f"run {correlation_id!r} already exists with a different request "
+        "(messages, response_format or options); use a new Idempotency-Key or correlation_id "
+        "for a new request",
+        agent=agent,
+        session_id=session_id,
+        correlation_id=correlation_id,
+    )
 
 
 async def wait_for_run(

@@ -31,9 +31,9 @@ class RunEvents:
         self.key = key
         self.seq = 0
         self.live = False
-        """Whether someone asked for this run's stream (an SSE `POST` declared it): only then is
-        the model streamed and every event published. Other runs publish their first and final
-        events only, so any reader can still follow them, and keep the JSON path's speed."""
+        """Whether the model is streamed and every event published: unless the run's claim says
+        otherwise (a JSON `POST` that waits for its own answer; see docs/streaming.md). Runs that
+        are not live publish their first and final events only."""
         self._pending: list[StreamEvent] = []
         self._flusher: asyncio.Task[None] | None = None
 
@@ -77,7 +77,8 @@ class RunEvents:
         if self.store is None:
             return
         try:
-            self.live = await self.store.exists(self.key)
+            claim = await self.store.claimed(self.key)
+            self.live = claim is None or claim.live
             last = await self.store.last(self.key)
         except Exception:
             log.exception("stream store unreachable; run %s is not streamed", self.key)
