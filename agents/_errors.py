@@ -99,7 +99,6 @@ class ModelCallError(AgentsError, FailureCarrier):
         self.failure = failure(code, message, retryable=retryable, status=status)
 
 
-
 class ToolExecutionError(AgentsError):
     """Internal: a tool call could not run (bad arguments, unknown tool, tool raised).
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
+import httpx
 import openai
 
 from state import ChatMessage, Usage
@@ -177,16 +178,20 @@ class ModelCaller:
                 return await reader(stream, emitter)
             finally:
                 await stream.close()
+        except httpx.TransportError as exc:
+            # The SDK wraps transport errors of the request, not of the stream it hands back: a
+            # connection that breaks off mid-answer is the same failure as one that never opened.
+            broken = ModelCallError(
+                FailureCode.CONNECTION_ERROR, f"the model's stream broke off: {exc!r}", retryable=True
+            )
+            raise _final_once_streamed(broken, emitter.sent != sent_before) from exc
         except Exception as exc:
             if emitter.sent == sent_before:
                 raise
             error = classify_error(exc) if _is_model_error(exc) else None
-            if error is None or not error.retryable:
+            if error is None:
                 raise
-            raise ModelCallError(
-                error.code, f"{error.message} (after part of the answer was streamed)",
-                retryable=False, status=error.status,
-            ) from exc
+            raise _final_once_streamed(error, True) from exc
 
     async def _chat(
         self,
@@ -270,6 +275,18 @@ class ModelCaller:
             finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
         usage = responses_usage(data.get("usage"))
         return ModelOutput(message, usage, data.get("id"), finish, data.get("model"))
+
+
+def _final_once_streamed(error: ModelCallError, streamed: bool) -> ModelCallError:
+    """`error` as final once part of the answer reached listeners (a retry would show it twice)."""
+    if not streamed or not error.retryable:
+        return error
+    return ModelCallError(
+        error.code,
+        f"{error.message} (after part of the answer was streamed)",
+        retryable=False,
+        status=error.status,
+    )
 
 
 def _is_model_error(exc: BaseException) -> bool:

@@ -134,10 +134,14 @@ async def read_responses_stream(events: AsyncIterable[Any], emitter: EventEmitte
             if isinstance(piece, str) and piece:
                 await emitter.emit(TurnEventType.REASONING_DELTA, text=_clean(piece))
         elif kind == "error":
+            # As a streamed Chat Completions error is classified (agents._client): the service's
+            # own `server_error` is worth another attempt while nothing was shown yet.
+            code = event.get("code")
+            server = code == "server_error"
             raise ModelCallError(
-                str(event.get("code") or FailureCode.MODEL_ERROR),
+                FailureCode.MODEL_SERVER_ERROR if server else str(code or FailureCode.MODEL_ERROR),
                 str(event.get("message") or "the model failed while streaming"),
-                retryable=False,
+                retryable=server,
             )
         elif kind in _FINAL_EVENTS:
             response = event.get("response")

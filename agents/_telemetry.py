@@ -318,8 +318,12 @@ def _input_messages(wire: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for item in wire:
         kind = item.get("type")
         if kind == "function_call":  # Responses input item
-            part = {"type": "tool_call", "id": item.get("call_id"), "name": item.get("name"),
-                    "arguments": item.get("arguments")}
+            part = {
+                "type": "tool_call",
+                "id": item.get("call_id"),
+                "name": item.get("name"),
+                "arguments": item.get("arguments"),
+            }
             out.append({"role": "assistant", "parts": [part]})
         elif kind == "function_call_output":
             part = {"type": "tool_call_response", "id": item.get("call_id"), "response": item.get("output")}
@@ -332,7 +336,13 @@ def _input_messages(wire: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             parts = _text_parts(item.get("content"))
             for call in item.get("tool_calls") or ():
                 function = call.get("function") or {}
-                parts.append({"type": "tool_call", "id": call.get("id"), "name": function.get("name"),
-                              "arguments": function.get("arguments")})
+                parts.append(
+                    {
+                        "type": "tool_call",
+                        "id": call.get("id"),
+                        "name": function.get("name"),
+                        "arguments": function.get("arguments"),
+                    }
+                )
             out.append({"role": str(item.get("role") or "user"), "parts": parts})
     return out

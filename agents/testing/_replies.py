@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 ReplyKind = Literal["message", "error", "delay", "hang", "disconnect", "raw"]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
+Interruption = Literal["error", "disconnect"]
 
 # OpenAI's error `type` per HTTP status, so clients that branch on it see familiar values.
 _ERROR_TYPES: dict[int, str] = {
@@ -111,6 +112,8 @@ class Reply:
     seconds: float = 0.0
     then: Reply | None = None
     usage: UsageOverride | None = None
+    interrupt_after: int | None = None
+    interruption: Interruption = "error"
 
     # -- constructors -------------------------------------------------------------------------
 
@@ -222,6 +225,17 @@ class Reply:
     ) -> Reply:
         """The same reply reporting these token counts instead of the computed ones."""
         return replace(self, usage=UsageOverride(input_tokens, output_tokens, reasoning_tokens))
+
+    def interrupted(self, after: int, how: Interruption = "error") -> Reply:
+        """The same reply, streamed, breaking off after `after` chunks / events: ``"error"`` sends
+        the service's in-stream error (Chat Completions: a `data: {"error": ...}` chunk; Responses:
+        an `error` event, type `server_error`) and ends the stream; ``"disconnect"`` drops the
+        connection. A non-streamed request gets the whole reply."""
+        if self.kind != "message":
+            raise ValueError("only a message reply (text or tool calls) can be interrupted")
+        if after < 0:
+            raise ValueError("'after' must not be negative")
+        return replace(self, interrupt_after=after, interruption=how)
 
 
 @dataclass(frozen=True)

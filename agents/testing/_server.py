@@ -47,6 +47,13 @@ Mode = Literal["offline", "scripted"]
 Handler = Callable[[ModelRequest], "Reply | Awaitable[Reply | None] | None"]
 
 DEFAULT_MODELS = ("offline-model", "gpt-4o-mini", "gpt-4.1")
+STREAM_ERROR = {
+    "message": "The server had an error while processing your request.",
+    "type": "server_error",
+    "code": "server_error",
+}
+"""What an interrupted stream sends (`Reply.interrupted`), as the service reports a failure it
+hits after the answer began."""
 _PREFIXES = ("/v1", "/openai/v1", "/openai", "")
 
 
@@ -402,6 +409,8 @@ class ModelServer:
             )
         stream = await self._open_stream(http)
         for index, chunk in enumerate(chat_chunks(reply, request, usage)):
+            if index == reply.interrupt_after:
+                return await self._interrupt(http, stream, reply, {"error": STREAM_ERROR})
             await self._pace(index)
             await stream.write(sse(chunk))
         await stream.write(sse("[DONE]"))
@@ -432,8 +441,34 @@ class ModelServer:
             return web.json_response(final, headers={"x-request-id": new_id("req_")})
         stream = await self._open_stream(http)
         for index, event in enumerate(response_events(request, response_id, reply, final)):
+            if index == reply.interrupt_after:
+                error = {
+                    "type": "error",
+                    "code": STREAM_ERROR["code"],
+                    "message": STREAM_ERROR["message"],
+                    "param": None,
+                    "sequence_number": index,
+                }
+                return await self._interrupt(http, stream, reply, error, event="error")
             await self._pace(index)
             await stream.write(sse(event, event=event["type"]))
+        await stream.write_eof()
+        return stream
+
+    @staticmethod
+    async def _interrupt(
+        http: web.Request,
+        stream: web.StreamResponse,
+        reply: Reply,
+        error: dict[str, Any],
+        event: str | None = None,
+    ) -> web.StreamResponse:
+        """Break a streamed answer off as `reply.interruption` says (see `Reply.interrupted`)."""
+        if reply.interruption == "disconnect":
+            if http.transport is not None:
+                http.transport.abort()
+            raise asyncio.CancelledError()
+        await stream.write(sse(error, event=event))
         await stream.write_eof()
         return stream
 

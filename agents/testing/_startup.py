@@ -41,6 +41,9 @@ def start_offline_model_if_unconfigured() -> ModelServer | None:
     os.environ[ModelEnv.OPENAI_BASE_URL] = base_url
     os.environ[ModelEnv.OPENAI_API_KEY] = "offline"
     os.environ.setdefault(ModelEnv.OPENAI_CHAT_MODEL_ID, "offline")
-    _log.info("no model configured: using the offline model server at %s (set OPENAI_API_KEY/"
-              "OPENAI_BASE_URL or AZURE_OPENAI_ENDPOINT for a real model)", base_url)
+    _log.info(
+        "no model configured: using the offline model server at %s (set OPENAI_API_KEY/"
+        "OPENAI_BASE_URL or AZURE_OPENAI_ENDPOINT for a real model)",
+        base_url,
+    )
     return server

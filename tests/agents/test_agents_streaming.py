@@ -129,3 +129,43 @@ async def test_a_model_error_while_streaming_fails_the_turn_with_its_code(
     assert result.status == "failed" and result.error is not None
     assert result.error.code == "invalid_prompt"
     assert recorder.events == []
+
+
+# Chunks (Chat Completions) / events (Responses) before the second text delta of a text reply.
+TWO_DELTAS = {"chat": 3, "responses": 6}
+
+
+@pytest.mark.parametrize("how", ["error", "disconnect"])
+@pytest.mark.parametrize("wire_api", ["chat", "responses"])
+async def test_a_stream_breaking_off_after_text_fails_the_turn_for_good(
+    model: ModelServer, settings: ModelSettings, wire_api: str, how: str
+) -> None:
+    agent = Agent(name="helper", model=settings.replace(wire_api=wire_api))
+    model.script(
+        Reply.text("one two three four five").interrupted(TWO_DELTAS[wire_api], how),  # type: ignore[arg-type]
+        Reply.text("a retry would show this"),
+    )
+    recorder = Recorder()
+    state = AgentState.new()
+    result = await agent.run(state, ask("c1", "hi"), on_event=recorder)
+    assert result.status == "failed" and result.error is not None
+    expected = "model_server_error" if how == "error" else "connection_error"
+    assert result.error.code == expected
+    assert result.error.retryable is False and "after part of the answer was streamed" in result.error.message
+    assert "".join(d["text"] for d in recorder.of(TurnEventType.TEXT_DELTA)) == "one two "
+    assert len(model.requests) == 1, "a turn whose text was shown must not be sent again"
+    assert list(state.replay_messages()) == []  # the failed turn is stored, never replayed
+
+
+@pytest.mark.parametrize("how", ["error", "disconnect"])
+@pytest.mark.parametrize("wire_api", ["chat", "responses"])
+async def test_a_stream_breaking_off_before_any_text_is_retried(
+    model: ModelServer, settings: ModelSettings, wire_api: str, how: str
+) -> None:
+    agent = Agent(name="helper", model=settings.replace(wire_api=wire_api))
+    model.script(Reply.text("lost").interrupted(1, how), Reply.text("second try"))  # type: ignore[arg-type]
+    recorder = Recorder()
+    result = await agent.run(AgentState.new(), ask("c1", "hi"), on_event=recorder)
+    assert result.status == "succeeded" and result.text == "second try"
+    assert "".join(d["text"] for d in recorder.of(TurnEventType.TEXT_DELTA)) == "second try"
+    assert len(model.requests) == 2

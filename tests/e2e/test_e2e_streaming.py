@@ -8,6 +8,7 @@ import pathlib
 import uuid
 
 import httpx
+import pytest
 from e2e_support import HostProcess, history
 from httpx_sse import aconnect_sse
 from stream_support import (
@@ -150,6 +151,31 @@ async def test_model_error_ends_in_run_failed_with_the_json_code(
     )
     assert failed.data["code"] == json_answer.json()["error"]["code"] == "invalid_prompt"
     assert failed.data["status"] == 502 and failed.data["type"].endswith("invalid_prompt")
+
+
+@pytest.mark.parametrize("how", ["error", "disconnect"])
+async def test_a_model_stream_breaking_off_mid_answer_ends_in_run_failed_with_the_json_code(
+    how: str, stream_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
+) -> None:
+    model.stream_delay = 0.02
+    model.handler = lambda request: Reply.text(WORDS).interrupted(4, how)  # type: ignore[arg-type]
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    response, events = await read_all(
+        web, "POST", run_url(stream_host), json={"message": "hi", "session_id": session}
+    )
+    check_sequence(events)
+    assert [e.event for e in events[1:-1]] == ["text.delta"] * 3  # what was shown before the break
+    failed = events[-1]
+    assert failed.event == "run.failed"
+    correlation = response.headers["x-ms-correlation-id"]
+    json_answer = await web.get(
+        f"{stream_host.url}/api/agents/assistant/sessions/{session}/runs/{correlation}"
+    )
+    expected = "model_server_error" if how == "error" else "connection_error"
+    assert failed.data["code"] == json_answer.json()["error"]["code"] == expected
+    assert failed.data["status"] == 502 and failed.data["type"].endswith(expected)
+    assert json_answer.json()["error"]["retryable"] is False
+    assert len(model.requests) == 1  # never sent again once text was shown
 
 
 async def test_heartbeats_while_the_model_thinks_and_unknown_runs_are_404(
