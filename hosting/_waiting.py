@@ -1,14 +1,13 @@
-"""Waiting for a run: read the session's entity state with a short exponential backoff.
+"""Waiting for a run: read the session's entity state until the run is stored.
 
 A signal returns before the entity runs, so the only way to learn the outcome through the durable
-client is to read the entity state. The first reads come a few milliseconds apart (a fast turn is
-seen within tens of milliseconds of finishing) and the gap grows to a cap, so a slow model costs
-about ten reads a second, each of which looks only at the run's two entries via `data.runs`.
+client is to read the entity state. When the entity runs in this process its end wakes the
+caller, which re-reads at once; otherwise the reads back off (`hosting._read_pacing`). Each read
+looks only at the run's two entries via `data.runs`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -22,15 +21,12 @@ from state import StateError, check_state
 from ._archived_runs import find_archived_run
 from ._discarded import discarded_problem, is_discarded
 from ._errors import ProblemCode, ProblemError
+from ._read_pacing import ReadPacer
 from ._results import StoredRun, find_stored_run
+from ._wakeup import session_topic, waiter
 
 SameRequest = Callable[[str | None, Mapping[str, Any] | None], bool]
 """Whether a stored run (its request hash, its request entry) asked what the new request asks."""
-
-FIRST_DELAY = 0.004
-"""Seconds before the first re-read after a signal."""
-MAX_DELAY = 0.1
-"""Cap of the gap between reads while waiting."""
 
 
 @dataclass(frozen=True)
@@ -127,10 +123,37 @@ async def wait_for_run(
     unless the caller has just done so: `state_checked`) or the id answered another request,
     and a 410 when a reset discarded the run.
     """
+    topic = session_topic(entity_id.name, entity_id.key)
+    with waiter(topic) as woken:
+        return await _wait_for_run(
+            client,
+            entity_id,
+            agent=agent,
+            session_id=session_id,
+            correlation_id=correlation_id,
+            timeout=timeout,
+            asked=asked,
+            state_checked=state_checked,
+            pace=ReadPacer(topic, woken),
+        )
+
+
+async def _wait_for_run(
+    client: Any,
+    entity_id: df.EntityId,
+    *,
+    agent: str,
+    session_id: str,
+    correlation_id: str,
+    timeout: float,
+    asked: SameRequest | None = None,
+    state_checked: bool = False,
+    pace: ReadPacer,
+) -> StoredRun | None:
     deadline = time.monotonic() + max(0.0, timeout)
-    delay = FIRST_DELAY
     checked = state_checked
     while True:
+        pace.reading()
         snapshot = await read_session(client, entity_id)
         if snapshot.exists:
             if not checked:
@@ -151,5 +174,4 @@ async def wait_for_run(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None
-        await asyncio.sleep(min(delay, remaining))
-        delay = min(delay * 2, MAX_DELAY)
+        await pace.pause(remaining)
