@@ -53,7 +53,8 @@ class ReadPacer:
         self.settling = True
         self.delay = SETTLE_DELAY / 2
 
-    def _next(self) -> float:
+    def next_delay(self) -> float:
+        """Seconds until the next read (see the module docstring for the three cases)."""
         if self.woken.is_set():
             self._settle()  # it ended during the read
         elif not self.settling and session_running(self.topic):
@@ -68,7 +69,7 @@ class ReadPacer:
 
     async def pause(self, remaining: float) -> None:
         """Wait until the next read is due (or a wakeup comes), at most `remaining` seconds."""
-        delay = min(self._next(), remaining)
+        delay = min(self.next_delay(), remaining)
         if self.woken.is_set():
             await asyncio.sleep(delay)
             return
