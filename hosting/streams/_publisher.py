@@ -87,8 +87,8 @@ class RunEvents:
         if self.store is None:
             return
         try:
-            self.live = await self.store.exists(self.key)
-            last = await self.store.last(self.key)
+            # Both at once: with Redis each is a round trip before the model request.
+            self.live, last = await asyncio.gather(self.store.exists(self.key), self.store.last(self.key))
         except Exception:
             log.exception("stream store unreachable; run %s is not streamed", self.key)
             self.store = None
