@@ -19,3 +19,10 @@ class RouteTemplateError(DevHostError):
 
 class EntityIdError(DevHostError, ValueError):
     """An entity id is not of the form ``@name@key``."""
+
+
+class EntityBatchAborted(DevHostError):
+    """The entity function failed the whole batch (it raised, or answered no valid batch result):
+    nothing is committed and the batch is retried later, as the Durable extension aborts it."""
+
+    retryable = True

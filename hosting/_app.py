@@ -13,6 +13,7 @@ import azure.functions as func
 from agents import Agent, AgentConfigurationError
 
 from ._entity import AgentEntity
+from ._entity_batch import guarded_batch
 from ._extensions import Extension
 from ._history_api import history
 from ._http import Api, ApiSettings, Handler, guarded
@@ -123,7 +124,10 @@ def _register_entity(app: df.DFApp, agent: Agent, settings: ApiSettings, streams
         entity(context)
 
     entity_function.__name__ = "entity_" + agent.name.replace("-", "_")
-    decorated = app.entity_trigger(context_name="context", entity_name=entity.name)(entity_function)
+    # What `app.entity_trigger` declares (the same entityTrigger binding), with the SDK's batch
+    # handler guarded: a batch the SDK itself fails still answers its runs (hosting._entity_batch).
+    handle = guarded_batch(entity, df.Entity.create(entity_function))
+    decorated = app.generic_trigger(arg_name="context", type="entityTrigger", entity_name=entity.name)(handle)
     app.function_name(entity.name)(decorated)
 
 

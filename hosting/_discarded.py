@@ -17,6 +17,8 @@ from ._errors import ProblemCode, ProblemError
 from ._results import compact_text
 
 DISCARDED_KEY = "discardedRuns"
+REFUSED_KEY = "refusedRuns"
+"""Turns refused without a record, kept by id (hosting._unrecorded); a reset discards them too."""
 MAX_DISCARDED_RUNS = 500
 """How many discarded run ids a session remembers (about 35 bytes each)."""
 
@@ -39,15 +41,22 @@ def text_is_discarded(text: str, correlation_id: str) -> bool:
 
 
 def _run_ids(document: Any) -> list[str]:
+    """Every run id a state knows, oldest first: archived runs still indexed, the runs index,
+    history entries of writers before the index, and turns refused by id only."""
     data = document.get("data") if isinstance(document, dict) else None
     if not isinstance(data, dict):
         return []
-    ids = [i for i in (data.get("runs") or {}) if isinstance(i, str)]
+    archive = data.get("archive")
+    archived = archive.get("runs") if isinstance(archive, dict) else None
+    ids = [i for i in (archived if isinstance(archived, dict) else {}) if isinstance(i, str)]
+    ids += [i for i in (data.get("runs") or {}) if isinstance(i, str)]
     for entry in data.get("conversationHistory") or []:  # states written before the runs index
         cid = entry.get("correlationId") if isinstance(entry, dict) else None
-        if isinstance(cid, str) and cid not in ids:
+        if isinstance(cid, str):
             ids.append(cid)
-    return ids
+    refused = data.get(REFUSED_KEY)
+    ids += [i for i in (refused if isinstance(refused, list) else []) if isinstance(i, str)]
+    return list(dict.fromkeys(ids))
 
 
 def reset_text(old_text: str | None, fresh_state: AgentState) -> str:
@@ -66,13 +75,17 @@ def reset_text(old_text: str | None, fresh_state: AgentState) -> str:
     return compact_text(document)
 
 
-def discarded_problem(agent: str, session_id: str, correlation_id: str) -> ProblemError:
-    """410: the run belonged to a history a reset cleared; its outcome is gone."""
+def discarded_problem(
+    agent: str, session_id: str, correlation_id: str, *, deleted: bool = False
+) -> ProblemError:
+    """410: the run belonged to a history a reset or delete cleared (`deleted`: the session is
+    deleted now); its outcome is gone."""
+    cleared = "the session was deleted" if deleted else "a reset (or delete) cleared its history"
     return ProblemError(
         ProblemCode.RUN_DISCARDED,
-        f"run {correlation_id!r} of session {session_id!r} (agent {agent!r}) belonged to the history "
-        "a reset cleared: its outcome is gone and it is not run again; send a new Idempotency-Key "
-        "(or correlation_id) to run the request in the new history",
+        f"run {correlation_id!r} of session {session_id!r} (agent {agent!r}) is gone: {cleared}. "
+        "Its outcome is not kept and it is not run again; send a new Idempotency-Key "
+        "(or correlation_id) to run the request in a new history",
         agent=agent,
         session_id=session_id,
         correlation_id=correlation_id,

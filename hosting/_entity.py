@@ -17,14 +17,16 @@ from typing import Any
 from agents import Agent, FullHistory, InvalidTurnRequest, TurnRequest, TurnResult, failure
 from state import AgentState, TurnFailure, dump_state, load_state
 
+from ._deleted import revived_text, text_is_tombstone
 from ._discarded import reset_text, text_is_discarded
 from ._entity_archive import answer_archived
-from ._entity_lifecycle import archive_epoch, expire
+from ._entity_lifecycle import archive_epoch, delete, expire
 from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
 from ._ids import entity_name
 from ._loop import run_sync
 from ._telemetry import traced_entity_run
 from ._ttl import now_iso
+from ._unrecorded import MAX_REFUSED_BYTES, refused_result, text_is_refused, with_refused
 from ._wakeup import session_operation
 from .archive import HistoryArchive, SessionHistory, default_archive
 from .streams import RunEvents, StreamKey, StreamStore
@@ -44,8 +46,9 @@ MIN_SESSION_BYTES = 1024
 """Smallest accepted `max_session_bytes` (an empty state alone is ~100 bytes)."""
 
 RECORD_HEADROOM_BYTES = 64 * 1024
-"""How far past `max_session_bytes` the compact record of a refused turn may take a session
-(default limit + headroom = 1 MiB); a refusal that does not fit even there saves nothing."""
+"""How far past `max_session_bytes` a session may grow by refusals (default limit + headroom =
+1 MiB): compact records of refused turns up to 48 KiB, then only their ids (`data.refusedRuns`,
+at most 16 KiB, hosting._unrecorded), so every refused run keeps an answer."""
 
 SESSION_LIMIT_ENV = "DURABLE_AGENTS_MAX_SESSION_BYTES"
 
@@ -65,10 +68,6 @@ def max_session_bytes_from_env() -> int:
 
 class RunDiscarded(HostingError):
     """A run id a reset discarded came again: the operation fails, nothing is run or stored."""
-
-
-class SessionTooLarge(HostingError):
-    """Even the compact record of a refused turn would not fit: nothing is saved, the operation fails."""
 
 
 @dataclass
@@ -158,10 +157,7 @@ class AgentEntity:
             self._reset(context)
             context.set_result({"epoch": epoch})
         elif operation == "delete":
-            # destruct_on_exit after set_result: set_result would mark the entity as existing.
-            context.set_result({"epoch": archive_epoch(self, context)})
-            context.destruct_on_exit()
-            context._dafx_loaded = None
+            delete(self, context)  # leaves a tombstone of the discarded run ids (hosting._deleted)
         elif operation == "expire":
             expire(self, context)
         elif operation == "get":
@@ -204,7 +200,13 @@ class AgentEntity:
 
     # -- run --------------------------------------------------------------------------------
 
-    def _run(self, context: Any) -> dict[str, Any]:
+    def fail_run(self, context: Any, error: TurnFailure) -> dict[str, Any]:
+        """Answer the `run` operation in `context` without running it: recorded as a failed turn
+        with `error` (hosting._entity_batch, when the SDK failed the batch), unless it has an
+        answer already."""
+        return self._run(context, unfinished=error)
+
+    def _run(self, context: Any, unfinished: TurnFailure | None = None) -> dict[str, Any]:
         try:
             request = TurnRequest.from_json(decode_operation_input(context))
         except (InvalidTurnRequest, ValueError) as error:
@@ -214,19 +216,31 @@ class AgentEntity:
         if answer is not None:
             return answer
         if loaded.text and text_is_discarded(loaded.text, request.correlation_id):
-            # A retry of a run a reset discarded: never run again in the new history (the HTTP
-            # side answers 410 run_discarded from the state).
-            raise RunDiscarded(f"run {request.correlation_id!r} was discarded by a reset; not run again")
+            # A retry of a run a reset or delete discarded: never run again in the new history
+            # (the HTTP side answers 410 run_discarded from the state).
+            cid = request.correlation_id
+            raise RunDiscarded(f"run {cid!r} was discarded by a reset or delete; not run again")
+        if loaded.text and text_is_refused(loaded.text, request.correlation_id):
+            return refused_result(request.correlation_id).to_json()  # answered by its id alone
+        if loaded.text and text_is_tombstone(loaded.text):
+            # A deleted session's tombstone: a new history starts, still remembering its ids.
+            revived = revived_text(loaded.text)
+            loaded = _Loaded(revived, load_state(revived))
+        if unfinished is not None:
+            return self._record_failure(context, loaded, request, unfinished)
         key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
         events = RunEvents(self.streams, key)
-        events.begin()
         try:
+            events.begin()
             result = self._run_turn(context, loaded, request, events)
         except Exception as error:
-            too_large = isinstance(error, SessionTooLarge)
-            code = ProblemCode.SESSION_TOO_LARGE if too_large else ProblemCode.INTERNAL_ERROR
-            events.fail(code, str(error))
-            raise
+            # Whatever failed, the run gets a record of its own (hosting._unrecorded): its caller
+            # never waits for an answer that cannot come.
+            log.exception("entity %s@%s run %s failed", self.name, context.entity_key, request.correlation_id)
+            bug = failure(ProblemCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+            with contextlib.suppress(Exception):
+                events.fail(bug.code, bug.message)
+            return self._record_failure(context, loaded, request, bug)
         events.finish(result)
         return result
 
@@ -289,13 +303,17 @@ class AgentEntity:
         result = self.agent.record_failure(state, request, error)
         text = dump_state(state)
         size = len(text.encode("utf-8"))
-        ceiling = self.max_session_bytes + RECORD_HEADROOM_BYTES
+        ceiling = self.max_session_bytes + RECORD_HEADROOM_BYTES - MAX_REFUSED_BYTES
         if size > ceiling:
-            raise SessionTooLarge(
-                f"entity {self.name}@{context.entity_key}: turn {request.correlation_id} failed "
-                f"({error.code}) and even recording that would make the session {size} bytes, over "
-                f"{ceiling} (max_session_bytes + {RECORD_HEADROOM_BYTES}); nothing was saved"
+            # Even the record does not fit: keep the run's id only, so it is still answered.
+            log.warning(
+                "entity %s@%s run %s failed (%s) and its record (%d bytes) is over %d: kept by id",
+                self.name, context.entity_key, request.correlation_id, error.code, size, ceiling,
             )
+            base = loaded.text or dump_state(AgentState.new())
+            _store_text(context, with_refused(base, request.correlation_id))
+            context._dafx_loaded = None
+            return refused_result(request.correlation_id).to_json()
         _store_text(context, text)
         context._dafx_loaded = _Loaded(text, state)
         log.warning(

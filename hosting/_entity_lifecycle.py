@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from state import StateError, archive_info
 
-from ._ttl import due_at, ttl_for
+from ._deleted import tombstone_text
+from ._ttl import due_at, now_iso, ttl_for
 
 if TYPE_CHECKING:
     from ._entity import AgentEntity
@@ -27,6 +28,21 @@ def archive_epoch(entity: AgentEntity, context: Any) -> str | None:
         return None
     info = archive_info(loaded.state)
     return None if info is None else info.epoch
+
+
+def delete(entity: AgentEntity, context: Any) -> None:
+    """Delete the session: answer `{"epoch"}` of the archive left behind, and leave a tombstone
+    of the discarded run ids (hosting._deleted), or nothing when there is nothing to remember."""
+    from ._entity import _store_text, _stored_text
+
+    context.set_result({"epoch": archive_epoch(entity, context)})
+    tombstone = tombstone_text(_stored_text(context), now_iso())
+    context._dafx_loaded = None
+    if tombstone is None:
+        # destruct_on_exit after set_result: set_result would mark the entity as existing.
+        context.destruct_on_exit()
+        return
+    _store_text(context, tombstone)
 
 
 def expire(entity: AgentEntity, context: Any) -> None:

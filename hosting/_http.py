@@ -24,7 +24,6 @@ from starlette.responses import StreamingResponse
 from agents import Agent, TurnResult, turn_result
 
 from ._archived_runs import find_archived_run
-from ._discarded import discarded_problem, is_discarded
 from ._entity import MIN_SESSION_BYTES, max_session_bytes_from_env
 from ._errors import HostingConfigurationError, ProblemCode, ProblemError
 from ._handlers import Handler
@@ -47,9 +46,18 @@ from ._models import (
 from ._problems import json_response, problem_response
 from ._requests import CORRELATION_HEADER, MAX_BODY_BYTES, SESSION_HEADER, RunCall, check_id, parse_run
 from ._results import StoredRun, find_stored_run, result_from_stored, stored_bytes
-from ._waiting import Snapshot, check_same_request, read_session, state_problem, unreadable, wait_for_run
+from ._unrecorded import unrecorded_run
+from ._waiting import (
+    Snapshot,
+    check_same_request,
+    idempotency_conflict,
+    read_session,
+    state_problem,
+    unreadable,
+    wait_for_run,
+)
 from .archive import state_archive
-from .streams import RunStreams, StreamKey, resume_after, wants_event_stream
+from .streams import RunClaim, RunStreams, StreamKey, resume_after, start_run, wants_event_stream
 
 log = logging.getLogger("hosting.http")
 
@@ -260,28 +268,37 @@ class Api:
                 done = await find_archived_run(
                     agent.name, call.session_id, snapshot.document, call.correlation_id
                 )
+            if done is None and call.retry_safe:  # discarded (410), or refused by id only
+                done = unrecorded_run(snapshot.document, agent.name, call.session_id, call.correlation_id)
             if done is not None:
                 check_same_request(done, asked, agent.name, call.session_id)
                 if streams is not None:  # a retry attaches to the finished run's stream
-                    return await streams.open(client, key, after)
+                    return await streams.open(client, key, after, snapshot)
                 return self._finished(req, agent.name, call.session_id, done)
-            if call.retry_safe and is_discarded(snapshot.document, call.correlation_id):
-                raise discarded_problem(agent.name, call.session_id, call.correlation_id)
             self._refuse_full_session(agent.name, call, snapshot.document)
-        if streams is not None:
+        elif snapshot.deleted and call.retry_safe:  # a retry of a deleted session's run: 410
+            unrecorded_run(snapshot.document, agent.name, call.session_id, call.correlation_id, deleted=True)
 
-            async def send() -> None:
-                await client.signal_entity(entity_id, "run", call.request.to_json())
-                if not snapshot.exists:
-                    await watch_expiry(client, agent.name, call.session_id)
+        async def send() -> None:
+            await client.signal_entity(entity_id, "run", call.request.to_json())
+            if not snapshot.exists:
+                await watch_expiry(client, agent.name, call.session_id)
+            log.info(
+                "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
+            )
 
-            return await streams.started(client, key, after, send)
-        await client.signal_entity(entity_id, "run", call.request.to_json())
-        if not snapshot.exists:
-            await watch_expiry(client, agent.name, call.session_id)
-        log.info(
-            "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
+        # Not stored: send the turn, or attach to the pending run with this id (the same checks
+        # for JSON and SSE; hosting/streams/_admission.py).
+        await start_run(
+            self.streams.store if self.streams is not None else None,
+            key,
+            RunClaim(agent.request_identity(call.request), live=streams is not None or not call.wait),
+            same=lambda request_hash: asked(request_hash, None),
+            conflict=lambda: idempotency_conflict(agent.name, call.session_id, call.correlation_id),
+            send=send,
         )
+        if streams is not None:
+            return streams.attach(client, key, after)
         if call.wait:
             run = await wait_for_run(
                 client,

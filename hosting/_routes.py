@@ -120,7 +120,8 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                     _UNKNOWN,
                     Response(
                         409,
-                        "Idempotency conflict, the session's stored state is unreadable, or the session "
+                        "Idempotency conflict (a stored or pending run with this id asked something "
+                        "else), the session's stored state is unreadable, or the session "
                         "is full (`session_too_large`: the turn was refused and recorded as failed; "
                         "start a new session).",
                     ),
@@ -187,6 +188,8 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                     ),
                     _BAD,
                     Response(404, "Unknown agent, or no such run (`run_not_found`)."),
+                    Response(409, "The session's stored state is unreadable (`state_unreadable`)."),
+                    Response(410, "A reset discarded the run (`run_discarded`), as on the run resource."),
                     _DOWN,
                 ),
                 query=(Param("after", "Resume after this event id (as Last-Event-ID).", _EVENT_ID_SCHEMA),),

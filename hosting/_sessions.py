@@ -19,6 +19,7 @@ from urllib.parse import quote
 import aiohttp
 import azure.functions as func
 
+from ._deleted import is_tombstone
 from ._entity import entity_name
 from ._errors import ProblemCode, ProblemError
 from ._http import Api
@@ -140,7 +141,7 @@ async def query_sessions(
     for item in items if isinstance(items, list) else []:
         entity = item.get("entityId") or {}
         key = entity.get("key") if isinstance(entity, dict) else None
-        if isinstance(key, str):
+        if isinstance(key, str) and not is_tombstone(_document(item.get("state"))):  # deleted
             sessions.append(summarize(key, item.get("lastOperationTime"), item.get("state")))
     return sessions, next_token
 

@@ -19,10 +19,11 @@ import azure.durable_functions as df
 from state import StateError, check_state
 
 from ._archived_runs import find_archived_run
-from ._discarded import discarded_problem, is_discarded
+from ._deleted import is_tombstone
 from ._errors import ProblemCode, ProblemError
 from ._read_pacing import ReadPacer
 from ._results import StoredRun, find_stored_run
+from ._unrecorded import unrecorded_run
 from ._wakeup import session_topic, waiter
 
 SameRequest = Callable[[str | None, Mapping[str, Any] | None], bool]
@@ -31,10 +32,14 @@ SameRequest = Callable[[str | None, Mapping[str, Any] | None], bool]
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One read of a session: whether it exists and its state document (parsed JSON)."""
+    """One read of a session: whether it exists and its state document (parsed JSON).
+
+    A session a delete left a tombstone of (hosting._deleted) does not exist; its `document` is
+    the tombstone and `deleted` is set."""
 
     exists: bool
     document: Any
+    deleted: bool = False
 
 
 def state_problem(document: Any) -> str | None:
@@ -77,6 +82,8 @@ async def read_session(client: Any, entity_id: df.EntityId) -> Snapshot:
             document = json.loads(document)
         except ValueError as error:
             return Snapshot(True, Unparsable(f"the state is not valid JSON: {error}"))
+    if is_tombstone(document):
+        return Snapshot(False, document, deleted=True)
     return Snapshot(True, document)
 
 
@@ -95,15 +102,20 @@ def check_same_request(run: StoredRun, asked: SameRequest | None, agent: str, se
     """Raise 409 when the stored run with this correlation id answered a different request
     (`asked` compares a stored run's `requestHash`, or its request entry, with the new request)."""
     if asked is not None and not asked(run.request_hash, run.request):
-        raise ProblemError(
-            ProblemCode.IDEMPOTENCY_CONFLICT,
-            f"run {run.correlation_id!r} already exists with a different request "
-            "(messages, response_format or options); use a new Idempotency-Key or correlation_id "
-            "for a new request",
-            agent=agent,
-            session_id=session_id,
-            correlation_id=run.correlation_id,
-        )
+        raise idempotency_conflict(agent, session_id, run.correlation_id)
+
+
+def idempotency_conflict(agent: str, session_id: str, correlation_id: str) -> ProblemError:
+    """409: the run with this correlation id (stored or pending) asked a different request."""
+    return ProblemError(
+        ProblemCode.IDEMPOTENCY_CONFLICT,
+        f"run {correlation_id!r} already exists with a different request "
+        "(messages, response_format or options); use a new Idempotency-Key or correlation_id "
+        "for a new request",
+        agent=agent,
+        session_id=session_id,
+        correlation_id=correlation_id,
+    )
 
 
 async def wait_for_run(
@@ -121,7 +133,7 @@ async def wait_for_run(
 
     Raises a 409 problem when the session's state is unreadable (checked on the first read,
     unless the caller has just done so: `state_checked`) or the id answered another request,
-    and a 410 when a reset discarded the run.
+    and a 410 when a reset or delete discarded the run (hosting._unrecorded).
     """
     topic = session_topic(entity_id.name, entity_id.key)
     with waiter(topic) as woken:
@@ -169,8 +181,10 @@ async def _wait_for_run(
             if run is not None:
                 check_same_request(run, asked, agent, session_id)
                 return run
-            if is_discarded(snapshot.document, correlation_id):
-                raise discarded_problem(agent, session_id, correlation_id)
+        # Runs without a record of their own: discarded by a reset or delete, or refused.
+        run = unrecorded_run(snapshot.document, agent, session_id, correlation_id, deleted=snapshot.deleted)
+        if run is not None:
+            return run
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None

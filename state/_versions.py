@@ -9,7 +9,7 @@ from typing import Any
 
 from ._errors import IncompatibleStateVersion
 
-CURRENT_SCHEMA_VERSION = "1.3.0"
+CURRENT_SCHEMA_VERSION = "1.4.0"
 """The version `dump_state` writes. Any 1.x.y loads; older minors are upgraded step by step."""
 
 # One line per version: what it added. Keep in step with UPGRADE_STEPS and docs/state.md.
@@ -18,6 +18,7 @@ CHANGELOG: dict[str, str] = {
     "1.1.0": "optional request orchestrationId (the orchestration that sent the request)",
     "1.2.0": "optional data.stateBag, data.runs, data.serviceThreadId and response failure",
     "1.3.0": "optional data.archive (older entries in chunks), data.lastActivityAt, data.discardedRuns",
+    "1.4.0": "optional data.refusedRuns (refused turns by id), data.deletedAt (a deleted session tombstone)",
 }
 
 SUPPORTED_MAJOR = 1
@@ -128,10 +129,19 @@ def _upgrade_1_2_to_1_3(doc: Doc) -> None:
     del doc
 
 
+def _upgrade_1_3_to_1_4(doc: Doc) -> None:
+    # 1.4 adds the optional `data.refusedRuns` and `data.deletedAt`. Found in a document labelled
+    # 1.3, they were carried through by a 1.3 writer: refused ids stay true (that writer never
+    # runs them), and a tombstone a 1.3 writer ran a turn on has a history again, which is what
+    # makes it a live session (a tombstone is an empty history with the mark), so both are kept.
+    del doc
+
+
 UPGRADE_STEPS: dict[int, UpgradeStep] = {
     0: _upgrade_1_0_to_1_1,
     1: _upgrade_1_1_to_1_2,
     2: _upgrade_1_2_to_1_3,
+    3: _upgrade_1_3_to_1_4,
 }
 """minor version N -> the step that turns a 1.N document into a 1.(N+1) document."""
 

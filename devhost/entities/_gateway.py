@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .._errors import EntityIdError
+from .._errors import EntityBatchAborted, EntityIdError
 from ..functions import AppModel
 from ._store import EntityStore, Message, NewMessage, StoredResult
 
@@ -27,8 +27,10 @@ DEFAULT_MAX_BATCH = 50
 # The Durable Task Scheduler's message limit, which Python apps cannot lift with its blob
 # offload: a state that passes here also fits there (see docs/devhost.md, "Entity state size").
 DEFAULT_MAX_STATE_BYTES = 1024 * 1024
-# After a storage failure (e.g. the file is locked too long), retry the instance's queue.
+# After a storage failure (e.g. the file is locked too long) or an aborted batch, retry the
+# instance's queue: after 1 s, doubling per failure in a row up to 30 s.
 _RETRY_SECONDS = 1.0
+_MAX_RETRY_SECONDS = 30.0
 
 
 def parse_entity_id(entity_id: str) -> tuple[str, str]:
@@ -134,6 +136,7 @@ class EntityGateway:
         self._waiters: dict[str, list[asyncio.Future[tuple[bool, Any]]]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._stopping = False
+        self._failures: dict[str, int] = {}  # batches failed in a row, per entity (back-off)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -298,12 +301,19 @@ class EntityGateway:
                         continue
                     break
                 state = await self._turn(entity_id, name, key, state, messages)
-        except Exception:
-            self._log.exception("entity worker %s failed; its queue is kept and retried in %ss",
-                                entity_id, _RETRY_SECONDS)
+                self._failures.pop(entity_id, None)
+        except Exception as error:
+            failures = self._failures[entity_id] = self._failures.get(entity_id, 0) + 1
+            delay = min(_RETRY_SECONDS * 2 ** (failures - 1), _MAX_RETRY_SECONDS)
+            if isinstance(error, EntityBatchAborted):
+                self._log.error("entity %s: %s; nothing was committed, the batch is retried in %ss",
+                                entity_id, error, delay)
+            else:
+                self._log.exception("entity worker %s failed; its queue is kept and retried in %ss",
+                                    entity_id, delay)
             if self._workers.get(entity_id) is asyncio.current_task():
                 del self._workers[entity_id]
-            self._schedule(entity_id, time.time() + _RETRY_SECONDS)
+            self._schedule(entity_id, time.time() + delay)
         finally:
             if self._workers.get(entity_id) is asyncio.current_task():
                 del self._workers[entity_id]
@@ -359,7 +369,6 @@ class EntityGateway:
                 ],
             }
         )
-        started = time.monotonic()
         try:
             loop = asyncio.get_running_loop()
             raw = await loop.run_in_executor(self._executor, entity.func, request)
@@ -376,12 +385,14 @@ class EntityGateway:
                 for r in results
             ]
         except Exception as exc:
-            # The SDK itself failed (not a user exception, which it reports per operation):
-            # fail the whole batch and keep the state as it was.
-            elapsed = int((time.monotonic() - started) * 1000)
-            self._log.exception("entity %s@%s: batch failed in the entity function", name, key)
-            error = json.dumps(f"entity function failed: {exc!r}")
-            return state, [_Outcome(True, error, elapsed) for _ in messages], []
+            # The function invocation itself failed (the SDK reports an exception of the entity
+            # code per operation; this is the SDK or the function raising, or no valid result).
+            # The extension then aborts the batch, commits nothing and retries it later
+            # (TaskEntityShim.ExecuteOutOfProcBatch: SessionAbortedException): so do we.
+            self._log.exception("entity %s@%s: the entity function failed the batch", name, key)
+            raise EntityBatchAborted(
+                f"the entity function failed the batch of {len(messages)} operations: {exc!r}"
+            ) from exc
         return new_state, outcomes, _emitted(response.get("signals"), f"@{name}@{key}")
 
     async def _commit(

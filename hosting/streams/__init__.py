@@ -4,6 +4,7 @@ See docs/streaming.md. The entity publishes a run's events (`RunEvents`); HTTP r
 follow them (`RunStreams`); `stream_store_from_env()` picks the backend from the settings.
 """
 
+from ._admission import start_run
 from ._publisher import RunEvents
 from ._settings import (
     PATH_ENV,
@@ -23,6 +24,7 @@ from ._store import (
     RUN_RESTARTED,
     RUN_STARTED,
     TERMINAL_TYPES,
+    RunClaim,
     StreamConflict,
     StreamEvent,
     StreamKey,
@@ -43,6 +45,7 @@ __all__ = [
     "RUN_STARTED",
     "TERMINAL_TYPES",
     "EntraIdCredentials",
+    "RunClaim",
     "RunEvents",
     "RunStreams",
     "SqliteStreamStore",
@@ -54,6 +57,7 @@ __all__ = [
     "resume_after",
     "retention_from_env",
     "sse_frame",
+    "start_run",
     "stream_store_from_env",
     "wants_event_stream",
 ]

@@ -32,9 +32,9 @@ class RunEvents:
         self.key = key
         self.seq = 0
         self.live = False
-        """Whether someone asked for this run's stream (an SSE `POST` declared it): only then is
-        the model streamed and every event published. Other runs publish their first and final
-        events only, so any reader can still follow them, and keep the JSON path's speed."""
+        """Whether the model is streamed and every event published: unless the run's claim says
+        otherwise (a JSON `POST` that waits for its own answer; see docs/streaming.md). Runs that
+        are not live publish their first and final events only."""
         self._pending: list[StreamEvent] = []
         self._flusher: asyncio.Task[None] | None = None
         self._begun: concurrent.futures.Future[None] | None = None
@@ -88,7 +88,8 @@ class RunEvents:
             return
         try:
             # Both at once: with Redis each is a round trip before the model request.
-            self.live, last = await asyncio.gather(self.store.exists(self.key), self.store.last(self.key))
+            claim, last = await asyncio.gather(self.store.claimed(self.key), self.store.last(self.key))
+            self.live = claim is None or claim.live
         except Exception:
             log.exception("stream store unreachable; run %s is not streamed", self.key)
             self.store = None

@@ -20,7 +20,7 @@ import redis.asyncio as aioredis
 from redis.credentials import CredentialProvider
 from redis.exceptions import ResponseError
 
-from ._store import READ_BATCH, StreamConflict, StreamEvent, StreamKey
+from ._store import READ_BATCH, RunClaim, StreamConflict, StreamEvent, StreamKey
 
 _PREFIX = "dafx:stream:"
 
@@ -28,6 +28,18 @@ _PREFIX = "dafx:stream:"
 def _seq(entry_id: bytes | str) -> int:
     text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
     return int(text.split("-", 1)[1])
+
+
+def _claim_text(claim: RunClaim) -> str:
+    return json.dumps({"request": claim.request_hash, "live": claim.live}, separators=(",", ":"))
+
+
+def _parse_claim(value: bytes | str) -> RunClaim:
+    try:
+        fields = json.loads(value)
+        return RunClaim(fields.get("request"), bool(fields.get("live", True)))
+    except (ValueError, AttributeError):  # a bare declaration ("1"): nothing known
+        return RunClaim(None)
 
 
 def _event(entry_id: bytes | str, fields: dict[Any, Any]) -> StreamEvent:
@@ -75,6 +87,25 @@ class RedisStreamStore:
 
     async def declare(self, key: StreamKey) -> None:
         await self._client().set(self._marker(key), b"1", ex=self._ttl())
+
+    async def claim(self, key: StreamKey, claim: RunClaim, *, replace: bool = False) -> RunClaim | None:
+        client = self._client()
+        text = _claim_text(claim)
+        while True:
+            # SET NX: of two requests racing for one run, exactly one claims it.
+            if await client.set(self._marker(key), text, ex=self._ttl(), nx=not replace):
+                return None
+            found = await client.get(self._marker(key))
+            if found is not None:
+                return _parse_claim(found)
+            # It expired between the two commands: try again.
+
+    async def claimed(self, key: StreamKey) -> RunClaim | None:
+        found = await self._client().get(self._marker(key))
+        return None if found is None else _parse_claim(found)
+
+    async def release(self, key: StreamKey) -> None:
+        await self._client().delete(self._marker(key))
 
     async def exists(self, key: StreamKey) -> bool:
         return bool(await self._client().exists(self._name(key), self._marker(key)))

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from .._wakeup import notify, waiter
-from ._store import READ_BATCH, StreamConflict, StreamEvent, StreamKey
+from ._store import READ_BATCH, RunClaim, StreamConflict, StreamEvent, StreamKey
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS streams (key TEXT PRIMARY KEY, expires REAL NOT NULL) WITHOUT ROWID;
@@ -28,7 +28,14 @@ CREATE TABLE IF NOT EXISTS events (
     key TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (key, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY, request TEXT, live INTEGER NOT NULL, expires REAL NOT NULL
+) WITHOUT ROWID;
 """
+_UPSERT_STREAM = (
+    "INSERT INTO streams (key, expires) VALUES (?, ?) "
+    "ON CONFLICT (key) DO UPDATE SET expires = excluded.expires"
+)
 _PURGE_EVERY = 500
 
 
@@ -70,14 +77,54 @@ class SqliteStreamStore:
             now = time.time()
             db.execute(f"DELETE FROM events WHERE key IN ({expired})", (now,))
             db.execute("DELETE FROM streams WHERE expires < ?", (now,))
+            db.execute("DELETE FROM claims WHERE expires < ?", (now,))
 
     async def declare(self, key: StreamKey) -> None:
+        self._db().execute(_UPSERT_STREAM, (key.text(), time.time() + self.retention))
+
+    async def claim(self, key: StreamKey, claim: RunClaim, *, replace: bool = False) -> RunClaim | None:
+        # On the caller's thread (a short transaction; a hop to the writer thread costs more).
+        return self._claim(key, claim, replace)
+
+    def _claim(self, key: StreamKey, claim: RunClaim, replace: bool) -> RunClaim | None:
         db = self._db()
-        db.execute(
-            "INSERT INTO streams (key, expires) VALUES (?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET expires = excluded.expires",
-            (key.text(), time.time() + self.retention),
+        text = key.text()
+        now = time.time()
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute(
+                "SELECT request, live FROM claims WHERE key = ? AND expires >= ?", (text, now)
+            ).fetchone()
+            if row is not None and not replace:
+                return RunClaim(row[0], bool(row[1]))
+            db.execute(
+                "INSERT INTO claims (key, request, live, expires) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET request = excluded.request, live = excluded.live, "
+                "expires = excluded.expires",
+                (text, claim.request_hash, int(claim.live), now + self.retention),
+            )
+            db.execute(_UPSERT_STREAM, (text, now + self.retention))
+        return None
+
+    async def claimed(self, key: StreamKey) -> RunClaim | None:
+        row = (
+            self._db()
+            .execute(
+                "SELECT request, live FROM claims WHERE key = ? AND expires >= ?", (key.text(), time.time())
+            )
+            .fetchone()
         )
+        return None if row is None else RunClaim(row[0], bool(row[1]))
+
+    async def release(self, key: StreamKey) -> None:
+        db = self._db()
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM claims WHERE key = ?", (key.text(),))
+            db.execute(
+                "DELETE FROM streams WHERE key = ? AND NOT EXISTS (SELECT 1 FROM events WHERE key = ?)",
+                (key.text(), key.text()),
+            )
 
     async def exists(self, key: StreamKey) -> bool:
         row = (
@@ -103,11 +150,7 @@ class SqliteStreamStore:
             with db:
                 db.execute("BEGIN IMMEDIATE")
                 db.executemany("INSERT INTO events (key, seq, type, data) VALUES (?, ?, ?, ?)", rows)
-                db.execute(
-                    "INSERT INTO streams (key, expires) VALUES (?, ?) "
-                    "ON CONFLICT (key) DO UPDATE SET expires = excluded.expires",
-                    (text, time.time() + self.retention),
-                )
+                db.execute(_UPSERT_STREAM, (text, time.time() + self.retention))
         except sqlite3.IntegrityError as exc:
             raise StreamConflict(
                 f"events {events[0].seq}-{events[-1].seq} of {text}: a number is taken"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 import azure.durable_functions as df
@@ -20,12 +20,14 @@ from starlette.responses import StreamingResponse
 
 from agents import TurnResult
 
+from .._archived_runs import find_archived_run
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._problems import problem_response
 from .._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
 from .._results import find_stored_run, result_from_stored
-from .._waiting import read_session, wait_for_run
+from .._unrecorded import unrecorded_run
+from .._waiting import Snapshot, read_session, state_problem, unreadable, wait_for_run
 from ._events_doc import EVENT_STREAM
 from ._store import RUN_COMPLETED, RUN_FAILED, StreamEvent, StreamKey, StreamStore, seconds_from_env
 
@@ -156,12 +158,34 @@ class RunStreams:
         """The 200 `text/event-stream` answer carrying `body`."""
         return StreamingResponse(body, status_code=200, media_type=EVENT_STREAM, headers=self._headers(key))
 
-    async def open(self, client: Any, key: StreamKey, after: int) -> StreamingResponse:
+    async def open(
+        self, client: Any, key: StreamKey, after: int, snapshot: Snapshot | None = None
+    ) -> StreamingResponse:
         """The stream of a run: its retained events after `after`, then live ones; a finished run
-        whose events have expired gets its result as one event; 404 `run_not_found` otherwise."""
+        whose events have expired gets its result as one event; 404 `run_not_found` otherwise.
+        A session whose stored state this build cannot read is 409 `state_unreadable` at once, as
+        on every route (`snapshot`: the session as the caller has just read and checked it)."""
+        if snapshot is None:
+            snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
+            reason = state_problem(snapshot.document) if snapshot.exists else None
+            if reason is not None:
+                raise unreadable(key.agent, key.session_id, reason)
+        unrecorded = None
+        if snapshot.exists or snapshot.deleted:
+            # As the run resource answers: a run a reset or delete discarded is 410 (its events,
+            # if still retained, are of a run no longer in the session's history); a refusal
+            # kept by id only is its failed answer.
+            unrecorded = unrecorded_run(
+                snapshot.document, key.agent, key.session_id, key.correlation_id, deleted=snapshot.deleted
+            )
         if await self.store.exists(key):
-            return self.response(self._follow(client, key, after), key)
-        result = await self._stored_result(client, key)
+            return self.attach(client, key, after)
+        run = find_stored_run(snapshot.document, key.correlation_id) if snapshot.exists else None
+        if run is None and snapshot.exists:
+            # A finished run whose entries were archived, as the run resource finds it.
+            run = await find_archived_run(key.agent, key.session_id, snapshot.document, key.correlation_id)
+        run = run or unrecorded
+        result = None if run is None else result_from_stored(run)
         if result is None:
             raise ProblemError(
                 ProblemCode.RUN_NOT_FOUND,
@@ -207,10 +231,6 @@ class RunStreams:
         after = resume_after(req)
         return await self.open(client, StreamKey(agent.name, session_id, correlation_id), after)
 
-    async def started(
-        self, client: Any, key: StreamKey, after: int, signal: Callable[[], Awaitable[None]]
-    ) -> StreamingResponse:
-        """POST .../run with Accept: text/event-stream: declare the stream, send the turn, stream it."""
-        await self.store.declare(key)
-        await signal()
+    def attach(self, client: Any, key: StreamKey, after: int) -> StreamingResponse:
+        """The live stream of a declared run (its events after `after`, then as they come)."""
         return self.response(self._follow(client, key, after), key)

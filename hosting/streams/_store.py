@@ -56,6 +56,16 @@ class StreamEvent:
         return self.type in TERMINAL_TYPES
 
 
+@dataclass(frozen=True)
+class RunClaim:
+    """What the first request for a run left in the store before the run was stored: the
+    request's identity (`Agent.request_identity`, the stored `requestHash`; None when unknown)
+    and whether the run streams its model live (`text.delta` and the other turn events)."""
+
+    request_hash: str | None
+    live: bool = True
+
+
 class StreamConflict(Exception):
     """An append named a sequence number that is already taken (two writers of one run)."""
 
@@ -67,6 +77,17 @@ class StreamStore(Protocol):
 
     async def declare(self, key: StreamKey) -> None:
         """Make the stream known before its first event (a reader attaching early waits on it)."""
+
+    async def claim(self, key: StreamKey, claim: RunClaim, *, replace: bool = False) -> RunClaim | None:
+        """Declare the stream and record `claim` for its run, atomically, unless the run already
+        has an unexpired claim: that one is returned and nothing changes (None: this call claimed
+        the run). `replace` records `claim` whatever was there."""
+
+    async def claimed(self, key: StreamKey) -> RunClaim | None:
+        """The run's claim, if any (the entity reads whether to stream the model)."""
+
+    async def release(self, key: StreamKey) -> None:
+        """Drop the run's claim and declaration (its turn could not be sent)."""
 
     async def exists(self, key: StreamKey) -> bool:
         """Whether the stream is declared or has events that have not expired."""

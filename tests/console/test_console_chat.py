@@ -95,6 +95,9 @@ def test_a_tool_call_shows_its_arguments_and_result(page: BrowserPage, model: Mo
     tool.locator("summary").click()  # expand
     arguments = json.loads(tool.locator("pre.arguments").inner_text())
     assert arguments == {"city": "Paris", "unit": "celsius"}
+    # The call is shown as soon as it streams; its result and the answer follow.
+    expect(view.locator("#transcript .msg.assistant:not(.live)")).to_have_count(1)
+    expect(tool.locator("pre.result")).not_to_contain_text("waiting for the result")
     result = json.loads(tool.locator("pre.result").inner_text())
     assert result["city"] == "Paris" and result["unit"] == "celsius" and "condition" in result
     assert _answers(page) == ["It is mild in Paris today."]

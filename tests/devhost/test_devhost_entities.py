@@ -91,6 +91,23 @@ async def test_gateway_call_returns_results_and_errors(host: LocalHost) -> None:
     assert not ok and "no entity function" in error
 
 
+async def test_a_batch_the_entity_function_fails_is_aborted_and_retried(
+    host: LocalHost, tmp_path: pathlib.Path
+) -> None:
+    # As the Durable extension does (TaskEntityShim.ExecuteOutOfProcBatch -> SessionAbortedException):
+    # a failed invocation commits nothing, not even the operations before the failing one, and the
+    # batch runs again later; its operations are neither lost nor answered as errors.
+    gateway = host.entities
+    assert gateway is not None
+    marker = tmp_path / "failed-once"
+    await gateway.signal("@counter@abort", "add", 1)
+    started = time.monotonic()
+    ok, total = await gateway.call("@counter@abort", "sdk_fails_once", {"marker": str(marker), "amount": 2})
+    assert marker.exists() and time.monotonic() - started >= 0.9  # failed once, retried after 1 s
+    assert (ok, total) == (True, 3)
+    assert await gateway.call("@counter@abort", "get", None) == (True, {"total": 3, "log": [1, 2]})
+
+
 async def test_request_id_makes_call_idempotent(host: LocalHost) -> None:
     gateway = host.entities
     assert gateway is not None

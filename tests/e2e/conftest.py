@@ -12,8 +12,9 @@ import pathlib
 from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
+import httpx
 import pytest
-from e2e_support import Client, HostProcess
+from e2e_support import FUNCTION_KEY, Client, HostProcess
 
 from agents.testing import ModelServer
 
@@ -47,3 +48,31 @@ def client(http: aiohttp.ClientSession, e2e_host: HostProcess, model: ModelServe
 def host_log(e2e_host: HostProcess) -> pathlib.Path:
     """The shared host's log file (for failure messages)."""
     return e2e_host.log_path
+
+
+@pytest.fixture(scope="module", params=["sqlite", "redis"])
+def backend(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The stream store settings of a host: the embedded default, or the session's real Redis."""
+    if request.param == "redis":
+        url: str = request.getfixturevalue("redis_url")
+        return {"DURABLE_AGENTS_STREAM_REDIS": url, "DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS": "0.3"}
+    return {"DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS": "0.3"}
+
+
+@pytest.fixture(scope="module")
+def stream_host(
+    backend: dict[str, str], model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HostProcess]:
+    root = tmp_path_factory.mktemp("stream-host")
+    host = HostProcess(root / "data", model_server.base_url, root / "host.log", extra_env=backend).start()
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
+@pytest.fixture
+async def web() -> AsyncIterator[httpx.AsyncClient]:
+    headers = {"x-functions-key": FUNCTION_KEY}
+    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30.0)) as client:
+        yield client

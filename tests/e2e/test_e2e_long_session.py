@@ -303,7 +303,10 @@ async def test_reset_and_delete_remove_the_chunks_after_commit(
 
         await eventually_true(lambda: gone("to-reset"), "the reset session's chunks to go")
         await eventually_true(lambda: gone("to-delete"), "the deleted session's chunks to go")
-        assert session.stored("to-delete") is None
+        tombstone = session.stored("to-delete")  # run ids only (hosting._deleted), no content
+        assert tombstone is not None and "deletedAt" in tombstone and "<turn" not in tombstone
+        assert json.loads(tombstone)["data"]["conversationHistory"] == []
+        assert (await client.get(f"/api/agents/{AGENT}/sessions/to-delete")).status == 404
         body = await client.session_state(AGENT, "to-reset")
         assert body["entries"] == 0 and body["archived_entries"] == 0
         # The reset session goes on, archiving into a new epoch.

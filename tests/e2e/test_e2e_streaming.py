@@ -4,109 +4,27 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import pathlib
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import httpx
-import pytest
-from e2e_support import FUNCTION_KEY, HostProcess, history
-from httpx_sse import ServerSentEvent, aconnect_sse
+from e2e_support import HostProcess, history
+from httpx_sse import aconnect_sse
+from stream_support import (
+    TERMINAL,
+    WORDS,
+    Seen,
+    check_sequence,
+    read_all,
+    run_url,
+    seen,
+    stored_run_ids,
+    stream_url,
+    streaming,
+    text_of,
+)
 
 from agents.testing import ModelServer, Reply
-
-WORDS = " ".join(f"word{i}" for i in range(24))
-TERMINAL = ("run.completed", "run.failed")
-
-
-@dataclass(frozen=True)
-class Seen:
-    """One event as a client saw it."""
-
-    id: int
-    event: str
-    data: dict[str, Any]
-
-
-def seen(sse: ServerSentEvent) -> Seen:
-    return Seen(int(sse.id), sse.event, json.loads(sse.data))
-
-
-@pytest.fixture(scope="module", params=["sqlite", "redis"])
-def backend(request: pytest.FixtureRequest) -> dict[str, str]:
-    """The stream store settings of a host: the embedded default, or the session's real Redis."""
-    if request.param == "redis":
-        url: str = request.getfixturevalue("redis_url")
-        return {"DURABLE_AGENTS_STREAM_REDIS": url, "DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS": "0.3"}
-    return {"DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS": "0.3"}
-
-
-@pytest.fixture(scope="module")
-def stream_host(
-    backend: dict[str, str], model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[HostProcess]:
-    root = tmp_path_factory.mktemp("stream-host")
-    host = HostProcess(root / "data", model_server.base_url, root / "host.log", extra_env=backend).start()
-    try:
-        yield host
-    finally:
-        host.stop()
-
-
-@pytest.fixture
-async def web() -> AsyncIterator[httpx.AsyncClient]:
-    headers = {"x-functions-key": FUNCTION_KEY}
-    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30.0)) as client:
-        yield client
-
-
-def streaming(model: ModelServer, text: str = WORDS, delay: float = 0.03) -> None:
-    """Every model call answers `text`, one word every `delay` seconds."""
-    model.stream_delay = delay
-    model.handler = lambda request: Reply.text(text)
-
-
-def run_url(host: HostProcess) -> str:
-    return f"{host.url}/api/agents/assistant/run"
-
-
-def stream_url(host: HostProcess, session: str, correlation: str) -> str:
-    return f"{host.url}/api/agents/assistant/sessions/{session}/runs/{correlation}/stream"
-
-
-async def read_all(
-    web: httpx.AsyncClient, method: str, url: str, *, limit: int | None = None, **kwargs: Any
-) -> tuple[httpx.Response, list[Seen]]:
-    """Events of one SSE response until it ends (or `limit` events, then disconnect)."""
-    events: list[Seen] = []
-    async with aconnect_sse(web, method, url, **kwargs) as source:
-        response = source.response
-        if response.status_code != 200:
-            await response.aread()
-            return response, events
-        async for sse in source.aiter_sse():
-            if not sse.data:  # httpx-sse surfaces a heartbeat comment as an empty event
-                continue
-            events.append(seen(sse))
-            if limit is not None and len(events) >= limit:
-                break
-    return response, events
-
-
-def text_of(events: list[Seen]) -> str:
-    return "".join(e.data["text"] for e in events if e.event == "text.delta")
-
-
-def check_sequence(events: list[Seen]) -> None:
-    assert [e.id for e in events] == list(range(1, len(events) + 1)), [e.id for e in events]
-    assert events[0].event == "run.started"
-    assert [e.event for e in events].count("run.completed") + [e.event for e in events].count(
-        "run.failed"
-    ) == 1
-    assert events[-1].event in TERMINAL
 
 
 async def test_post_streams_tokens_live_then_the_json_answer(
@@ -167,8 +85,7 @@ async def test_disconnect_then_resume_with_last_event_id_gets_each_event_once(
     assert again == events[3:]
     _, replay = await read_all(web, "GET", url)
     assert replay == events
-    state = (await web.get(f"{stream_host.url}/api/agents/assistant/sessions/{session}")).json()["state"]
-    assert [e["correlationId"] for e in history(state)] == [correlation, correlation]
+    assert await stored_run_ids(web, stream_host, session) == [correlation, correlation]
 
 
 async def test_two_readers_see_identical_sequences(

@@ -73,11 +73,11 @@ class BatchOutput:
     results: list[OpResult]
 
 
-def run_batch(
-    app: df.DFApp, entity: str, key: str, state: str | None, operations: list[tuple[str, Any]]
-) -> BatchOutput:
-    """Run operations as one batch through the entity function, the way the extension calls it."""
-    context = {
+def batch_request(
+    entity: str, key: str, state: str | None, operations: list[tuple[str, Any]]
+) -> dict[str, Any]:
+    """The JSON batch request the extension sends an entity function (as a parsed document)."""
+    return {
         "self": {"name": entity, "key": key},
         "exists": state is not None,
         "state": state,
@@ -86,6 +86,13 @@ def run_batch(
             for name, value in operations
         ],
     }
+
+
+def run_batch(
+    app: df.DFApp, entity: str, key: str, state: str | None, operations: list[tuple[str, Any]]
+) -> BatchOutput:
+    """Run operations as one batch through the entity function, the way the extension calls it."""
+    context = batch_request(entity, key, state, operations)
     handle = functions(app)[entity].get_user_function()
     output = json.loads(handle(json.dumps(context)))
     results = [OpResult(r["isError"], json.loads(r["result"])) for r in output["results"]]

@@ -50,7 +50,7 @@ def test_first_turn_creates_the_session_state(app: df.DFApp, model: ModelServer)
     assert c1 is not None
     assert c1.status == "succeeded"
     # Stored as the state document itself, not a JSON string wrapping it.
-    assert json.loads(out.state)["schemaVersion"] == "1.3.0"
+    assert json.loads(out.state)["schemaVersion"] == "1.4.0"
 
 
 def test_several_operations_in_one_batch_see_each_others_state(app: df.DFApp, model: ModelServer) -> None:
@@ -190,13 +190,22 @@ def test_reset_empties_history_and_state_bag(app: df.DFApp, model: ModelServer) 
     assert state.entries == () and state.state_bag == {}
 
 
-def test_delete_removes_the_entity(app: df.DFApp, model: ModelServer) -> None:
-    model.script(Reply.text("x"))
-    first = run_batch(app, ENTITY, "s9", None, [("run", run_op("hi"))])
+def test_delete_leaves_only_a_tombstone_and_a_second_delete_removes_the_entity(
+    app: df.DFApp, model: ModelServer
+) -> None:
+    model.script(Reply.text("secret answer"))
+    first = run_batch(app, ENTITY, "s9", None, [("run", run_op("secret question", "r1"))])
     out = run_batch(app, ENTITY, "s9", first.state, [("delete", None)])
     assert out.results[0].is_error is False
-    assert out.exists is False
-    assert out.state in (None, "null")
+    assert out.exists is True and out.state is not None
+    assert "secret" not in out.state  # run ids and times only, no content
+    data = json.loads(out.state)["data"]
+    assert data["conversationHistory"] == [] and data["discardedRuns"] == ["r1"] and "deletedAt" in data
+    again = run_batch(app, ENTITY, "s9", out.state, [("delete", None)])
+    assert again.exists is False
+    assert again.state in (None, "null")
+    nothing = run_batch(app, ENTITY, "s9b", None, [("delete", None)])
+    assert nothing.exists is False  # nothing to remember: no tombstone
 
 
 def test_delete_then_run_in_one_batch_starts_afresh(app: df.DFApp, model: ModelServer) -> None:
@@ -311,3 +320,21 @@ def test_unique_keys(app: df.DFApp, model: ModelServer) -> None:
     one = run_batch(app, ENTITY, uuid.uuid4().hex, None, [("run", run_op("x", "c"))])
     two = run_batch(app, ENTITY, uuid.uuid4().hex, None, [("run", run_op("x", "c"))])
     assert one.results[0].value["text"] == "a" and two.results[0].value["text"] == "b"
+
+
+def test_a_tombstone_expires_one_ttl_after_the_delete(
+    app: df.DFApp, model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DURABLE_AGENTS_SESSION_TTL", "3600")
+    model.script(Reply.text("x"))
+    first = run_batch(app, ENTITY, "s-ttl", None, [("run", run_op("hi", "old"))])
+    tombstone = run_batch(app, ENTITY, "s-ttl", first.state, [("delete", None)])
+    assert tombstone.state is not None
+    fresh = run_batch(app, ENTITY, "s-ttl", tombstone.state, [("expire", None)])
+    [answer] = fresh.results
+    assert answer.value["expired"] is False and answer.value["dueAt"] is not None
+    aged = json.loads(tombstone.state)
+    aged["data"]["lastActivityAt"] = "2020-01-01T00:00:00+00:00"
+    gone = run_batch(app, ENTITY, "s-ttl", json.dumps(aged), [("expire", None)])
+    assert gone.results[0].value["expired"] is True
+    assert gone.exists is False

@@ -137,18 +137,38 @@ def test_a_refusal_in_a_batch_leaves_the_other_operations_alone(app: df.DFApp, m
     assert out.results[1].value == json.loads(out.state)
 
 
-def test_a_refusal_whose_record_would_not_fit_saves_nothing_and_fails(
+def test_a_refusal_whose_record_would_not_fit_is_kept_by_id_and_answered(
     app: df.DFApp, model: ModelServer
 ) -> None:
     model.script(Reply.text("short"))
     first = run_batch(app, ENTITY, "huge", None, [("run", run_op("hello", "a"))])
+    assert first.state is not None
     huge = "z" * (LIMIT + RECORD_HEADROOM + 1)
-    out = run_batch(app, ENTITY, "huge", first.state, [("run", run_op(huge, "b"))])
-    [result] = out.results
-    assert result.is_error is True
-    assert "session_too_large" in result.value and "nothing was saved" in result.value
-    assert out.state == first.state
+    twice = [("run", run_op(huge, "b")), ("run", run_op(huge, "b"))]
+    out = run_batch(app, ENTITY, "huge", first.state, twice)
+    assert [r.is_error for r in out.results] == [False, False]  # the retry gets the same answer
+    for result in out.results:
+        assert result.value["status"] == "failed" and result.value["error"]["code"] == "session_too_large"
+    assert out.state is not None and huge not in out.state
+    data = json.loads(out.state)["data"]
+    assert data["refusedRuns"] == ["b"]
+    assert data["conversationHistory"] == json.loads(first.state)["data"]["conversationHistory"]
     assert len(model.requests) == 1
+    assert not schema_errors(json.loads(out.state))
+    load_state(out.state)
+
+
+def test_refused_ids_stay_within_their_budget_and_the_session_within_the_headroom(
+    app: df.DFApp, model: ModelServer
+) -> None:
+    state, _ = fill(app, model, "full-ids")
+    for turn in range(600):  # records until they no longer fit, then ids, oldest dropped
+        out = run_batch(app, ENTITY, "full-ids", state, [("run", run_op("x" * 900, f"refused-{turn:04d}"))])
+        assert out.results[0].value["error"]["code"] == "session_too_large"
+        assert out.state is not None and len(out.state.encode()) <= LIMIT + RECORD_HEADROOM
+        state = out.state
+    ids = json.loads(state)["data"]["refusedRuns"]
+    assert ids[-1] == "refused-0599" and len(json.dumps(ids)) <= 16 * 1024
 
 
 def test_an_empty_session_takes_a_first_turn_over_the_limit_as_a_refusal(

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from hosting.streams import (
+    RunClaim,
     SqliteStreamStore,
     StreamConflict,
     StreamEvent,
@@ -170,3 +171,51 @@ def test_the_sqlite_store_survives_a_restart(tmp_path: pathlib.Path) -> None:
 
     asyncio.run(write())
     assert asyncio.run(read()) == delta(1)
+
+
+async def test_a_run_is_claimed_once_and_later_claims_see_the_first(store: StreamStore) -> None:
+    k = key()
+    assert await store.claimed(k) is None
+    assert await store.claim(k, RunClaim("hash-1", live=False)) is None
+    assert await store.exists(k), "a claim declares the stream (a reader attaching early waits)"
+    assert await store.claim(k, RunClaim("hash-2", live=True)) == RunClaim("hash-1", live=False)
+    assert await store.claimed(k) == RunClaim("hash-1", live=False)
+    assert await store.claim(k, RunClaim("hash-1", live=True), replace=True) is None
+    assert await store.claimed(k) == RunClaim("hash-1", live=True)
+    await store.release(k)
+    assert await store.claimed(k) is None and not await store.exists(k)
+    assert await store.claim(k, RunClaim(None)) is None
+    assert await store.claimed(k) == RunClaim(None, live=True)
+
+
+async def test_of_racing_claims_from_several_processes_exactly_one_wins(store: StreamStore) -> None:
+    # Other processes are other store objects on the same file / server.
+    def another() -> StreamStore:
+        if isinstance(store, RedisStreamStore):
+            return RedisStreamStore(store.url, retention=60)
+        assert isinstance(store, SqliteStreamStore)
+        return SqliteStreamStore(store.path, retention=60)
+
+    others = [another() for _ in range(3)]
+    k = key()
+    stores = [store, *others]
+    results = await asyncio.gather(*(s.claim(k, RunClaim(f"h{i}")) for i, s in enumerate(stores)))
+    winners = [i for i, r in enumerate(results) if r is None]
+    assert len(winners) == 1, results
+    assert all(r == RunClaim(f"h{winners[0]}") for r in results if r is not None)
+    for other in others:
+        await other.aclose()
+
+
+async def test_a_claim_expires_with_the_retention(tmp_path: pathlib.Path, redis_url: str) -> None:
+    for made in (
+        SqliteStreamStore(tmp_path / "claims.db", retention=1),
+        RedisStreamStore(redis_url, retention=1),
+    ):
+        k = key()
+        assert await made.claim(k, RunClaim("old")) is None
+        await asyncio.sleep(2.1)
+        assert await made.claimed(k) is None, type(made).__name__
+        assert await made.claim(k, RunClaim("new")) is None
+        assert await made.claimed(k) == RunClaim("new")
+        await made.aclose()

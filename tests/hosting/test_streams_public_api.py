@@ -26,6 +26,7 @@ def test_all_is_pinned() -> None:
         "RUN_FAILED",
         "RUN_RESTARTED",
         "RUN_STARTED",
+        "RunClaim",
         "RunEvents",
         "RunStreams",
         "SqliteStreamStore",
@@ -38,6 +39,7 @@ def test_all_is_pinned() -> None:
         "resume_after",
         "retention_from_env",
         "sse_frame",
+        "start_run",
         "stream_store_from_env",
         "wants_event_stream",
     ]

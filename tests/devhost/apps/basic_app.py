@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -96,6 +97,15 @@ def _counter(context: df.DurableEntityContext) -> None:
         state["blob"] = "x" * int(value)
     elif op == "fail":
         raise ValueError(f"refused: {value}")
+    elif op == "sdk_fails_once":
+        state["total"] += int(value["amount"])
+        state["log"].append(value["amount"])
+        if not os.path.exists(value["marker"]):
+            with open(value["marker"], "w", encoding="utf-8") as marker:
+                marker.write("failed\n")
+            context.set_state(state)
+            context.set_result(object())  # the SDK cannot serialize it: the whole invocation fails
+            return
     elif op == "get":
         context.set_result(state)
         return

@@ -1,0 +1,89 @@
+"""The agent entity's function as the Functions host calls it: the Durable SDK's batch handler,
+guarded so that a batch the SDK itself cannot complete still answers every run.
+
+The SDK reports an exception of the entity code per operation, but when the SDK raises (reading
+the batch request, or writing its response) the whole function invocation fails. The Durable
+extension then aborts the batch without committing anything and retries it later, again and
+again (`TaskEntityShim.ExecuteOutOfProcBatch` → `SessionAbortedException`); the local host does
+the same. A run in such a batch would stay `pending` for as long as the failure lasts, and every
+later operation of the session would wait behind it. So when the SDK raises, this wrapper
+answers the batch itself, in the same JSON response format: each `run` is recorded as a failed
+turn `internal_error` in the state (exactly as the entity records a turn that raised, so the
+HTTP side answers it from the stored state, locally and in Azure alike); any other operation
+fails with the error. Only a request that is not even JSON is left to the host's retries.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import azure.durable_functions as df
+from azure.durable_functions.models.entities import EntityState, OperationResult
+
+from agents import failure
+
+from ._errors import InvalidOperation, ProblemCode
+
+if TYPE_CHECKING:
+    from ._entity import AgentEntity
+
+log = logging.getLogger("hosting.entity")
+
+BatchHandler = Callable[[Any], str]
+"""An entity function as the Functions worker calls it: the batch request in, the JSON response out."""
+
+
+def guarded_batch(entity: AgentEntity, handle: BatchHandler) -> BatchHandler:
+    """`handle` (the SDK's `Entity.create(...)` handler), answering the batch itself when it raises."""
+
+    def batch(context: Any) -> str:
+        try:
+            return handle(context)
+        except Exception as error:
+            log.exception("entity %s: the Durable SDK failed the batch; runs recorded as failed", entity.name)
+            return failed_batch(entity, context, error)
+
+    batch.__name__ = getattr(handle, "__name__", entity.name)
+    return batch
+
+
+def failed_batch(entity: AgentEntity, context: Any, error: Exception) -> str:
+    """The response to a batch the SDK could not complete: runs recorded as failed on the state as
+    it was before the batch, other operations failed. Raises `error` again when the request
+    cannot be read at all (nothing to answer; the host retries)."""
+    body = getattr(context, "body", None)
+    try:
+        request = json.loads(context if body is None else body)
+        own = request["self"]
+        operations = list(request["batch"])
+        state = request.get("state")
+        exists = bool(request.get("exists"))
+        sdk_context = df.DurableEntityContext(str(own["name"]), str(own["key"]), exists, state)
+    except Exception:
+        raise error from None
+    sdk_context._state_is_raw = state is not None  # as the SDK keeps a state it was given
+    message = f"the entity batch failed in the Durable Functions SDK: {type(error).__name__}: {error}"
+    unfinished = failure(ProblemCode.INTERNAL_ERROR, message)
+    response = EntityState(results=[], signals=[])
+    for operation in operations:
+        started = time.time()
+        result: Any
+        try:
+            name = operation.get("name") if isinstance(operation, dict) else None
+            if name != "run":
+                raise InvalidOperation(message)
+            sdk_context._operation = name
+            sdk_context._input = operation.get("input")
+            result, is_error = entity.fail_run(sdk_context, unfinished), False
+        except Exception as operation_error:
+            result, is_error = str(operation_error), True
+        duration = int((time.time() - started) * 1000)
+        response.results.append(OperationResult(is_error, duration, int(started * 1000), result))
+    response.state = sdk_context._state
+    response.state_is_raw = sdk_context._state_is_raw
+    response.entity_exists = sdk_context._exists
+    return response.to_json_string()
