@@ -17,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Iterator
 
-from ._wakeup import session_running
+from ._wakeup import session_running, session_topic, waiter
 
 FIRST_DELAY = 0.004
 """Seconds before the first re-read after a signal (nothing known about the entity)."""
@@ -75,3 +76,12 @@ class ReadPacer:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.woken.wait(), delay)
+
+
+@contextlib.contextmanager
+def read_pacer(entity_name: str, key: str) -> Iterator[ReadPacer]:
+    """The pacer of one wait for a run of the session `entity_name@key`, woken by its operations
+    ending in this process for the `with` block."""
+    topic = session_topic(entity_name, key)
+    with waiter(topic) as woken:
+        yield ReadPacer(topic, woken)

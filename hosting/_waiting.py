@@ -21,10 +21,9 @@ from state import StateError, check_state
 from ._archived_runs import find_archived_run
 from ._deleted import is_tombstone
 from ._errors import ProblemCode, ProblemError
-from ._read_pacing import ReadPacer
+from ._read_pacing import read_pacer
 from ._results import StoredRun, find_stored_run
 from ._unrecorded import unrecorded_run
-from ._wakeup import session_topic, waiter
 
 SameRequest = Callable[[str | None, Mapping[str, Any] | None], bool]
 """Whether a stored run (its request hash, its request entry) asked what the new request asks."""
@@ -135,57 +134,33 @@ async def wait_for_run(
     unless the caller has just done so: `state_checked`) or the id answered another request,
     and a 410 when a reset or delete discarded the run (hosting._unrecorded).
     """
-    topic = session_topic(entity_id.name, entity_id.key)
-    with waiter(topic) as woken:
-        return await _wait_for_run(
-            client,
-            entity_id,
-            agent=agent,
-            session_id=session_id,
-            correlation_id=correlation_id,
-            timeout=timeout,
-            asked=asked,
-            state_checked=state_checked,
-            pace=ReadPacer(topic, woken),
-        )
-
-
-async def _wait_for_run(
-    client: Any,
-    entity_id: df.EntityId,
-    *,
-    agent: str,
-    session_id: str,
-    correlation_id: str,
-    timeout: float,
-    asked: SameRequest | None = None,
-    state_checked: bool = False,
-    pace: ReadPacer,
-) -> StoredRun | None:
     deadline = time.monotonic() + max(0.0, timeout)
     checked = state_checked
-    while True:
-        pace.reading()
-        snapshot = await read_session(client, entity_id)
-        if snapshot.exists:
-            if not checked:
-                # Once per wait: what the entity writes afterwards it could read itself.
-                reason = state_problem(snapshot.document)
-                if reason is not None:
-                    raise unreadable(agent, session_id, reason)
-                checked = True
-            run = find_stored_run(snapshot.document, correlation_id)
-            if run is None:
-                # A retry of a run whose entries were archived: answered from its chunk.
-                run = await find_archived_run(agent, session_id, snapshot.document, correlation_id)
-            if run is not None:
-                check_same_request(run, asked, agent, session_id)
-                return run
-        # Runs without a record of their own: discarded by a reset or delete, or refused.
-        run = unrecorded_run(snapshot.document, agent, session_id, correlation_id, deleted=snapshot.deleted)
-        if run is not None:
-            return run
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return None
-        await pace.pause(remaining)
+    with read_pacer(entity_id.name, entity_id.key) as pace:
+        while True:
+            pace.reading()
+            snapshot = await read_session(client, entity_id)
+            if snapshot.exists:
+                if not checked:
+                    # Once per wait: what the entity writes afterwards it could read itself.
+                    reason = state_problem(snapshot.document)
+                    if reason is not None:
+                        raise unreadable(agent, session_id, reason)
+                    checked = True
+                run = find_stored_run(snapshot.document, correlation_id)
+                if run is None:
+                    # A retry of a run whose entries were archived: answered from its chunk.
+                    run = await find_archived_run(agent, session_id, snapshot.document, correlation_id)
+                if run is not None:
+                    check_same_request(run, asked, agent, session_id)
+                    return run
+            # Runs without a record of their own: discarded by a reset or delete, or refused.
+            unrecorded = unrecorded_run(
+                snapshot.document, agent, session_id, correlation_id, deleted=snapshot.deleted
+            )
+            if unrecorded is not None:
+                return unrecorded
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            await pace.pause(remaining)
