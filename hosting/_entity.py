@@ -27,6 +27,7 @@ from ._loop import run_sync
 from ._telemetry import traced_entity_run
 from ._ttl import now_iso
 from ._unrecorded import MAX_REFUSED_BYTES, refused_result, text_is_refused, with_refused
+from ._wakeup import session_operation
 from .archive import HistoryArchive, SessionHistory, default_archive
 from .streams import RunEvents, StreamKey, StreamStore
 
@@ -138,6 +139,11 @@ class AgentEntity:
         return self._archive
 
     def __call__(self, context: Any) -> None:
+        # Callers waiting in this process for this session wake when the operation ends.
+        with session_operation(self.name, str(context.entity_key)):
+            self._operate(context)
+
+    def _operate(self, context: Any) -> None:
         operation = context.operation_name
         if operation == "run":
             run_input = decode_operation_input(context)

@@ -1,14 +1,13 @@
-"""Waiting for a run: read the session's entity state with a short exponential backoff.
+"""Waiting for a run: read the session's entity state until the run is stored.
 
 A signal returns before the entity runs, so the only way to learn the outcome through the durable
-client is to read the entity state. The first reads come a few milliseconds apart (a fast turn is
-seen within tens of milliseconds of finishing) and the gap grows to a cap, so a slow model costs
-about ten reads a second, each of which looks only at the run's two entries via `data.runs`.
+client is to read the entity state. When the entity runs in this process its end wakes the
+caller, which re-reads at once; otherwise the reads back off (`hosting._read_pacing`). Each read
+looks only at the run's two entries via `data.runs`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -22,16 +21,12 @@ from state import StateError, check_state
 from ._archived_runs import find_archived_run
 from ._deleted import is_tombstone
 from ._errors import ProblemCode, ProblemError
+from ._read_pacing import read_pacer
 from ._results import StoredRun, find_stored_run
 from ._unrecorded import unrecorded_run
 
 SameRequest = Callable[[str | None, Mapping[str, Any] | None], bool]
 """Whether a stored run (its request hash, its request entry) asked what the new request asks."""
-
-FIRST_DELAY = 0.004
-"""Seconds before the first re-read after a signal."""
-MAX_DELAY = 0.1
-"""Cap of the gap between reads while waiting."""
 
 
 @dataclass(frozen=True)
@@ -140,30 +135,32 @@ async def wait_for_run(
     and a 410 when a reset or delete discarded the run (hosting._unrecorded).
     """
     deadline = time.monotonic() + max(0.0, timeout)
-    delay = FIRST_DELAY
     checked = state_checked
-    while True:
-        snapshot = await read_session(client, entity_id)
-        if snapshot.exists:
-            if not checked:
-                # Once per wait: what the entity writes afterwards it could read itself.
-                reason = state_problem(snapshot.document)
-                if reason is not None:
-                    raise unreadable(agent, session_id, reason)
-                checked = True
-            run = find_stored_run(snapshot.document, correlation_id)
-            if run is None:
-                # A retry of a run whose entries were archived: answered from its chunk.
-                run = await find_archived_run(agent, session_id, snapshot.document, correlation_id)
-            if run is not None:
-                check_same_request(run, asked, agent, session_id)
-                return run
-        # Runs without a record of their own: discarded by a reset or delete, or refused.
-        run = unrecorded_run(snapshot.document, agent, session_id, correlation_id, deleted=snapshot.deleted)
-        if run is not None:
-            return run
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return None
-        await asyncio.sleep(min(delay, remaining))
-        delay = min(delay * 2, MAX_DELAY)
+    with read_pacer(entity_id.name, entity_id.key) as pace:
+        while True:
+            pace.reading()
+            snapshot = await read_session(client, entity_id)
+            if snapshot.exists:
+                if not checked:
+                    # Once per wait: what the entity writes afterwards it could read itself.
+                    reason = state_problem(snapshot.document)
+                    if reason is not None:
+                        raise unreadable(agent, session_id, reason)
+                    checked = True
+                run = find_stored_run(snapshot.document, correlation_id)
+                if run is None:
+                    # A retry of a run whose entries were archived: answered from its chunk.
+                    run = await find_archived_run(agent, session_id, snapshot.document, correlation_id)
+                if run is not None:
+                    check_same_request(run, asked, agent, session_id)
+                    return run
+            # Runs without a record of their own: discarded by a reset or delete, or refused.
+            unrecorded = unrecorded_run(
+                snapshot.document, agent, session_id, correlation_id, deleted=snapshot.deleted
+            )
+            if unrecorded is not None:
+                return unrecorded
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            await pace.pause(remaining)

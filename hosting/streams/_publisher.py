@@ -10,13 +10,14 @@ Publishing never fails a turn: a store error is logged and the rest of the run i
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from agents import TurnEvent, TurnEventSink, failure
 
-from .._loop import run_sync
+from .._loop import run_sync, submit
 from ._store import RUN_COMPLETED, RUN_FAILED, RUN_RESTARTED, RUN_STARTED, StreamEvent, StreamKey, StreamStore
 
 log = logging.getLogger("hosting.streams")
@@ -36,6 +37,7 @@ class RunEvents:
         are not live publish their first and final events only."""
         self._pending: list[StreamEvent] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._begun: concurrent.futures.Future[None] | None = None
 
     def _enqueue(self, kind: str, data: dict[str, Any]) -> None:
         """Number the event and hand it to the flusher; the turn does not wait for the store.
@@ -62,12 +64,20 @@ class RunEvents:
         while self._flusher is not None and not self._flusher.done():
             await self._flusher
 
+    async def _started(self) -> None:
+        """Wait for `begin`'s work (it runs on the turn loop while the entity thread goes on)."""
+        if self._begun is not None:
+            begun, self._begun = self._begun, None
+            await asyncio.wrap_future(begun)
+
     async def _put(self, kind: str, data: dict[str, Any]) -> None:
+        await self._started()
         self._enqueue(kind, data)
         await self._drain()
 
     async def streaming(self, turn: Callable[[TurnEventSink | None], Awaitable[T]]) -> T:
         """Run `turn(sink)` and wait for its events to be stored."""
+        await self._started()
         try:
             return await turn(self.sink)
         finally:
@@ -77,9 +87,9 @@ class RunEvents:
         if self.store is None:
             return
         try:
-            claim = await self.store.claimed(self.key)
+            # Both at once: with Redis each is a round trip before the model request.
+            claim, last = await asyncio.gather(self.store.claimed(self.key), self.store.last(self.key))
             self.live = claim is None or claim.live
-            last = await self.store.last(self.key)
         except Exception:
             log.exception("stream store unreachable; run %s is not streamed", self.key)
             self.store = None
@@ -102,10 +112,12 @@ class RunEvents:
                 "session_id": self.key.session_id,
                 "correlation_id": self.key.correlation_id,
             }
-            await self._put(RUN_STARTED, identity)
+            # Not awaited: the model request starts while it is stored (`streaming` and
+            # `finish` drain the queue in order before the operation returns).
+            self._enqueue(RUN_STARTED, identity)
         else:
             self.seq = last.seq
-            await self._put(RUN_RESTARTED, {"reason": "redelivered", "after": last.seq})
+            self._enqueue(RUN_RESTARTED, {"reason": "redelivered", "after": last.seq})
 
     @property
     def sink(self) -> TurnEventSink | None:
@@ -116,8 +128,9 @@ class RunEvents:
         self._enqueue(str(event.type), dict(event.data))
 
     def begin(self) -> None:
-        """Open the attempt (synchronous: called from the entity function)."""
-        run_sync(self._begin)
+        """Open the attempt (called from the entity function; it does not wait: `streaming` and
+        `finish` do, on the turn loop, which saves the entity thread a round trip to it)."""
+        self._begun = submit(self._begin)
 
     def finish(self, result: dict[str, Any]) -> None:
         """Close the stream with the turn's result (`TurnResult.to_json()`)."""

@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
-from ._notify import notify, waiter
+from .._wakeup import notify, waiter
 from ._store import READ_BATCH, RunClaim, StreamConflict, StreamEvent, StreamKey
 
 _SCHEMA = """

@@ -1,0 +1,81 @@
+"""In-process wakeups: a writer in this process wakes the readers of a topic at once.
+
+Two users: stream readers (hosting.streams: a writer appended events) and callers waiting for a
+run (`hosting._waiting`: the entity finished an operation of their session). Readers still poll,
+so a writer in another process (another instance in Azure) is seen within their poll interval;
+a writer in the same process (the local host, or a single-instance app, runs entities and HTTP
+in one worker process) wakes them at once. Safe from any thread and any event loop.
+
+For sessions it also counts the entity operations running in this process (`session_running`):
+a caller whose session has an operation running here knows the end of it will wake it, and
+need not poll meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_lock = threading.Lock()
+_waiting: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+_running: Counter[str] = Counter()
+
+
+@contextmanager
+def waiter(topic: str) -> Iterator[asyncio.Event]:
+    """An event set when `notify(topic)` is called, for the running loop's task to wait on."""
+    entry = (asyncio.get_running_loop(), asyncio.Event())
+    with _lock:
+        _waiting.setdefault(topic, set()).add(entry)
+    try:
+        yield entry[1]
+    finally:
+        with _lock:
+            waiting = _waiting.get(topic)
+            if waiting is not None:
+                waiting.discard(entry)
+                if not waiting:
+                    del _waiting[topic]
+
+
+def notify(topic: str) -> None:
+    """Wake every reader waiting on `topic` (from any thread)."""
+    with _lock:
+        entries = list(_waiting.get(topic, ()))
+    for loop, event in entries:
+        # A closed loop's reader is not waiting any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(event.set)
+
+
+def session_topic(entity_name: str, key: str) -> str:
+    """The topic of one entity instance (an agent's session): `dafx-{agent}@{session}`."""
+    return f"entity:{entity_name.lower()}@{key}"
+
+
+@contextmanager
+def session_operation(entity_name: str, key: str) -> Iterator[None]:
+    """Mark an entity operation of this session as running in this process for the `with`
+    block, and wake the session's waiters when it ends (its state is committed right after the
+    batch, so they re-read it at once)."""
+    topic = session_topic(entity_name, key)
+    with _lock:
+        _running[topic] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _running[topic] -= 1
+            if _running[topic] <= 0:
+                del _running[topic]
+        notify(topic)
+
+
+def session_running(topic: str) -> bool:
+    """Whether an entity operation of the session `topic` is running in this process now."""
+    with _lock:
+        return topic in _running

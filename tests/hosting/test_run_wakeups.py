@@ -1,0 +1,85 @@
+"""In-process wakeups of callers waiting for a run, and the pauses between their reads."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from hosting._read_pacing import FIRST_DELAY, MAX_DELAY, POLL_DELAY, SETTLE_DELAY, WAITED_SHARE, ReadPacer
+from hosting._wakeup import session_operation, session_running, session_topic, waiter
+
+
+async def test_an_operation_ending_on_another_thread_wakes_its_sessions_waiters_only() -> None:
+    topic = session_topic("dafx-Assistant", "s-1")
+    other = session_topic("dafx-assistant", "s-2")
+    seen_running: list[bool] = []
+    release = threading.Event()
+
+    def operation() -> None:
+        with session_operation("dafx-assistant", "s-1"):
+            seen_running.append(session_running(topic))
+            release.wait(10)
+
+    with waiter(topic) as woken, waiter(other) as bystander:
+        thread = threading.Thread(target=operation)
+        thread.start()
+        try:
+            while not seen_running:
+                await asyncio.sleep(0.001)
+            assert session_running(topic) and not session_running(other)
+            assert not woken.is_set()  # an operation starting wakes nobody
+        finally:
+            release.set()
+            thread.join(10)
+        await asyncio.wait_for(woken.wait(), 10)
+        await asyncio.sleep(0.01)
+        assert not bystander.is_set()
+    assert seen_running == [True]
+    assert not session_running(topic)
+
+
+async def test_an_operation_that_raises_still_wakes_and_is_no_longer_running() -> None:
+    topic = session_topic("dafx-assistant", "s-raise")
+    with waiter(topic) as woken:
+        with pytest.raises(RuntimeError), session_operation("dafx-assistant", "s-raise"):
+            raise RuntimeError("the entity failed")
+        await asyncio.wait_for(woken.wait(), 10)
+    assert not session_running(topic)
+
+
+async def test_without_news_reads_back_off_to_a_share_of_the_time_waited() -> None:
+    pacer = ReadPacer(session_topic("dafx-assistant", "s-poll"), asyncio.Event())
+    delays = [pacer.next_delay() for _ in range(7)]
+    assert delays == [FIRST_DELAY * 2**i for i in range(5)] + [POLL_DELAY, POLL_DELAY]
+    pacer.started = time.monotonic() - 2.0  # two seconds into the wait
+    assert pacer.next_delay() == pytest.approx(2.0 * WAITED_SHARE, rel=0.05)
+    pacer.started = time.monotonic() - 60.0
+    assert pacer.next_delay() == MAX_DELAY
+
+
+async def test_while_the_session_runs_here_only_a_safety_read_and_after_it_ends_a_quick_one() -> None:
+    topic = session_topic("dafx-assistant", "s-run")
+    with waiter(topic) as woken:
+        pacer = ReadPacer(topic, woken)
+        pacer.reading()
+        with session_operation("dafx-assistant", "s-run"):
+            assert pacer.next_delay() == MAX_DELAY
+        await asyncio.wait_for(woken.wait(), 10)
+        pacer.reading()  # woken: the host commits the operation's batch right after
+        assert not woken.is_set()
+        settling = [pacer.next_delay() for _ in range(8)]
+    assert settling[:4] == [SETTLE_DELAY, 2 * SETTLE_DELAY, 4 * SETTLE_DELAY, 8 * SETTLE_DELAY]
+    assert all(delay <= MAX_DELAY for delay in settling) and POLL_DELAY in settling
+
+
+async def test_a_wakeup_during_a_read_makes_the_next_read_quick_even_if_another_operation_runs() -> None:
+    topic = session_topic("dafx-assistant", "s-next")
+    with waiter(topic) as woken:
+        pacer = ReadPacer(topic, woken)
+        pacer.reading()
+        with session_operation("dafx-assistant", "s-next"):
+            woken.set()  # the previous operation ended while we read; the next one started
+            assert pacer.next_delay() == SETTLE_DELAY
