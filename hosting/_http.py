@@ -11,8 +11,9 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -60,7 +61,6 @@ from .archive import state_archive
 from .streams import RunClaim, RunStreams, StreamKey, resume_after, start_run, wants_event_stream
 
 log = logging.getLogger("hosting.http")
-
 
 
 PUBLIC_BASE_URL_ENV = "DURABLE_AGENTS_PUBLIC_BASE_URL"
@@ -279,10 +279,18 @@ class Api:
         elif snapshot.deleted and call.retry_safe:  # a retry of a deleted session's run: 410
             unrecorded_run(snapshot.document, agent.name, call.session_id, call.correlation_id, deleted=True)
 
+        watcher: list[Callable[[], Awaitable[None]]] = []
+
         async def send() -> None:
             await client.signal_entity(entity_id, "run", call.request.to_json())
             if not snapshot.exists:
-                await watch_expiry(client, agent.name, call.session_id)
+                start_watcher = partial(watch_expiry, client, agent.name, call.session_id)
+                if streams is None:
+                    await start_watcher()
+                else:
+                    # Started once the stream's first answer event is out: the watcher's
+                    # orchestration then does not compete with the turn's start for the first token.
+                    watcher.append(start_watcher)
             log.info(
                 "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
             )
@@ -298,7 +306,7 @@ class Api:
             send=send,
         )
         if streams is not None:
-            return streams.attach(client, key, after)
+            return streams.attach(client, key, after, then=watcher[0] if watcher else None)
         if call.wait:
             run = await wait_for_run(
                 client,

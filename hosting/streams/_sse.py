@@ -9,9 +9,10 @@ the problem document (with the same `code`) it answers with otherwise. A comment
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import azure.durable_functions as df
@@ -29,12 +30,40 @@ from .._results import find_stored_run, result_from_stored
 from .._unrecorded import unrecorded_run
 from .._waiting import Snapshot, read_session, state_problem, unreadable, wait_for_run
 from ._events_doc import EVENT_STREAM
-from ._store import RUN_COMPLETED, RUN_FAILED, StreamEvent, StreamKey, StreamStore, seconds_from_env
+from ._store import (
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUN_STARTED,
+    StreamEvent,
+    StreamKey,
+    StreamStore,
+    seconds_from_env,
+)
 
 if TYPE_CHECKING:
     from .._http import Api
 
 log = logging.getLogger("hosting.streams")
+
+Job = Callable[[], Awaitable[None]]
+_running: set[asyncio.Task[None]] = set()
+"""Background jobs in flight (the loop keeps only weak references to tasks)."""
+
+
+def background(key: StreamKey, job: Job) -> None:
+    """Run `job` as a task of its own, so neither the stream's end nor its reader leaving cancels
+    it; a failure is logged."""
+
+    async def guarded() -> None:
+        try:
+            await job()
+        except Exception:
+            log.exception("background work of run %s failed", key)
+
+    task = asyncio.get_running_loop().create_task(guarded())
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+
 
 DEFAULT_HEARTBEAT_SECONDS = 15.0
 HEARTBEAT_ENV = "DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS"
@@ -199,12 +228,17 @@ class RunStreams:
         kind, body = self.terminal(key.agent, key.session_id, result)
         yield sse_frame(after + 1, kind, body)
 
-    async def _follow(self, client: Any, key: StreamKey, after: int) -> AsyncIterator[bytes]:
+    async def _follow(
+        self, client: Any, key: StreamKey, after: int, then: Job | None = None
+    ) -> AsyncIterator[bytes]:
         try:
             async for event in self.store.follow(key, after, self.heartbeat_seconds):
                 if event is not None:
                     after = event.seq
                     yield await self._render(client, key, event)
+                    if then is not None and event.type != RUN_STARTED:
+                        background(key, then)
+                        then = None
                     continue
                 # Idle: if the run is stored but its terminal event never came (its publishing
                 # failed), answer from the stored state instead of waiting forever.
@@ -218,6 +252,9 @@ class RunStreams:
         except Exception:
             # Headers are out; all that is left is to end the stream (the client reconnects).
             log.exception("stream of run %s broke off", key)
+        finally:
+            if then is not None:  # the stream ended (or its reader left) before an answer event
+                background(key, then)
 
     # -- handlers ---------------------------------------------------------------------------
 
@@ -231,6 +268,8 @@ class RunStreams:
         after = resume_after(req)
         return await self.open(client, StreamKey(agent.name, session_id, correlation_id), after)
 
-    def attach(self, client: Any, key: StreamKey, after: int) -> StreamingResponse:
-        """The live stream of a declared run (its events after `after`, then as they come)."""
-        return self.response(self._follow(client, key, after), key)
+    def attach(self, client: Any, key: StreamKey, after: int, then: Job | None = None) -> StreamingResponse:
+        """The live stream of a declared run (its events after `after`, then as they come);
+        `then` is started in the background after the first event past `run.started` (or when
+        the stream ends first), off the path to the first token."""
+        return self.response(self._follow(client, key, after, then), key)
