@@ -5,8 +5,9 @@ The model server (in this process) answers every call after `--ttft` seconds wit
 and then one token every `--token-ms`; its own time to the first text token is therefore
 ttft + token-ms (the first chunk carries only the role). A client sends `POST .../run` with
 `Accept: text/event-stream` and notes when the first `text.delta` event arrives; the overhead is
-that time minus the model's. 1 stream at a time and 50 at once (each in its own session), on the
-embedded SQLite store and on a real redis-server started on a free port. For comparison it prints
+that time minus the model's. 1 stream at a time and 50 at once (each the first turn of a new
+session), and 1 stream on the second turn of a session, on the embedded SQLite store and on a
+real redis-server started on a free port. For comparison it prints
 the time to first byte of the non-streaming JSON answer of the same turn (which is the whole turn).
 
 Usage: .venv/bin/python bench/stream_bench.py [--rounds 40] [--ttft 0.2] [--token-ms 5] [--threads 64]
@@ -67,10 +68,10 @@ def redis_server(directory: pathlib.Path) -> Iterator[str]:
         process.wait(10)
 
 
-async def first_delta(http: aiohttp.ClientSession, url: str) -> float | None:
+async def first_delta(http: aiohttp.ClientSession, url: str, session: str | None = None) -> float | None:
     """Seconds from sending a streaming run to its first text.delta event (the stream is read to
-    its end so the turn finishes before the next one starts)."""
-    body = {"message": "go", "session_id": f"b-{uuid.uuid4().hex[:12]}"}
+    its end so the turn finishes before the next one starts); a new session unless `session`."""
+    body = {"message": "go", "session_id": session or f"b-{uuid.uuid4().hex[:12]}"}
     started = time.perf_counter()
     first: float | None = None
     async with http.post(url, json=body, headers={"Accept": "text/event-stream"}) as response:
@@ -117,6 +118,20 @@ async def measure(url: str, rounds: int, model_ttft: float) -> list[str]:
                 f"  {streams:>2} stream(s): overhead to first text.delta p50 {p50:6.1f} ms  p99 {p99:6.1f} ms"
                 f"  ({len(samples)} turns{f'; {missing} streams WITHOUT a text.delta' if missing else ''})"
             )
+        # The same, for a later turn of an existing session (a chat's usual turn): a session's
+        # first turn also creates the session (and its expiry watcher).
+        samples = []
+        for _ in range(rounds):
+            session = f"l-{uuid.uuid4().hex[:12]}"
+            await first_delta(http, url, session)
+            got = await first_delta(http, url, session)
+            if got is not None:
+                samples.append(got - model_ttft)
+        p50, p99 = quantiles(samples)
+        lines.append(
+            f"   1 stream, a later turn of a session: overhead p50 {p50:6.1f} ms  p99 {p99:6.1f} ms"
+            f"  ({len(samples)} turns)"
+        )
         ttfb = [await json_ttfb(http, url) for _ in range(max(5, rounds // 2))]
         p50, p99 = quantiles(ttfb)
         lines.append(f"  non-streaming JSON answer, time to first byte: p50 {p50:6.1f} ms  p99 {p99:6.1f} ms")
