@@ -1,12 +1,15 @@
 """Turns waiting on a slow model, all at once, and a bystander's turn meanwhile, on the local host.
 
-Serves the hosting app (agent `assistant`) on `devhost.LocalHost` with the project's host.json,
-its model a local `ModelServer` that answers every turn after `--model-seconds` and the
-bystander's at once. Sends `--turns` waiting runs on separate sessions over real HTTP, waits
-until all of them are waiting on the model, then runs the bystander's turn, and prints how long
-the bystander took and when the last slow turn finished.
+Runs `python -m devhost` (the project's `function_app.py` and host.json) as its own process, as a
+user runs it, its model a `ModelServer` in this process that answers every turn after
+`--model-seconds` and the bystander's at once. Sends `--turns` waiting runs on separate sessions
+over real HTTP from this process, waits until all of them are waiting on the model, then runs the
+bystander's turn, and prints how long the bystander took and when the last slow turn finished.
+`--in-process` serves the hosting app on `devhost.LocalHost` inside this process instead, so
+host, client and model server share one interpreter (one GIL): the earlier way of this bench.
 
-Usage: .venv/bin/python bench/hung_model_bench.py [--turns 200] [--model-seconds 2]
+Usage: PYTHONPATH=. .venv/bin/python bench/hung_model_bench.py [--turns 200] [--model-seconds 2]
+       [--in-process]
 """
 
 from __future__ import annotations
@@ -15,8 +18,11 @@ import argparse
 import asyncio
 import os
 import pathlib
+import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import aiohttp
 
@@ -26,20 +32,39 @@ from devhost import LocalHost
 from hosting import build_app
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from host_bench import Host  # noqa: E402
+
+
+@asynccontextmanager
+async def serve(model_url: str, tmp: pathlib.Path, in_process: bool) -> AsyncIterator[tuple[str, str]]:
+    """The host's base URL and a line describing it, for the life of the block."""
+    if not in_process:
+        host = Host(tmp / "d", model_url, tmp / "host.log")
+        host.start()
+        try:
+            yield host.url, "python -m devhost in its own process"
+        finally:
+            host.stop()
+        return
+    settings = ModelSettings(model="m", base_url=model_url, api_key="k", retry=RetryPolicy(max_attempts=1))
+    local = LocalHost(build_app([Agent(name="assistant", model=settings)]), tmp / "d", project_dir=ROOT)
+    await local.start()
+    try:
+        yield local.url, f"LocalHost in this process (entity threads: {local.entity_concurrency})"
+    finally:
+        await local.stop()
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--model-seconds", type=float, default=2.0)
+    parser.add_argument("--in-process", action="store_true", help="host, client and model in one process")
     args = parser.parse_args()
     os.environ.setdefault("DURABLE_AGENTS_ALLOW_MODEL_REQUESTS", "0")
     with ModelServer(mode="scripted") as server, tempfile.TemporaryDirectory() as tmp:
-        settings = ModelSettings(model="m", base_url=server.base_url, api_key="k",
-                                 retry=RetryPolicy(max_attempts=1))
-        host = LocalHost(build_app([Agent(name="assistant", model=settings)]), pathlib.Path(tmp) / "d",
-                         project_dir=ROOT)
-        await host.start()
 
         def answer(request: ModelRequest) -> Reply:
             if request.last_user_text == "bystander":
@@ -47,8 +72,8 @@ async def main() -> None:
             return Reply.delay(args.model_seconds, Reply.text("slow"))
 
         server.handler = answer
-        url = f"{host.url}/api/agents/assistant/run"
-        try:
+        async with serve(str(server.base_url), pathlib.Path(tmp), args.in_process) as (base, where):
+            url = f"{base}/api/agents/assistant/run"
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
 
                 async def turn(index: int, text: str) -> tuple[int, float]:
@@ -65,12 +90,9 @@ async def main() -> None:
                 bystander = await turn(-1, "bystander")
                 results = await asyncio.gather(*slow)
                 elapsed = time.monotonic() - started
-        finally:
-            await host.stop()
     ok = sum(1 for status, _ in results if status == 200)
-    print(f"{args.turns} turns waiting {args.model_seconds:g}s on the model "
-          f"(entity threads: {host.entity_concurrency}, cores: {os.cpu_count()}, load avg "
-          f"{os.getloadavg()[0]:.1f})")
+    print(f"{args.turns} turns waiting {args.model_seconds:g}s on the model; host: {where} "
+          f"(cores: {os.cpu_count()}, load avg {os.getloadavg()[0]:.1f})")
     print(f"  all waiting on the model after {all_waiting:.2f}s; all answered after {elapsed:.2f}s "
           f"({ok} x 200)")
     print(f"  bystander turn: {bystander[0]} in {bystander[1]:.2f}s")

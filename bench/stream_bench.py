@@ -124,9 +124,9 @@ async def measure(url: str, rounds: int, model_ttft: float) -> list[str]:
         for _ in range(rounds):
             session = f"l-{uuid.uuid4().hex[:12]}"
             await first_delta(http, url, session)
-            got = await first_delta(http, url, session)
-            if got is not None:
-                samples.append(got - model_ttft)
+            later = await first_delta(http, url, session)
+            if later is not None:
+                samples.append(later - model_ttft)
         p50, p99 = quantiles(samples)
         lines.append(
             f"   1 stream, a later turn of a session: overhead p50 {p50:6.1f} ms  p99 {p99:6.1f} ms"
