@@ -11,7 +11,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -279,25 +279,15 @@ class Api:
         elif snapshot.deleted and call.retry_safe:  # a retry of a deleted session's run: 410
             unrecorded_run(snapshot.document, agent.name, call.session_id, call.correlation_id, deleted=True)
 
-        watcher: list[Callable[[], Awaitable[None]]] = []
-
         async def send() -> None:
             await client.signal_entity(entity_id, "run", call.request.to_json())
-            if not snapshot.exists:
-                start_watcher = partial(watch_expiry, client, agent.name, call.session_id)
-                if streams is None:
-                    await start_watcher()
-                else:
-                    # Started once the stream's first answer event is out: the watcher's
-                    # orchestration then does not compete with the turn's start for the first token.
-                    watcher.append(start_watcher)
             log.info(
                 "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
             )
 
         # Not stored: send the turn, or attach to the pending run with this id (the same checks
         # for JSON and SSE; hosting/streams/_admission.py).
-        await start_run(
+        sent = await start_run(
             self.streams.store if self.streams is not None else None,
             key,
             RunClaim(agent.request_identity(call.request), live=streams is not None or not call.wait),
@@ -305,8 +295,15 @@ class Api:
             conflict=lambda: idempotency_conflict(agent.name, call.session_id, call.correlation_id),
             send=send,
         )
+        # The request that created the session starts its expiry watcher.
+        created = sent and not snapshot.exists
+        watch = partial(watch_expiry, client, agent.name, call.session_id) if created else None
         if streams is not None:
-            return streams.attach(client, key, after, then=watcher[0] if watcher else None)
+            # Once the stream's first answer event is out: the watcher's orchestration then does
+            # not compete with the turn's start for the first token.
+            return streams.attach(client, key, after, then=watch)
+        if watch is not None:
+            await watch()
         if call.wait:
             run = await wait_for_run(
                 client,
