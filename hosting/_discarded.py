@@ -23,11 +23,23 @@ MAX_DISCARDED_RUNS = 500
 """How many discarded run ids a session remembers (about 35 bytes each)."""
 
 
+def listed_ids(document: Any, key: str) -> list[str]:
+    """The run ids a parsed state document lists under `data[key]` (`DISCARDED_KEY`,
+    `REFUSED_KEY`), most recent last; anything else there is ignored."""
+    data = document.get("data") if isinstance(document, dict) else None
+    ids = data.get(key) if isinstance(data, dict) else None
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+
+
+def text_lists(text: str, key: str, correlation_id: str) -> bool:
+    """Whether stored state text lists `correlation_id` under `data[key]`, parsing it only when
+    the key appears at all (the entity asks this of every turn)."""
+    return f'"{key}"' in text and correlation_id in listed_ids(json.loads(text), key)
+
+
 def discarded_ids(document: Any) -> list[str]:
     """The run ids earlier resets of this session discarded (a parsed state document)."""
-    data = document.get("data") if isinstance(document, dict) else None
-    ids = data.get(DISCARDED_KEY) if isinstance(data, dict) else None
-    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+    return listed_ids(document, DISCARDED_KEY)
 
 
 def is_discarded(document: Any, correlation_id: str) -> bool:
@@ -37,7 +49,7 @@ def is_discarded(document: Any, correlation_id: str) -> bool:
 
 def text_is_discarded(text: str, correlation_id: str) -> bool:
     """`is_discarded` on stored state text, parsing it only when it has discarded runs at all."""
-    return f'"{DISCARDED_KEY}"' in text and is_discarded(json.loads(text), correlation_id)
+    return text_lists(text, DISCARDED_KEY, correlation_id)
 
 
 def _run_ids(document: Any) -> list[str]:
@@ -54,8 +66,7 @@ def _run_ids(document: Any) -> list[str]:
         cid = entry.get("correlationId") if isinstance(entry, dict) else None
         if isinstance(cid, str):
             ids.append(cid)
-    refused = data.get(REFUSED_KEY)
-    ids += [i for i in (refused if isinstance(refused, list) else []) if isinstance(i, str)]
+    ids += listed_ids(document, REFUSED_KEY)
     return list(dict.fromkeys(ids))
 
 

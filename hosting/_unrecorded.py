@@ -20,7 +20,7 @@ from typing import Any
 
 from agents import TurnResult, turn_result
 
-from ._discarded import REFUSED_KEY, discarded_problem, is_discarded
+from ._discarded import REFUSED_KEY, discarded_problem, is_discarded, listed_ids, text_lists
 from ._errors import ProblemCode
 from ._results import StoredRun, compact_text
 
@@ -36,20 +36,14 @@ REFUSED_MESSAGE = (
 )
 
 
-def _data(document: Any) -> dict[str, Any] | None:
-    data = document.get("data") if isinstance(document, dict) else None
-    return data if isinstance(data, dict) else None
-
-
 def refused_ids(document: Any) -> list[str]:
     """The ids of the turns refused without a record (a parsed state document)."""
-    ids = (_data(document) or {}).get(REFUSED_KEY)
-    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+    return listed_ids(document, REFUSED_KEY)
 
 
 def text_is_refused(text: str, correlation_id: str) -> bool:
     """Whether stored state text lists `correlation_id` as refused, parsing only when it may."""
-    return f'"{REFUSED_KEY}"' in text and correlation_id in refused_ids(json.loads(text))
+    return text_lists(text, REFUSED_KEY, correlation_id)
 
 
 def with_refused(text: str, correlation_id: str) -> str:
