@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import openai
 
-from ._errors import FailureCode, ModelCallError
+from ._errors import FailureCode, ModelCallError, streamed_failure
 from ._settings import Endpoint, RetryPolicy, check_requests_allowed
 
 T = TypeVar("T")
@@ -159,12 +159,8 @@ def classify_error(exc: BaseException) -> ModelCallError:
         return ModelCallError(
             FailureCode.INVALID_MODEL_RESPONSE, exc.message, retryable=True, status=exc.status_code
         )
-    if isinstance(exc, openai.APIError):
-        # The service reported a failure inside a streamed answer (its HTTP status, 200, was
-        # already sent): a `server_error` is the service's fault and worth another attempt.
-        server = exc.type == "server_error" or exc.code == "server_error"
-        code = FailureCode.MODEL_SERVER_ERROR if server else (exc.code or FailureCode.MODEL_ERROR)
-        return ModelCallError(code, exc.message, retryable=server)
+    if isinstance(exc, openai.APIError):  # reported inside a streamed answer (its 200 was sent)
+        return streamed_failure(exc.code, exc.type, exc.message)
     if isinstance(exc, openai.OpenAIError):
         return ModelCallError(FailureCode.MODEL_CLIENT_ERROR, str(exc), retryable=False)
     raise TypeError(f"not a model call error: {exc!r}")

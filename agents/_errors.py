@@ -99,6 +99,15 @@ class ModelCallError(AgentsError, FailureCarrier):
         self.failure = failure(code, message, retryable=retryable, status=status)
 
 
+def streamed_failure(code: object, kind: object, message: str) -> ModelCallError:
+    """A failure the model service reported inside a streamed answer, after its HTTP 200 (a Chat
+    Completions `error` chunk, a Responses `error` event): its own `server_error` (as `code` or
+    `kind`) is the service's fault and worth another attempt; another keeps the service's code."""
+    server = "server_error" in (code, kind)
+    chosen = FailureCode.MODEL_SERVER_ERROR if server else str(code or FailureCode.MODEL_ERROR)
+    return ModelCallError(chosen, message, retryable=server)
+
+
 class ToolExecutionError(AgentsError):
     """Internal: a tool call could not run (bad arguments, unknown tool, tool raised).
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Mapping
 from typing import Any
 
-from ._errors import FailureCode, ModelCallError
+from ._errors import FailureCode, ModelCallError, streamed_failure
 from ._events import EventEmitter, TurnEventType
 from ._unicode import without_lone_surrogates
 
@@ -134,15 +134,8 @@ async def read_responses_stream(events: AsyncIterable[Any], emitter: EventEmitte
             if isinstance(piece, str) and piece:
                 await emitter.emit(TurnEventType.REASONING_DELTA, text=_clean(piece))
         elif kind == "error":
-            # As a streamed Chat Completions error is classified (agents._client): the service's
-            # own `server_error` is worth another attempt while nothing was shown yet.
-            code = event.get("code")
-            server = code == "server_error"
-            raise ModelCallError(
-                FailureCode.MODEL_SERVER_ERROR if server else str(code or FailureCode.MODEL_ERROR),
-                str(event.get("message") or "the model failed while streaming"),
-                retryable=server,
-            )
+            message = str(event.get("message") or "the model failed while streaming")
+            raise streamed_failure(event.get("code"), None, message)
         elif kind in _FINAL_EVENTS:
             response = event.get("response")
             if not isinstance(response, Mapping):
