@@ -84,7 +84,8 @@ def test_a_multi_turn_conversation(page: BrowserPage, model: ModelServer) -> Non
 def test_a_tool_call_shows_its_arguments_and_result(page: BrowserPage, model: ModelServer) -> None:
     model.script(
         Reply.tool_call("get_weather", {"city": "Paris", "unit": "celsius"}),
-        Reply.text("It is mild in Paris today."),
+        # The answer waits, so the reader expands the call while the turn is still live.
+        Reply.delay(1.5, then=Reply.text("It is mild in Paris today.")),
     )
     view = page.open("chat/concierge")
     _send(page, "Weather in Paris?")
@@ -92,11 +93,17 @@ def test_a_tool_call_shows_its_arguments_and_result(page: BrowserPage, model: Mo
     expect(tool).to_have_count(1)
     expect(tool.locator("summary")).to_contain_text("get_weather")
     expect(tool.locator("summary")).to_contain_text('"city":"Paris"')
+    expect(view.locator("#transcript .msg.assistant.live")).to_have_count(1)
     tool.locator("summary").click()  # expand
+    expect(tool.locator("pre.arguments")).to_be_visible()
     arguments = json.loads(tool.locator("pre.arguments").inner_text())
     assert arguments == {"city": "Paris", "unit": "celsius"}
-    # The call is shown as soon as it streams; its result and the answer follow.
+    # The call is shown as soon as it streams; its result and the answer follow, and the
+    # stored turn that replaces the live one keeps the call expanded.
     expect(view.locator("#transcript .msg.assistant:not(.live)")).to_have_count(1)
+    expect(view.locator("#transcript .msg.assistant.live")).to_have_count(0)
+    expect(tool).to_have_attribute("open", "")
+    expect(tool.locator("pre.arguments")).to_be_visible()
     expect(tool.locator("pre.result")).not_to_contain_text("waiting for the result")
     result = json.loads(tool.locator("pre.result").inner_text())
     assert result["city"] == "Paris" and result["unit"] == "celsius" and "condition" in result

@@ -38,6 +38,18 @@ export function toolCall({ call_id: callId, name, arguments: raw }) {
   return el;
 }
 
+/**
+ * Keeps the tool calls a reader expanded while the turn streamed expanded in the block that
+ * replaces the live one when the turn ends; otherwise they would snap shut under the reader.
+ */
+export function keepExpanded(from, to) {
+  const open = new Set([...from.querySelectorAll("details.tool[open]")].map((el) => el.dataset.callId));
+  for (const el of to.querySelectorAll("details.tool")) {
+    if (open.has(el.dataset.callId)) el.open = true;
+  }
+  return to;
+}
+
 /** The problem of a failed turn: code, message, whether retrying may help. */
 export function problemBox(problem, heading = "The turn failed") {
   const p = problem || {};

@@ -4,7 +4,7 @@ import { field, formatUsage, h } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
 import { replaceRoute, showNotice } from "../shell.js";
 import { runTurn } from "../stream.js";
-import { assistantBlock, historyView, problemBox, toolCall, userBubble } from "../transcript.js";
+import { assistantBlock, historyView, keepExpanded, problemBox, toolCall, userBubble } from "../transcript.js";
 import { listAgents } from "./agents.js";
 
 export async function render(main, [agentParam, sessionParam]) {
@@ -130,7 +130,7 @@ export async function render(main, [agentParam, sessionParam]) {
       if (body.response?.structured !== undefined && body.response?.structured !== null) {
         done.append(h("details.structured", {}, h("summary", {}, "Structured output"), h("pre", {}, JSON.stringify(body.response.structured, null, 2))));
       }
-      block.replaceWith(done);
+      block.replaceWith(keepExpanded(block, done));
       status.textContent = "";
     } catch (error) {
       const problem = error.problem || { detail: error.message, status: error.status || undefined };

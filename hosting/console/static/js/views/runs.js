@@ -5,7 +5,7 @@ import { field, formatUsage, h, statusBadge } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
 import { navigate } from "../shell.js";
 import { followRun } from "../stream.js";
-import { assistantBlock, problemBox, toolCall } from "../transcript.js";
+import { assistantBlock, keepExpanded, problemBox, toolCall } from "../transcript.js";
 import { listAgents } from "./agents.js";
 
 export async function render(main, [agentParam, sessionId, correlationId]) {
@@ -28,9 +28,10 @@ export async function render(main, [agentParam, sessionId, correlationId]) {
   area.replaceChildren(heading);
   const setStatus = (value) => heading.querySelector("#run-status").replaceChildren(statusBadge(value));
 
-  function showResult(body) {
+  function showResult(body, live = null) {
     setStatus(body.status);
     const block = assistantBlock(body.response?.messages || [], {});
+    if (live) keepExpanded(live, block);
     block.append(h("p.usage", {}, `Tokens: ${formatUsage(body.response?.usage)} · session `,
       h("a", { href: `#/sessions/${seg(agentParam)}/${seg(sessionId)}` }, sessionId)));
     area.replaceChildren(heading, block);
@@ -65,6 +66,6 @@ export async function render(main, [agentParam, sessionId, correlationId]) {
     onToolCall: (c) => { const el = toolCall(c); calls.set(c.call_id, el); live.insertBefore(el, text); },
     onToolResult: (r) => calls.get(r.call_id)?.setResult(r.result, r.is_error === true),
     onRestarted: () => { buffer = ""; calls.forEach((el) => el.remove()); calls.clear(); renderMarkdown("", text); },
-  }).then(showResult, (error) => { if (!controller.signal.aborted) showFailure(error); });
+  }).then((body) => showResult(body, live), (error) => { if (!controller.signal.aborted) showFailure(error); });
   return () => controller.abort();
 }
