@@ -117,6 +117,12 @@ class Host:
                 time.sleep(0.05)
         raise SystemExit(f"the host did not start:\n{self.log.read_text()}")
 
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time the host process has used so far (Linux /proc)."""
+        assert self.proc is not None
+        fields = pathlib.Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

@@ -21,7 +21,7 @@ import pathlib
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import aiohttp
@@ -38,13 +38,16 @@ from host_bench import Host  # noqa: E402
 
 
 @asynccontextmanager
-async def serve(model_url: str, tmp: pathlib.Path, in_process: bool) -> AsyncIterator[tuple[str, str]]:
-    """The host's base URL and a line describing it, for the life of the block."""
+async def serve(
+    model_url: str, tmp: pathlib.Path, in_process: bool
+) -> AsyncIterator[tuple[str, str, Callable[[], float]]]:
+    """The host's base URL, a line describing it and a clock of the CPU time it has used (for
+    the in-process host: this whole process's), for the life of the block."""
     if not in_process:
         host = Host(tmp / "d", model_url, tmp / "host.log")
         host.start()
         try:
-            yield host.url, "python -m devhost in its own process"
+            yield host.url, "python -m devhost in its own process", host.cpu_seconds
         finally:
             host.stop()
         return
@@ -52,7 +55,11 @@ async def serve(model_url: str, tmp: pathlib.Path, in_process: bool) -> AsyncIte
     local = LocalHost(build_app([Agent(name="assistant", model=settings)]), tmp / "d", project_dir=ROOT)
     await local.start()
     try:
-        yield local.url, f"LocalHost in this process (entity threads: {local.entity_concurrency})"
+        yield (
+            local.url,
+            f"LocalHost in this process (entity threads: {local.entity_concurrency})",
+            time.process_time,
+        )
     finally:
         await local.stop()
 
@@ -72,7 +79,7 @@ async def main() -> None:
             return Reply.delay(args.model_seconds, Reply.text("slow"))
 
         server.handler = answer
-        async with serve(str(server.base_url), pathlib.Path(tmp), args.in_process) as (base, where):
+        async with serve(str(server.base_url), pathlib.Path(tmp), args.in_process) as (base, where, cpu):
             url = f"{base}/api/agents/assistant/run"
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
 
@@ -82,7 +89,7 @@ async def main() -> None:
                         await r.read()
                         return r.status, time.monotonic() - started
 
-                started = time.monotonic()
+                started, cpu_before = time.monotonic(), cpu()
                 slow = [asyncio.create_task(turn(i, "slow")) for i in range(args.turns)]
                 while len(server.requests) < args.turns:
                     await asyncio.sleep(0.02)
@@ -90,12 +97,15 @@ async def main() -> None:
                 bystander = await turn(-1, "bystander")
                 results = await asyncio.gather(*slow)
                 elapsed = time.monotonic() - started
+                cpu_used = cpu() - cpu_before
     ok = sum(1 for status, _ in results if status == 200)
     print(f"{args.turns} turns waiting {args.model_seconds:g}s on the model; host: {where} "
           f"(cores: {os.cpu_count()}, load avg {os.getloadavg()[0]:.1f})")
     print(f"  all waiting on the model after {all_waiting:.2f}s; all answered after {elapsed:.2f}s "
           f"({ok} x 200)")
     print(f"  bystander turn: {bystander[0]} in {bystander[1]:.2f}s")
+    print(f"  host CPU for all {args.turns + 1} turns: {cpu_used:.2f}s "
+          f"({1000 * cpu_used / (args.turns + 1):.1f} ms a turn)")
 
 
 if __name__ == "__main__":
