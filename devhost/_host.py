@@ -164,6 +164,9 @@ class LocalHost:
             self.engine = OrchestrationEngine(
                 db_path=self.db_path, app=app, entities=self.entities, logger=self.log,
                 model=self.model,
+                client_binding=lambda binding: self.client_binding(
+                    task_hub=binding.get("taskHub"), connection_name=binding.get("connectionName")
+                ),
             )
         except Exception as exc:
             self.log.exception("the orchestration engine failed to initialise")

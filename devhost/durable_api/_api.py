@@ -489,7 +489,9 @@ class DurableApi:
         top = _page_size(request)
         after = _entity_token(request.headers.get(CONTINUATION_HEADER))
         items = await self._entities.list_entities(
-            name, fetch_state=_flag(request, "fetchState"), limit=top + 1, after=after
+            name, fetch_state=_flag(request, "fetchState"), limit=top + 1, after=after,
+            operated_from=_date(request, "lastOperationTimeFrom"),
+            operated_to=_date(request, "lastOperationTimeTo"),
         )
         headers = {}
         if len(items) > top:

@@ -448,10 +448,13 @@ class EntityGateway:
     async def list_entities(
         self, name: str | None, *, fetch_state: bool, limit: int = 1000,
         after: tuple[str, str] | None = None,
+        operated_from: datetime | None = None, operated_to: datetime | None = None,
     ) -> list[dict[str, Any]]:
         """Existing entities in the shape of the extension's entity query API, in (name, key)
-        order after the entity ``after``."""
-        rows = await self._store.run(self._store.list_entities, name, fetch_state, limit, after)
+        order after the entity ``after``; with ``operated_from``/``operated_to``, only those whose
+        last operation falls in that span (the query's lastOperationTimeFrom/To)."""
+        span = tuple(None if t is None else _epoch(t) for t in (operated_from, operated_to))
+        rows = await self._store.run(self._store.list_entities, name, fetch_state, limit, after, span)
         out = []
         for ent_name, key, last_op, state in rows:
             item: dict[str, Any] = {
@@ -462,3 +465,8 @@ class EntityGateway:
                 item["state"] = _decode_result(state)
             out.append(item)
         return out
+
+
+def _epoch(moment: datetime) -> float:
+    # A time without a zone is UTC, as the extension reads the query's timestamps.
+    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()

@@ -237,10 +237,12 @@ class EntityStore:
         return seqs
 
     def list_entities(
-        self, name: str | None, fetch_state: bool, limit: int, after: tuple[str, str] | None = None
+        self, name: str | None, fetch_state: bool, limit: int, after: tuple[str, str] | None = None,
+        operated: tuple[float | None, float | None] = (None, None),
     ) -> list[tuple[str, str, float, str | None]]:
         """(name, key, last operation time, state or None) of existing entities, in (name, key)
-        order, starting after the entity ``after`` (a page's continuation)."""
+        order, starting after the entity ``after`` (a page's continuation); ``operated`` bounds
+        the last operation time (epoch seconds, inclusive; None: open)."""
         sql = "SELECT name, key, last_operation_at, {} FROM entity_states".format(
             "state" if fetch_state else "NULL"
         )
@@ -252,6 +254,10 @@ class EntityStore:
         if after is not None:
             where.append("(name, key) > (?, ?)")
             args.extend(after)
+        for bound, test in zip(operated, ("last_operation_at >= ?", "last_operation_at <= ?"), strict=True):
+            if bound is not None:
+                where.append(test)
+                args.append(bound)
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY name, key LIMIT ?"

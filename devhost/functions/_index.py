@@ -42,6 +42,8 @@ class NamedFunction:
     func: Callable[..., Any]
     param: str
     is_async: bool
+    # param -> durableClient binding (activities may carry one, as any Functions function may)
+    client_params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -174,7 +176,8 @@ def index_app(app: Any) -> AppModel:
             model.orchestrators[orch_name] = NamedFunction(orch_name, name, func, param, is_async)
         elif kind == "activityTrigger":
             act_name = trigger.get("activity") or name
-            model.activities[act_name] = NamedFunction(act_name, name, func, param, is_async)
+            clients = {b["name"]: b for b in bindings if b.get("type") == "durableClient"}
+            model.activities[act_name] = NamedFunction(act_name, name, func, param, is_async, clients)
         elif kind == "mcpToolTrigger":
             model.mcp_tools.append(
                 McpToolFunction(

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from ..functions import AppModel, index_app
 from ._episodes import Episodes
-from ._functions import DurableFunctions
+from ._functions import ClientBinding, DurableFunctions
 from ._replay import parse_time
 from ._status import render_status
 from ._store import OrchestrationStore, WorkItem
@@ -47,8 +47,10 @@ class OrchestrationEngine:
         entities: EntityRuntime,
         logger: logging.Logger,
         model: AppModel | None = None,
+        client_binding: ClientBinding | None = None,
     ) -> None:
-        """``model`` is the host's index of ``app``; without it (tests) the app is indexed here."""
+        """``model`` is the host's index of ``app``; without it (tests) the app is indexed here.
+        ``client_binding`` makes a durableClient binding's JSON for activities that take one."""
         self._store = OrchestrationStore(db_path)
         functions = DurableFunctions.of(model if model is not None else index_app(app))
         self._functions = functions
@@ -66,6 +68,7 @@ class OrchestrationEngine:
             run=self._run,
             wake=self._wake,
             log=logger,
+            client_binding=client_binding,
         )
         self._work: dict[int, asyncio.Task[None]] = {}
         self._wakes: set[str] = set()

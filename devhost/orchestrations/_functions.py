@@ -7,7 +7,9 @@ import concurrent.futures
 import functools
 import inspect
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from azure.functions import meta
 from azure.functions.durable_functions import ActivityTriggerConverter
@@ -55,18 +57,30 @@ class ActivityFailed(Exception):
         self.details = details
 
 
+ClientBinding = Callable[[dict[str, Any]], str]
+
+
 async def run_activity(
-    activity: NamedFunction, input_text: str | None, executor: concurrent.futures.Executor
+    activity: NamedFunction,
+    input_text: str | None,
+    executor: concurrent.futures.Executor,
+    client_binding: ClientBinding | None = None,
 ) -> str:
     """Run ``activity`` with its JSON input text; return the result JSON text.
 
     Input and output go through the worker's own ``activityTrigger`` converter, so values
     decode and encode exactly as on Azure. Async functions run on the loop, others on the pool.
+    A durableClient input binding gets ``client_binding``'s JSON, as an HTTP function's does.
     """
     datum = meta.Datum(type="json", value=input_text if input_text is not None else "null")
     try:
         value = ActivityTriggerConverter.decode(datum, trigger_metadata=None)
-        kwargs = {activity.param: value}
+        kwargs: dict[str, Any] = {activity.param: value}
+        if activity.client_params:
+            if client_binding is None:
+                raise RuntimeError("this host gives activities no durable client binding")
+            for param, binding in activity.client_params.items():
+                kwargs[param] = client_binding(binding)
         if inspect.iscoroutinefunction(activity.func):
             result = await activity.func(**kwargs)
         else:

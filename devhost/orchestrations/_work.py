@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Protocol
 
-from ._functions import ActivityFailed, DurableFunctions, run_activity
+from ._functions import ActivityFailed, ClientBinding, DurableFunctions, run_activity
 from ._replay import EventType, event, parse_time, utcnow
 from ._runtime_status import RuntimeStatus
 from ._store import OrchestrationStore, WorkItem
@@ -52,8 +52,10 @@ class WorkRunner:
         run: Callable[..., Awaitable[Any]],
         wake: Callable[[str], None],
         log: logging.Logger,
+        client_binding: ClientBinding | None = None,
     ) -> None:
         self._log = log
+        self._client_binding = client_binding
         self._store = store
         self._states = states
         self._functions = functions
@@ -171,7 +173,7 @@ class WorkRunner:
                     raise ActivityFailed(
                         f"The function '{p['name']}' doesn't exist or is not an activity.", ""
                     )
-                result = await run_activity(activity, p["input"], self._pool)
+                result = await run_activity(activity, p["input"], self._pool, self._client_binding)
                 attempts.append({"ok": True, "result": result})
                 break
             except ActivityFailed as exc:

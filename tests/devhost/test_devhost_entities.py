@@ -290,3 +290,29 @@ async def test_entity_query_pages_with_continuation_tokens(
     async with http.get(f"{host.rpc_base_url}entities/counter",
                         headers={"x-ms-continuation-token": "not-ours"}) as r:
         assert r.status == 400
+
+
+async def test_the_entity_query_bounds_the_last_operation_time(
+    host: LocalHost, http: aiohttp.ClientSession
+) -> None:
+    # lastOperationTimeFrom / lastOperationTimeTo, as the extension's query takes them (inclusive).
+    assert host.entities is not None
+    await host.entities.call("@counter@t-old", "add", 1)
+    await asyncio.sleep(0.05)
+    between = datetime.now(UTC)
+    await asyncio.sleep(0.05)
+    await host.entities.call("@counter@t-new", "add", 1)
+
+    async def keys(**bounds: str) -> list[str]:
+        async with http.get(f"{host.rpc_base_url}entities/counter", params=bounds) as r:
+            assert r.status == 200, await r.text()
+            found = [item["entityId"]["key"] for item in await r.json()]
+        return [key for key in found if key.startswith("t-")]
+
+    assert await keys() == ["t-new", "t-old"]
+    assert await keys(lastOperationTimeTo=between.isoformat()) == ["t-old"]
+    assert await keys(lastOperationTimeFrom=between.isoformat()) == ["t-new"]
+    naive_utc = between.replace(tzinfo=None).isoformat()  # no zone: UTC
+    assert await keys(lastOperationTimeTo=naive_utc) == ["t-old"]
+    async with http.get(f"{host.rpc_base_url}entities/counter", params={"lastOperationTimeTo": "soon"}) as r:
+        assert r.status == 400

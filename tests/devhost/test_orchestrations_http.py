@@ -77,6 +77,25 @@ async def test_entity_orchestration_over_http(orch_host: LocalHost, http: aiohtt
         assert await resp.json() == {"exists": True, "state": 16}
 
 
+async def test_an_activity_gets_its_durable_client_binding(
+    orch_host: LocalHost, http: aiohttp.ClientSession
+) -> None:
+    urls = await start(http, orch_host, "client_activity", "ca-1")
+    status = await wait_status(http, orch_host, urls["id"], ("Completed", "Failed"))
+    assert status["runtimeStatus"] == "Completed", status
+    assert status["output"] == {"signalled": "ca-1"}
+    # The signal the activity sent through its client reached the entity.
+    deadline = asyncio.get_running_loop().time() + 10
+    while True:
+        async with http.get(f"{orch_host.url}/api/entities/Counter/ca-1") as resp:
+            body = await resp.json()
+        if body.get("exists"):
+            break
+        assert asyncio.get_running_loop().time() < deadline, body
+        await asyncio.sleep(0.02)
+    assert body == {"exists": True, "state": 5}
+
+
 async def test_human_approval_survives_a_host_restart(
     tmp_path: pathlib.Path, http: aiohttp.ClientSession
 ) -> None:

@@ -136,6 +136,14 @@ def file_gated(files: dict[str, str]) -> str:
 # -- entity ------------------------------------------------------------------------------------
 
 
+@app.activity_trigger(input_name="key", activity="signal_through_client")
+@app.durable_client_input(client_name="client")
+async def signal_through_client(key: str, client: df.DurableOrchestrationClient) -> dict[str, Any]:
+    """An activity that takes a durable client, as any Functions function may."""
+    await client.signal_entity(df.EntityId("Counter", key), "add", 5)
+    return {"signalled": key}
+
+
 @app.entity_trigger(context_name="context", entity_name="Counter")
 def counter(context: df.DurableEntityContext) -> None:
     value = context.get_state(lambda: 0)
@@ -155,6 +163,11 @@ def counter(context: df.DurableEntityContext) -> None:
 # -- orchestrators -----------------------------------------------------------------------------
 
 Gen = Generator[Any, Any, Any]
+
+
+@app.orchestration_trigger(context_name="context")
+def client_activity(context: df.DurableOrchestrationContext) -> Gen:
+    return (yield context.call_activity("signal_through_client", context.get_input()))
 
 
 @app.orchestration_trigger(context_name="context")
