@@ -30,7 +30,7 @@ from ._errors import HostingConfigurationError, ProblemCode, ProblemError
 from ._handlers import Handler
 from ._history_api import with_history
 from ._ids import entity_name
-from ._lifecycle import reset_or_delete, watch_expiry
+from ._lifecycle import reset_or_delete
 from ._models import (
     AgentInfo,
     AgentsBody,
@@ -47,6 +47,7 @@ from ._models import (
 from ._problems import json_response, problem_response
 from ._requests import CORRELATION_HEADER, MAX_BODY_BYTES, SESSION_HEADER, RunCall, check_id, parse_run
 from ._results import StoredRun, find_stored_run, result_from_stored, stored_bytes
+from ._sweeper import ensure_sweepers
 from ._unrecorded import unrecorded_run
 from ._waiting import (
     Snapshot,
@@ -295,12 +296,13 @@ class Api:
             conflict=lambda: idempotency_conflict(agent.name, call.session_id, call.correlation_id),
             send=send,
         )
-        # The request that created the session starts its expiry watcher.
+        # A request that created a session makes sure the agents' expiry sweepers run (once per
+        # process: hosting._sweeper); a session itself costs no orchestration.
         created = sent and not snapshot.exists
-        watch = partial(watch_expiry, client, agent.name, call.session_id) if created else None
+        watch = partial(ensure_sweepers, client, list(self.agents)) if created else None
         if streams is not None:
-            # Once the stream's first answer event is out: the watcher's orchestration then does
-            # not compete with the turn's start for the first token.
+            # Once the stream's first answer event is out: a sweeper's start then does not
+            # compete with the turn's start for the first token.
             return streams.attach(client, key, after, then=watch)
         if watch is not None:
             await watch()

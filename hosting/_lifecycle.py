@@ -1,10 +1,11 @@
 """Durable functions of a session's lifecycle: idle expiry and deleting archived chunks after the
 entity change that orphaned them is committed.
 
-* `dafx_session_expiry` (one instance per session, `dafx-expiry-{agent}-{session}`, started when
-  a session is created over HTTP): asks the entity to `expire`; when the session is not idle
-  yet it sleeps on a durable timer until the session would be due and asks again
-  (`continue_as_new`); when it expired, the chunks go.
+* `dafx_session_expiry` (`dafx-expiry-{agent}-{session}`): asks the entity to `expire`; when it
+  expired, the chunks go. The agent's sweeper (hosting._sweeper) starts it for a session idle
+  for its TTL, as a one-shot check (`once`). Watchers that earlier versions started with each
+  session (no `once`) keep their old loop: when the session is not idle yet they sleep on a
+  durable timer until it would be due and ask again (`continue_as_new`).
 * `dafx_session_cleanup`: a reset or delete of a session that has archived history: the entity
   operation is called (its answer names the archive it left behind), then the chunks go.
 * `dafx_forget_history` (activity): deletes one archive epoch's chunks.
@@ -17,13 +18,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Generator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import azure.durable_functions as df
 
 from ._ids import entity_name
-from ._ttl import ttl_for
+from ._sweeper import register_sweeper
 from .archive import default_archive
 
 log = logging.getLogger("hosting.lifecycle")
@@ -43,13 +44,12 @@ def _entity(spec: dict[str, Any]) -> df.EntityId:
 
 
 def expiry_orchestrator(context: df.DurableOrchestrationContext) -> Generator[Any, Any, str]:
-    """Expire the session when idle for its TTL; else sleep until it would be due."""
+    """Expire the session when idle for its TTL; else (a watcher of an earlier version) sleep
+    until it would be due."""
     spec = context.get_input()
     check_at = spec.pop("checkAt", None)
     if isinstance(check_at, str):
-        # Started with the session: it cannot be due before its TTL has passed, so sleep first
-        # instead of asking the entity at once (an operation queued behind the session's first
-        # turn, on the request path). Instances started without it ask at once, as before.
+        # A watcher an earlier version started with its session: it slept until the TTL first.
         yield context.create_timer(datetime.fromisoformat(check_at))
     result = yield context.call_entity(_entity(spec), "expire")
     if not isinstance(result, dict):
@@ -59,8 +59,8 @@ def expiry_orchestrator(context: df.DurableOrchestrationContext) -> Generator[An
             yield context.call_activity(FORGET, {**spec, "epoch": result["epoch"]})
         return "expired"
     due = result.get("dueAt")
-    if not isinstance(due, str):
-        return "never"
+    if spec.get("once") or not isinstance(due, str):
+        return "not idle" if isinstance(due, str) else "never"
     yield context.create_timer(datetime.fromisoformat(due))
     context.continue_as_new(spec)
     return "waiting"
@@ -84,7 +84,7 @@ async def forget_activity(spec: dict[str, Any]) -> int:
 
 
 def register_lifecycle(app: df.DFApp) -> None:
-    """Register the lifecycle orchestrators and activity on the app."""
+    """Register the lifecycle orchestrators and activities (the sweeper's too) on the app."""
     for name, function in ((EXPIRY, expiry_orchestrator), (CLEANUP, cleanup_orchestrator)):
         function.__name__ = name
         decorated = app.orchestration_trigger(context_name="context", orchestration=name)(function)
@@ -95,19 +95,7 @@ def register_lifecycle(app: df.DFApp) -> None:
 
     forget.__name__ = FORGET
     app.function_name(FORGET)(app.activity_trigger(input_name="spec", activity=FORGET)(forget))
-
-
-async def watch_expiry(client: Any, agent: str, session_id: str) -> None:
-    """Start the expiry watcher of a session just created (nothing when its TTL is never)."""
-    ttl = ttl_for(agent)
-    if ttl is None:
-        return
-    try:
-        check_at = (datetime.now(UTC) + ttl).isoformat()
-        spec = {"agent": agent, "session": session_id, "checkAt": check_at}
-        await client.start_new(EXPIRY, expiry_instance(agent, session_id), spec)
-    except Exception as error:  # already watched, or the backend said no: the turn goes on
-        log.info("expiry watcher of %s@%s not started: %s", agent, session_id, error)
+    register_sweeper(app)
 
 
 async def reset_or_delete(client: Any, agent: str, session_id: str, operation: str, archived: bool) -> None:

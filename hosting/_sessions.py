@@ -1,10 +1,6 @@
-"""Listing an agent's sessions, a page at a time, from the Durable extension's entity query.
-
-The Python durable client has no entity query, so this calls the extension's own HTTP API on the
-binding's `rpcBaseUrl` (`GET entities/{name}?fetchState=true&top=N`, the continuation token in the
-`x-ms-continuation-token` header both ways), the same endpoint the .NET client's
-`ListEntitiesAsync` is served by. The token is handed to callers base64url-wrapped, so whatever the
-backend's token looks like (JSON from Azure Storage, text from the Durable Task Scheduler) it
+"""Listing an agent's sessions, a page at a time, from the Durable extension's entity query
+(hosting._entity_query, with the states). The token is handed to callers base64url-wrapped, so
+whatever the backend's token looks like (JSON from Azure Storage, text from the Durable Task Scheduler) it
 travels in a query string and comes back as a header value it cannot break.
 """
 
@@ -14,23 +10,20 @@ import base64
 import binascii
 import json
 from typing import Any
-from urllib.parse import quote
 
-import aiohttp
 import azure.functions as func
 
 from ._deleted import is_tombstone
 from ._entity import entity_name
+from ._entity_query import query_entities
 from ._errors import ProblemCode, ProblemError
 from ._http import Api
 from ._models import SessionsPageBody, SessionSummary
 from ._problems import json_response
 
-CONTINUATION_HEADER = "x-ms-continuation-token"
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 _MAX_TOKEN_CHARS = 4096
-_QUERY_TIMEOUT_SECONDS = 30.0
 
 
 def page_size(req: func.HttpRequest) -> int:
@@ -116,29 +109,11 @@ async def query_sessions(
     client: Any, agent: str, *, top: int, continuation: str | None
 ) -> tuple[list[SessionSummary], str | None]:
     """One page of `agent`'s sessions and the backend's token of the next page."""
-    base = getattr(getattr(client, "_orchestration_bindings", None), "rpc_base_url", None)
-    if not base:
-        raise ProblemError(
-            ProblemCode.STORAGE_UNAVAILABLE, "the durable client binding carries no rpcBaseUrl to query"
-        )
-    url = f"{base}entities/{quote(entity_name(agent), safe='')}?fetchState=true&top={top}"
-    headers = {CONTINUATION_HEADER: continuation} if continuation else {}
-    timeout = aiohttp.ClientTimeout(total=_QUERY_TIMEOUT_SECONDS)
-    async with aiohttp.ClientSession(timeout=timeout) as session, session.get(url, headers=headers) as resp:
-        if resp.status == 400 and continuation:
-            raise ProblemError(
-                ProblemCode.INVALID_FIELD,
-                "the durable backend refused the continuation token (it may have expired)",
-                field="continuation",
-            )
-        if resp.status != 200:
-            raise aiohttp.ClientResponseError(
-                resp.request_info, (), status=resp.status, message="entity query failed"
-            )
-        items = await resp.json(content_type=None)
-        next_token = resp.headers.get(CONTINUATION_HEADER) or None
+    items, next_token = await query_entities(
+        client, entity_name(agent), top=top, continuation=continuation, fetch_state=True
+    )
     sessions = []
-    for item in items if isinstance(items, list) else []:
+    for item in items:
         entity = item.get("entityId") or {}
         key = entity.get("key") if isinstance(entity, dict) else None
         if isinstance(key, str) and not is_tombstone(_document(item.get("state"))):  # deleted

@@ -350,5 +350,14 @@ async def test_idle_sessions_expire_with_their_chunks(
             sent = [turn] if fresh else [*sent, turn]
             check_history(await full_history(client, "racing", limit=7), sent, 1500)
         assert fresh_seen >= 1  # the session did expire between some of those turns
+
+        # A session recreated by a turn racing its expiry is swept like any other: the agent's
+        # sweeper finds every idle session, not only the ones a request created.
+        async def racing_expired() -> bool:
+            return (await client.get(f"/api/agents/{AGENT}/sessions/racing")).status == 404
+
+        await eventually_true(racing_expired, "the recreated session to expire", timeout=ttl + 30)
+        status = await client.get(f"/runtime/webhooks/durabletask/instances/dafx-sweeper-{AGENT}")
+        assert status.status == 202 and status.json()["runtimeStatus"] in ("Running", "Pending")
     finally:
         await session.stop()

@@ -217,24 +217,30 @@ async def test_an_archived_run_whose_events_expired_streams_its_answer_as_one_ev
         host.stop()
 
 
-@pytest.mark.parametrize("read", ["whole", "first event only"])
-async def test_a_session_an_sse_post_creates_gets_its_expiry_watcher(
-    read: str, stream_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
+async def test_an_sse_post_that_creates_a_session_starts_the_expiry_sweepers(
+    backend: dict[str, str], tmp_path: pathlib.Path, web: httpx.AsyncClient, model: ModelServer
 ) -> None:
-    # The watcher starts after the stream's first answer event, or when the stream ends first
-    # (here: its reader leaves after run.started), never not at all.
-    streaming(model, delay=0.05)
-    session = f"s-{uuid.uuid4().hex[:8]}"
-    limit = 1 if read == "first event only" else None
-    response, events = await read_all(
-        web, "POST", run_url(stream_host), limit=limit, json={"message": "hi", "session_id": session}
-    )
-    assert response.status_code == 200 and events[0].event == "run.started"
-    watcher = f"{stream_host.url}/runtime/webhooks/durabletask/instances/dafx-expiry-assistant-{session}"
+    # On a host that has created no session yet: the sweepers start after the stream's first
+    # answer event, or when the stream ends first (here: its reader leaves after run.started),
+    # never not at all; and a session costs no orchestration of its own.
+    host = HostProcess(tmp_path / "data", model.base_url, tmp_path / "host.log", extra_env=backend).start()
+    try:
+        streaming(model, delay=0.05)
+        session = f"s-{uuid.uuid4().hex[:8]}"
+        response, events = await read_all(
+            web, "POST", run_url(host), limit=1, json={"message": "hi", "session_id": session}
+        )
+        assert response.status_code == 200 and events[0].event == "run.started"
+        instances = f"{host.url}/runtime/webhooks/durabletask/instances"
 
-    async def watched() -> str | None:
-        answer = await web.get(watcher)
-        status: str | None = answer.json().get("runtimeStatus") if answer.status_code in (200, 202) else None
-        return status
+        async def swept() -> str | None:
+            answer = await web.get(f"{instances}/dafx-sweeper-assistant")
+            running = answer.status_code in (200, 202)
+            status: str | None = answer.json().get("runtimeStatus") if running else None
+            return status
 
-    assert await eventually(watched, "the session's expiry watcher") in ("Running", "Pending")
+        assert await eventually(swept, "the assistant's expiry sweeper") in ("Running", "Pending")
+        listed = (await web.get(instances)).json()
+        assert not [i for i in listed if i["instanceId"].startswith("dafx-expiry-")], listed
+    finally:
+        host.stop()
