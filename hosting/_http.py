@@ -8,6 +8,7 @@ run's location.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -45,6 +46,7 @@ from ._models import (
     TurnSummary,
 )
 from ._problems import json_response, problem_response
+from ._read_pacing import read_pacer
 from ._requests import CORRELATION_HEADER, MAX_BODY_BYTES, SESSION_HEADER, RunCall, check_id, parse_run
 from ._results import StoredRun, find_stored_run, result_from_stored, stored_bytes
 from ._sweeper import ensure_sweepers
@@ -286,39 +288,47 @@ class Api:
                 "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
             )
 
-        # Not stored: send the turn, or attach to the pending run with this id (the same checks
-        # for JSON and SSE; hosting/streams/_admission.py).
-        sent = await start_run(
-            self.streams.store if self.streams is not None else None,
-            key,
-            RunClaim(agent.request_identity(call.request), live=streams is not None or not call.wait),
-            same=lambda request_hash: asked(request_hash, None),
-            conflict=lambda: idempotency_conflict(agent.name, call.session_id, call.correlation_id),
-            send=send,
-        )
-        # A request that created a session makes sure the agents' expiry sweepers run (once per
-        # process: hosting._sweeper); a session itself costs no orchestration.
-        created = sent and not snapshot.exists
-        watch = partial(ensure_sweepers, client, list(self.agents)) if created else None
-        if streams is not None:
-            # Once the stream's first answer event is out: a sweeper's start then does not
-            # compete with the turn's start for the first token.
-            return streams.attach(client, key, after, then=watch)
-        if watch is not None:
-            await watch()
-        if call.wait:
-            run = await wait_for_run(
-                client,
-                entity_id,
-                agent=agent.name,
-                session_id=call.session_id,
-                correlation_id=call.correlation_id,
-                timeout=self.settings.response_wait_seconds,
-                asked=asked,
-                state_checked=True,  # checked above; a session created since is the entity's own
+        with contextlib.ExitStack() as waiting:
+            # A JSON request that waits subscribes to the session's wakeups before it sends the
+            # turn, so the turn's end wakes it even when it comes first, and it need not read the
+            # state right after sending (the turn has barely been queued).
+            waits = call.wait and streams is None
+            pace = waiting.enter_context(read_pacer(entity_id.name, entity_id.key)) if waits else None
+            # Not stored: send the turn, or attach to the pending run with this id (the same checks
+            # for JSON and SSE; hosting/streams/_admission.py).
+            sent = await start_run(
+                self.streams.store if self.streams is not None else None,
+                key,
+                RunClaim(agent.request_identity(call.request), live=streams is not None or not call.wait),
+                same=lambda request_hash: asked(request_hash, None),
+                conflict=lambda: idempotency_conflict(agent.name, call.session_id, call.correlation_id),
+                send=send,
             )
-            if run is not None:
-                return self._finished(req, agent.name, call.session_id, run)
+            # A request that created a session makes sure the agents' expiry sweepers run (once
+            # per process: hosting._sweeper); a session itself costs no orchestration.
+            created = sent and not snapshot.exists
+            watch = partial(ensure_sweepers, client, list(self.agents)) if created else None
+            if streams is not None:
+                # Once the stream's first answer event is out: a sweeper's start then does not
+                # compete with the turn's start for the first token.
+                return streams.attach(client, key, after, then=watch)
+            if watch is not None:
+                await watch()
+            if pace is not None:
+                run = await wait_for_run(
+                    client,
+                    entity_id,
+                    agent=agent.name,
+                    session_id=call.session_id,
+                    correlation_id=call.correlation_id,
+                    timeout=self.settings.response_wait_seconds,
+                    asked=asked,
+                    state_checked=True,  # checked above; a session created since is the entity's own
+                    pacer=pace,
+                    just_sent=sent,
+                )
+                if run is not None:
+                    return self._finished(req, agent.name, call.session_id, run)
         return self._accepted(req, call)
 
     def _refuse_full_session(self, agent: str, call: RunCall, document: Any) -> None:

@@ -8,6 +8,7 @@ looks only at the run's two entries via `data.runs`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -21,7 +22,7 @@ from state import StateError, check_state
 from ._archived_runs import find_archived_run
 from ._deleted import is_tombstone
 from ._errors import ProblemCode, ProblemError
-from ._read_pacing import read_pacer
+from ._read_pacing import ReadPacer, read_pacer
 from ._results import StoredRun, find_stored_run
 from ._unrecorded import unrecorded_run
 
@@ -127,16 +128,24 @@ async def wait_for_run(
     timeout: float,
     asked: SameRequest | None = None,
     state_checked: bool = False,
+    pacer: ReadPacer | None = None,
+    just_sent: bool = False,
 ) -> StoredRun | None:
     """The finished run, or None when `timeout` seconds pass first.
 
     Raises a 409 problem when the session's state is unreadable (checked on the first read,
     unless the caller has just done so: `state_checked`) or the id answered another request,
-    and a 410 when a reset or delete discarded the run (hosting._unrecorded).
+    and a 410 when a reset or delete discarded the run (hosting._unrecorded). `pacer`: one the
+    caller entered before sending the turn; with `just_sent` (this caller sent it just now) the
+    first read waits for the pacer's first pause instead of reading a state the turn cannot be
+    in yet.
     """
     deadline = time.monotonic() + max(0.0, timeout)
     checked = state_checked
-    with read_pacer(entity_id.name, entity_id.key) as pace:
+    with contextlib.ExitStack() as stack:
+        pace = pacer if pacer is not None else stack.enter_context(read_pacer(entity_id.name, entity_id.key))
+        if just_sent and pacer is not None:
+            await pace.pause(max(0.0, deadline - time.monotonic()))
         while True:
             pace.reading()
             snapshot = await read_session(client, entity_id)
