@@ -145,6 +145,7 @@ async def wait_for_run(
     with contextlib.ExitStack() as stack:
         pace = pacer if pacer is not None else stack.enter_context(read_pacer(entity_id.name, entity_id.key))
         if just_sent and pacer is not None:
+            pace.sent()
             await pace.pause(max(0.0, deadline - time.monotonic()))
         while True:
             pace.reading()

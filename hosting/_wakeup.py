@@ -8,7 +8,8 @@ in one worker process) wakes them at once. Safe from any thread and any event lo
 
 For sessions it also counts the entity operations running in this process (`session_running`):
 a caller whose session has an operation running here knows the end of it will wake it, and
-need not poll meanwhile.
+need not poll meanwhile; `start_waiter` wakes such a caller when an operation starts here, so it
+can stop polling for a turn that was queued when it began waiting.
 """
 
 from __future__ import annotations
@@ -22,34 +23,50 @@ from contextlib import contextmanager
 
 _lock = threading.Lock()
 _waiting: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+_starts: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
 _running: Counter[str] = Counter()
 
 
 @contextmanager
-def waiter(topic: str) -> Iterator[asyncio.Event]:
-    """An event set when `notify(topic)` is called, for the running loop's task to wait on."""
+def _subscribed(
+    table: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]], topic: str
+) -> Iterator[asyncio.Event]:
     entry = (asyncio.get_running_loop(), asyncio.Event())
     with _lock:
-        _waiting.setdefault(topic, set()).add(entry)
+        table.setdefault(topic, set()).add(entry)
     try:
         yield entry[1]
     finally:
         with _lock:
-            waiting = _waiting.get(topic)
+            waiting = table.get(topic)
             if waiting is not None:
                 waiting.discard(entry)
                 if not waiting:
-                    del _waiting[topic]
+                    del table[topic]
 
 
-def notify(topic: str) -> None:
-    """Wake every reader waiting on `topic` (from any thread)."""
+def waiter(topic: str) -> contextlib.AbstractContextManager[asyncio.Event]:
+    """An event set when `notify(topic)` is called, for the running loop's task to wait on."""
+    return _subscribed(_waiting, topic)
+
+
+def start_waiter(topic: str) -> contextlib.AbstractContextManager[asyncio.Event]:
+    """An event set when an entity operation of the session `topic` starts in this process."""
+    return _subscribed(_starts, topic)
+
+
+def _wake(table: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]], topic: str) -> None:
     with _lock:
-        entries = list(_waiting.get(topic, ()))
+        entries = list(table.get(topic, ()))
     for loop, event in entries:
         # A closed loop's reader is not waiting any more.
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(event.set)
+
+
+def notify(topic: str) -> None:
+    """Wake every reader waiting on `topic` (from any thread)."""
+    _wake(_waiting, topic)
 
 
 def session_topic(entity_name: str, key: str) -> str:
@@ -65,6 +82,7 @@ def session_operation(entity_name: str, key: str) -> Iterator[None]:
     topic = session_topic(entity_name, key)
     with _lock:
         _running[topic] += 1
+    _wake(_starts, topic)
     try:
         yield
     finally:

@@ -8,8 +8,18 @@ import time
 
 import pytest
 
-from hosting._read_pacing import FIRST_DELAY, MAX_DELAY, POLL_DELAY, SETTLE_DELAY, WAITED_SHARE, ReadPacer
-from hosting._wakeup import session_operation, session_running, session_topic, waiter
+from hosting._read_pacing import (
+    FIRST_DELAY,
+    MAX_DELAY,
+    POLL_DELAY,
+    RUNNING_DELAY,
+    SENT_DELAY,
+    SETTLE_DELAY,
+    WAITED_SHARE,
+    ReadPacer,
+    read_pacer,
+)
+from hosting._wakeup import session_operation, session_running, session_topic, start_waiter, waiter
 
 
 async def test_an_operation_ending_on_another_thread_wakes_its_sessions_waiters_only() -> None:
@@ -51,7 +61,7 @@ async def test_an_operation_that_raises_still_wakes_and_is_no_longer_running() -
 
 
 async def test_without_news_reads_back_off_to_a_share_of_the_time_waited() -> None:
-    pacer = ReadPacer(session_topic("dafx-assistant", "s-poll"), asyncio.Event())
+    pacer = ReadPacer(session_topic("dafx-assistant", "s-poll"), asyncio.Event(), asyncio.Event())
     delays = [pacer.next_delay() for _ in range(7)]
     assert delays == [FIRST_DELAY * 2**i for i in range(5)] + [POLL_DELAY, POLL_DELAY]
     pacer.started = time.monotonic() - 2.0  # two seconds into the wait
@@ -63,10 +73,10 @@ async def test_without_news_reads_back_off_to_a_share_of_the_time_waited() -> No
 async def test_while_the_session_runs_here_only_a_safety_read_and_after_it_ends_a_quick_one() -> None:
     topic = session_topic("dafx-assistant", "s-run")
     with waiter(topic) as woken:
-        pacer = ReadPacer(topic, woken)
+        pacer = ReadPacer(topic, woken, asyncio.Event())
         pacer.reading()
         with session_operation("dafx-assistant", "s-run"):
-            assert pacer.next_delay() == MAX_DELAY
+            assert pacer.next_delay() == RUNNING_DELAY
         await asyncio.wait_for(woken.wait(), 10)
         pacer.reading()  # woken: the host commits the operation's batch right after
         assert not woken.is_set()
@@ -78,8 +88,57 @@ async def test_while_the_session_runs_here_only_a_safety_read_and_after_it_ends_
 async def test_a_wakeup_during_a_read_makes_the_next_read_quick_even_if_another_operation_runs() -> None:
     topic = session_topic("dafx-assistant", "s-next")
     with waiter(topic) as woken:
-        pacer = ReadPacer(topic, woken)
+        pacer = ReadPacer(topic, woken, asyncio.Event())
         pacer.reading()
         with session_operation("dafx-assistant", "s-next"):
             woken.set()  # the previous operation ended while we read; the next one started
             assert pacer.next_delay() == SETTLE_DELAY
+
+
+async def test_an_operation_starting_wakes_only_the_start_waiters() -> None:
+    topic = session_topic("dafx-assistant", "s-start")
+    with waiter(topic) as ended, start_waiter(topic) as started:
+        with session_operation("dafx-assistant", "s-start"):
+            await asyncio.wait_for(started.wait(), 10)
+            await asyncio.sleep(0.01)
+            assert not ended.is_set()
+        await asyncio.wait_for(ended.wait(), 10)
+
+
+async def test_a_caller_that_just_sent_the_turn_pauses_once_before_polling() -> None:
+    pacer = ReadPacer(session_topic("dafx-assistant", "s-sent"), asyncio.Event(), asyncio.Event())
+    pacer.sent()
+    assert pacer.next_delay() == SENT_DELAY
+    assert pacer.next_delay() == FIRST_DELAY  # then polling as before
+
+
+async def test_a_turn_starting_here_during_a_pause_turns_it_into_the_safety_wait() -> None:
+    # The turn was queued when the pause began (a poll would be due soon); it starts here, so the
+    # pause goes on until its end wakes the caller, with no read in between.
+    release = threading.Event()
+
+    def operation() -> None:
+        with session_operation("dafx-assistant", "s-queued"):
+            release.wait(10)
+
+    with read_pacer("dafx-assistant", "s-queued") as pacer:
+        pacer.reading()
+        thread = threading.Thread(target=operation)
+        started = time.monotonic()
+        pause = asyncio.ensure_future(pacer.pause(60.0))
+        await asyncio.sleep(0)
+        thread.start()
+        await asyncio.sleep(SENT_DELAY + 0.2)  # long past the first poll (FIRST_DELAY)
+        assert not pause.done()
+        release.set()
+        await asyncio.wait_for(pause, 10)
+        thread.join(10)
+        assert pacer.woken.is_set() and time.monotonic() - started < RUNNING_DELAY
+
+
+async def test_a_pause_ends_when_its_read_is_due_without_news() -> None:
+    with read_pacer("dafx-assistant", "s-due") as pacer:
+        pacer.reading()
+        started = time.monotonic()
+        await pacer.pause(60.0)
+        assert time.monotonic() - started < 0.5 and not pacer.woken.is_set()
