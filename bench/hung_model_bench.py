@@ -94,6 +94,7 @@ async def main() -> None:
                 while len(server.requests) < args.turns:
                     await asyncio.sleep(0.02)
                 all_waiting = time.monotonic() - started
+                cpu_waiting = cpu() - cpu_before
                 bystander = await turn(-1, "bystander")
                 results = await asyncio.gather(*slow)
                 elapsed = time.monotonic() - started
@@ -105,7 +106,7 @@ async def main() -> None:
           f"({ok} x 200)")
     print(f"  bystander turn: {bystander[0]} in {bystander[1]:.2f}s")
     print(f"  host CPU for all {args.turns + 1} turns: {cpu_used:.2f}s "
-          f"({1000 * cpu_used / (args.turns + 1):.1f} ms a turn)")
+          f"({1000 * cpu_used / (args.turns + 1):.1f} ms a turn; {cpu_waiting:.2f}s of it until all waited)")
 
 
 if __name__ == "__main__":
