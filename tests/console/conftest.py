@@ -21,11 +21,16 @@ if str(E2E) not in sys.path:
 
 from console_support import ARTIFACTS, CHROMIUM, BrowserPage  # noqa: E402
 from e2e_support import FUNCTION_KEY, HostProcess  # noqa: E402
-from playwright.sync_api import Browser, Playwright, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Playwright, expect, sync_playwright  # noqa: E402
 
 from agents.testing import ModelServer  # noqa: E402
 
 LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
+
+# Every `expect` waits for its condition; on CI's loaded 2-core machine a turn through Chromium,
+# the host and the model can take longer than Playwright's default 5 s. A longer limit costs time
+# only when a test fails.
+expect.set_options(timeout=15_000)
 
 
 # The driver and browser live per module: the sync API runs an event loop of its own while it is

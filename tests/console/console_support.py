@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
+import threading
+import time
 import urllib.request
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from playwright.sync_api import Page
+
+from agents.testing import ModelRequest, Reply
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "console"
@@ -65,3 +71,19 @@ def api(base_url: str, method: str, path: str, body: Any = None, key: str | None
         request.add_header("x-functions-key", key)
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read() or b"null")
+
+
+def held_until(
+    release: threading.Event, reply: Reply, limit: float = 60.0
+) -> Callable[[ModelRequest], Awaitable[Reply]]:
+    """A model handler that answers `reply` only once the test sets `release`, so a turn stays
+    live (streaming, pending) exactly as long as the test needs it to, however slow the machine.
+    After `limit` seconds it answers anyway (a failed test must not leave a call hanging)."""
+
+    async def answer(request: ModelRequest) -> Reply:
+        deadline = time.monotonic() + limit
+        while not release.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        return reply
+
+    return answer

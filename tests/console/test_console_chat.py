@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import urllib.error
 import urllib.request
 
 import pytest
-from console_support import BrowserPage
+from console_support import BrowserPage, held_until
 from playwright.sync_api import expect
 
 from agents.testing import ModelServer, Reply
@@ -82,11 +83,11 @@ def test_a_multi_turn_conversation(page: BrowserPage, model: ModelServer) -> Non
 
 
 def test_a_tool_call_shows_its_arguments_and_result(page: BrowserPage, model: ModelServer) -> None:
-    model.script(
-        Reply.tool_call("get_weather", {"city": "Paris", "unit": "celsius"}),
-        # The answer waits, so the reader expands the call while the turn is still live.
-        Reply.delay(1.5, then=Reply.text("It is mild in Paris today.")),
-    )
+    # The answer waits until the reader has expanded the call, so it is expanded while the turn
+    # is still live however slow the machine (a fixed delay left CI a race).
+    release = threading.Event()
+    model.script(Reply.tool_call("get_weather", {"city": "Paris", "unit": "celsius"}))
+    model.handler = held_until(release, Reply.text("It is mild in Paris today."))
     view = page.open("chat/concierge")
     _send(page, "Weather in Paris?")
     tool = view.locator("#transcript details.tool")
@@ -98,6 +99,8 @@ def test_a_tool_call_shows_its_arguments_and_result(page: BrowserPage, model: Mo
     expect(tool.locator("pre.arguments")).to_be_visible()
     arguments = json.loads(tool.locator("pre.arguments").inner_text())
     assert arguments == {"city": "Paris", "unit": "celsius"}
+    expect(view.locator("#transcript .msg.assistant.live")).to_have_count(1)  # expanded while live
+    release.set()
     # The call is shown as soon as it streams; its result and the answer follow, and the
     # stored turn that replaces the live one keeps the call expanded.
     expect(view.locator("#transcript .msg.assistant:not(.live)")).to_have_count(1)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 
-from console_support import BrowserPage, api
+from console_support import BrowserPage, api, held_until
 from playwright.sync_api import expect
 
 from agents.testing import ModelServer, Reply
@@ -71,9 +72,11 @@ def test_the_session_list_links_to_sessions_and_delete_removes_one(
     view.click("#delete-session")
     view.locator("#confirm-dialog").get_by_role("button", name="Delete").click()
     # Back at the list once the session is gone; the other one is still there.
-    expect(view.locator("#sessions-table")).to_be_visible(timeout=15_000)
-    expect(view.locator("#sessions-table").get_by_role("link", name=victim)).to_have_count(0)
-    expect(view.locator("#sessions-table").get_by_role("link", name=sorted(ids)[1])).to_be_visible()
+    # The table is shown before its rows load: wait for the rows (the other session) before
+    # checking the victim is not among them, or that check would pass on the empty table.
+    listed = view.locator("#sessions-table")
+    expect(listed.get_by_role("link", name=sorted(ids)[1])).to_be_visible()
+    expect(listed.get_by_role("link", name=victim)).to_have_count(0)
 
 
 def test_a_run_by_correlation_id(page: BrowserPage, model: ModelServer) -> None:
@@ -95,13 +98,16 @@ def test_a_run_by_correlation_id(page: BrowserPage, model: ModelServer) -> None:
 
 def test_a_running_run_is_followed_until_it_finishes(page: BrowserPage, model: ModelServer) -> None:
     # A slow model: the run is still going when the page opens it (live stream where the server
-    # streams, the run resource's long poll where it does not).
-    model.script(Reply.delay(2.0, Reply.text("A *slow* answer, at last.")))
+    # streams, the run resource's long poll where it does not). The model answers only once the
+    # page shows the run pending: a fixed delay raced the page's loading on a slow machine.
+    release = threading.Event()
+    model.handler = held_until(release, Reply.text("A *slow* answer, at last."))
     body = {"message": "take your time", "correlation_id": "slow-run", "wait_for_response": False}
     run = api(page.base_url, "POST", "/api/agents/assistant/run", body)
     assert run["status"] == "pending"
     view = page.open(f"runs/assistant/{run['session_id']}/slow-run")
     expect(view.locator("#run-status")).to_have_text("pending")
+    release.set()
     expect(view.locator("#run-status")).to_have_text("succeeded", timeout=20_000)
     expect(view.locator("#run-view .markdown em")).to_have_text("slow")
 
