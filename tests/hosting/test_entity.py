@@ -303,15 +303,16 @@ def test_run_sync_runs_every_turn_on_one_loop() -> None:
     with pytest.raises(RuntimeError, match="turn loop"):
         run_sync(inside_the_loop)
 
-    # Sync tools of concurrent turns do not queue behind each other on a handful of threads.
-    import time
+    # Sync tools of concurrent turns do not queue behind each other on a handful of threads: 40
+    # of them are all running at once (each waits for the other 39; on a pool of a few threads
+    # the barrier breaks). No wall-clock bound: the old one (< 2 s against 2.1 s for a pool of
+    # 6 threads) left a loaded machine 0.1 s of slack.
+    together = threading.Barrier(40, timeout=30)
 
-    async def slow_sync_work() -> float:
-        started = time.monotonic()
-        await asyncio.gather(*(asyncio.to_thread(time.sleep, 0.3) for _ in range(40)))
-        return time.monotonic() - started
+    async def sync_work_at_once() -> list[int]:
+        return await asyncio.gather(*(asyncio.to_thread(together.wait) for _ in range(40)))
 
-    assert run_sync(slow_sync_work) < 2.0
+    assert sorted(run_sync(sync_work_at_once)) == list(range(40))
 
 
 def test_unique_keys(app: df.DFApp, model: ModelServer) -> None:
