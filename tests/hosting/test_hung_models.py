@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import aiohttp
@@ -11,7 +12,27 @@ from hosting_support import ROOT
 from agents.testing import ModelRequest, ModelServer, Reply
 
 SLOW_TURNS = 200
-MODEL_SECONDS = 2.0
+
+
+class Gate:
+    """Holds the slow turns' model calls on the model server's loop until the test opens it: the
+    model hangs exactly as long as the test needs, however loaded the machine."""
+
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._event: asyncio.Event | None = None
+
+    async def wait(self) -> None:
+        if self._event is None:
+            self._loop, self._event = asyncio.get_running_loop(), asyncio.Event()
+        if not self.opened.is_set():
+            await asyncio.wait_for(self._event.wait(), 60)  # a failed test ends its calls
+
+    def open(self) -> None:
+        self.opened.set()
+        if self._loop is not None and self._event is not None:
+            self._loop.call_soon_threadsafe(self._event.set)
 
 
 async def test_200_slow_turns_and_a_bystander(host: object, model: ModelServer) -> None:
@@ -19,16 +40,18 @@ async def test_200_slow_turns_and_a_bystander(host: object, model: ModelServer) 
 
     assert isinstance(host, LocalHost)
     assert host.project_dir == ROOT  # the project's host.json (maxConcurrentEntityFunctions)
+    gate = Gate()
 
-    def answer(request: ModelRequest) -> Reply:
-        if request.last_user_text == "bystander":
-            return Reply.text("right away")
-        return Reply.delay(MODEL_SECONDS, Reply.text("slow"))
+    async def answer(request: ModelRequest) -> Reply:
+        if request.last_user_text != "bystander":
+            await gate.wait()
+            return Reply.text("slow")
+        return Reply.text("right away")
 
     model.handler = answer
     url = f"{host.url}/api/agents/assistant/run"
     connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(60)) as http:
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(120)) as http:
 
         async def turn(index: int, text: str) -> tuple[int, float]:
             started = time.monotonic()
@@ -39,16 +62,24 @@ async def test_200_slow_turns_and_a_bystander(host: object, model: ModelServer) 
 
         started = time.monotonic()
         slow = [asyncio.create_task(turn(i, "slow please")) for i in range(SLOW_TURNS)]
-        while len(model.requests) < SLOW_TURNS:  # every slow turn is now waiting on the model
-            await asyncio.sleep(0.05)
-            assert time.monotonic() - started < 30, f"only {len(model.requests)} turns reached the model"
-        bystander_status, bystander_seconds = await turn(-1, "bystander")
+        try:
+            # Every slow turn is waiting on the model at once (a host that queues turns behind a
+            # few worker threads gets only those few this far).
+            while len(model.requests) < SLOW_TURNS:
+                await asyncio.sleep(0.05)
+                assert time.monotonic() - started < 60, f"only {len(model.requests)} turns reached the model"
+            bystander_status, bystander_seconds = await turn(-1, "bystander")
+            # Answered while all 200 still wait on the model; none of them gave up meanwhile.
+            assert not [task for task in slow if task.done()]
+        finally:
+            gate.open()
+        released = time.monotonic()
         results = await asyncio.gather(*slow)
-        elapsed = time.monotonic() - started
-    # On an idle 2-core machine: ~3.5 s for all, the bystander well under 1 s (bench/hung_model_bench.py).
-    # The bounds leave room for a loaded CI machine; a host that queues turns behind a few worker
-    # threads (as before: 6 threads, 2 s each) needs over a minute for these 200.
+        finished = time.monotonic() - released
+    # The time figures (on an idle 2-core machine: the bystander in well under 1 s, all 200 done
+    # ~1.5 s after the model answers) are bench/hung_model_bench.py's; the bounds here only tell
+    # "answered" from "stuck behind the hung calls" (a minute and more) on a loaded CI machine.
     assert bystander_status == 200
-    assert bystander_seconds < 3.0, f"the bystander waited {bystander_seconds:.1f}s"
+    assert bystander_seconds < 10.0, f"the bystander waited {bystander_seconds:.1f}s"
     assert [status for status, _ in results] == [200] * SLOW_TURNS
-    assert elapsed < 15.0, f"{SLOW_TURNS} turns of {MODEL_SECONDS}s took {elapsed:.1f}s"
+    assert finished < 30.0, f"{SLOW_TURNS} turns took {finished:.1f}s to end once the model answered"
