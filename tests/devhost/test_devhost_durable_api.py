@@ -22,7 +22,7 @@ def client(host: LocalHost) -> df.DurableOrchestrationClient:
 
 
 async def _wait_status(client: df.DurableOrchestrationClient, instance_id: str, wanted: str,
-                       timeout: float = 15) -> Any:
+                       timeout: float = 30) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         status = await client.get_status(instance_id, show_history=False)
@@ -82,7 +82,7 @@ async def test_check_status_response_urls_work(host: LocalHost, http: aiohttp.Cl
         assert r.status == 202
         payload = await r.json()
         assert r.headers["Location"] == payload["statusQueryGetUri"]
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while True:
         async with http.get(payload["statusQueryGetUri"]) as r:
             body = await r.json()

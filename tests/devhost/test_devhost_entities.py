@@ -16,7 +16,7 @@ import pytest
 from devhost import EntityIdError, LocalHost, make_entity_id, parse_entity_id
 
 
-async def _wait_state(host: LocalHost, entity_id: str, predicate: Any, timeout: float = 10) -> Any:
+async def _wait_state(host: LocalHost, entity_id: str, predicate: Any, timeout: float = 30) -> Any:
     assert host.entities is not None
     deadline = time.monotonic() + timeout
     while True:

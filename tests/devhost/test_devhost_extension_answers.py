@@ -24,7 +24,7 @@ def client(host: LocalHost) -> df.DurableOrchestrationClient:
 
 
 async def _until(client: df.DurableOrchestrationClient, instance_id: str, wanted: str) -> Any:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while True:
         status = await client.get_status(instance_id)
         if status.runtime_status is not None and status.runtime_status.value == wanted:
@@ -50,7 +50,7 @@ async def test_failed_instance_status_is_200_unless_asked(host: LocalHost, http:
 
 
 async def test_create_and_wait_on_a_failing_instance(host: LocalHost, http: aiohttp.ClientSession) -> None:
-    url = f"{host.webhook_base_url}orchestrators/failing_flow?timeout=10&pollingInterval=0.05"
+    url = f"{host.webhook_base_url}orchestrators/failing_flow?timeout=30&pollingInterval=0.05"
     async with http.post(url) as r:
         assert r.status == 200
         assert (await r.json())["runtimeStatus"] == "Failed"
@@ -106,7 +106,7 @@ async def test_entity_delete_text_body_and_unknown_name(host: LocalHost, http: a
     async with http.post(f"{base}?op=append", data="plain words",
                          headers={"Content-Type": "text/plain"}) as r:
         assert r.status == 202
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while (state := await client.read_entity_state(df.EntityId("Counter", "t"))).entity_state is None:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)

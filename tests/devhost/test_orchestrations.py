@@ -88,7 +88,7 @@ async def engine(tmp_path: pathlib.Path, gateway: BatchGateway) -> AsyncIterator
 
 
 async def wait_for(
-    engine: OrchestrationEngine, iid: str, statuses: tuple[str, ...] = FINAL, timeout: float = 10
+    engine: OrchestrationEngine, iid: str, statuses: tuple[str, ...] = FINAL, timeout: float = 30
 ) -> dict[str, Any]:
     """Poll until the instance reaches one of ``statuses``."""
     deadline = asyncio.get_running_loop().time() + timeout

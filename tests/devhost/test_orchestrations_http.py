@@ -43,7 +43,7 @@ async def status_of(http: aiohttp.ClientSession, host: LocalHost, iid: str) -> d
 
 
 async def wait_status(
-    http: aiohttp.ClientSession, host: LocalHost, iid: str, wanted: tuple[str, ...], timeout: float = 10
+    http: aiohttp.ClientSession, host: LocalHost, iid: str, wanted: tuple[str, ...], timeout: float = 30
 ) -> dict[str, Any]:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:

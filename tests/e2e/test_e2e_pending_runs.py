@@ -189,7 +189,7 @@ async def test_a_run_whose_batch_the_sdk_fails_is_answered_at_once(
         assert failed.status == 500, failed.body
         problem = failed.json()
         assert problem["code"] == "internal_error" and "Durable Functions SDK" in problem["detail"], problem
-        polled = await client.get(_run_path("sdk", "faulted") + "?wait=5")
+        polled = await client.get(_run_path("sdk", "faulted") + "?wait=20")
         assert polled.status == 200 and polled.json()["status"] == "failed", polled.body
         assert polled.json()["error"]["code"] == "internal_error"
         # The session is not stuck behind the failed batch: the next turn runs.

@@ -121,7 +121,7 @@ async def test_not_waiting_answers_202_with_a_location_to_poll(
     location = response.headers["location"]
     assert location == body["location"]
     path = location.split("localhost:7071", 1)[1]
-    done = await api.get(path, params={"wait": "10"})
+    done = await api.get(path, params={"wait": "30"})
     assert done.status == 200
     assert done.json()["status"] == "succeeded"
     assert done.json()["response"]["text"] == "later"
@@ -262,7 +262,7 @@ async def test_a_wait_that_runs_out_is_a_202_never_a_500(model: ModelServer, tmp
         response = await api.post(RUN, json_body={"message": "take your time", "session_id": "slow"})
         assert response.status == 202
         path = response.headers["location"].split("localhost:7071", 1)[1]
-        done = await api.get(path, params={"wait": "10"})
+        done = await api.get(path, params={"wait": "30"})
         assert done.json()["status"] == "succeeded"
         assert done.json()["response"]["text"] == "slow answer"
     finally:
@@ -288,7 +288,7 @@ async def plant_state(host: Any, agent: str, session: str, text: str) -> None:
     await asyncio.to_thread(write)
 
 
-async def drained(host: Any, agent: str, session: str, timeout: float = 10.0) -> None:
+async def drained(host: Any, agent: str, session: str, timeout: float = 30.0) -> None:
     """Wait until the host has delivered every queued operation of a session's entity, so a check
     of its stored state afterwards covers them (a fixed sleep could look before they ran)."""
     entity_id = f"@dafx-{agent}@{session}"

@@ -16,7 +16,7 @@ from state import load_state
 RUN = "/api/agents/assistant/run"
 
 
-async def eventually(check: Any, timeout: float = 5.0) -> Any:
+async def eventually(check: Any, timeout: float = 30.0) -> Any:
     """Poll an async check until it returns a truthy value (operations are queued behind turns)."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
