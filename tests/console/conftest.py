@@ -27,6 +27,10 @@ from agents.testing import ModelServer  # noqa: E402
 
 LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
 
+THROTTLE = float(os.environ.get("CONSOLE_TEST_CPU_THROTTLE", "0") or 0)
+"""Run the page's CPU this many times slower (Chromium's emulation), e.g. 16 to look for timing
+races: `CONSOLE_TEST_CPU_THROTTLE=16 pytest tests/console`. Unset: full speed."""
+
 # Every `expect` waits for its condition; on CI's loaded 2-core machine a turn through Chromium,
 # the host and the model can take longer than Playwright's default 5 s. A longer limit costs time
 # only when a test fails.
@@ -86,6 +90,10 @@ def _page(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     ctx = browser.new_context(**context)  # type: ignore[arg-type]
     page = BrowserPage(ctx.new_page(), host.url, request.node.name)
+    if THROTTLE:
+        # A slower machine than this one (CI's loaded 2 cores and worse): races between the page
+        # and the test show up here first.
+        ctx.new_cdp_session(page.page).send("Emulation.setCPUThrottlingRate", {"rate": THROTTLE})
     try:
         yield page
         left = [url for url in page.requests if urlsplit(url).hostname not in LOOPBACK]
