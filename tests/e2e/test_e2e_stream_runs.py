@@ -159,7 +159,7 @@ async def test_an_unreadable_stored_state_is_409_on_the_stream_routes_at_once(
         json={"message": "hi", "session_id": session, "correlation_id": "c-any"},
         headers=SSE,
     )
-    assert loop.time() - started < 5
+    assert loop.time() - started < 10  # a waiting run would take 30 s
     for answer in (got, posted, retried):
         assert answer.status_code == 409, answer.text
         assert problem_code(answer) == "state_unreadable" and "9.0.0" in answer.json()["detail"]
