@@ -342,8 +342,10 @@ async def test_idle_sessions_expire_with_their_chunks(
         sent = list(range(6))
         fresh_seen = 0
         for attempt, turn in enumerate(range(6, 12)):
-            # Arrive around the moment the session falls due: a little before, at, or after it.
-            await asyncio.sleep(ttl + (-0.15, 0.0, 0.05, 0.1, 0.2, 0.4)[attempt])
+            # Arrive around the moment the session falls due: a little before, at, or after it
+            # (the last one a sweep interval and a loaded machine's delay after it, so that at
+            # least one turn finds the session expired).
+            await asyncio.sleep(ttl + (-0.15, 0.0, 0.05, 0.1, 0.2, 1.0)[attempt])
             assert (await run_turn(client, "racing", turn, 1500)).status == 200
             fresh = (await client.session_state(AGENT, "racing"))["entries"] == 2
             fresh_seen += fresh
