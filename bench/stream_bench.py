@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 import aiohttp  # noqa: E402
 from host_bench import Host  # noqa: E402
 
-from agents.testing import ModelServer, Reply  # noqa: E402
+from agents.testing import ModelRequest, ModelServer, Reply  # noqa: E402
 
 ANSWER = " ".join(f"token{i}" for i in range(30))
 
@@ -100,6 +100,22 @@ def quantiles(values: list[float]) -> tuple[float, float]:
     return statistics.median(ordered) * 1000, p99 * 1000
 
 
+MODEL_SEEN: list[float] = []
+"""When the model server had each request (`perf_counter`, appended by its handler)."""
+
+
+def split_line(turns: list[tuple[float, float, float]], model_ttft: float) -> str:
+    """Where the overhead of sequential turns (send, model has the request, first delta) lies:
+    before the model server has the request, and after its scripted first token (that part
+    includes the model server's own lateness: its timers and its share of this process's CPU)."""
+    before = statistics.median(seen - sent for sent, seen, _ in turns) * 1000
+    after = statistics.median(first - seen - model_ttft for _, seen, first in turns) * 1000
+    return (
+        f"     of which: until the model server has the request p50 {before:4.1f} ms;"
+        f" from its scripted first token to the client p50 {after:4.1f} ms"
+    )
+
+
 async def measure(url: str, rounds: int, model_ttft: float) -> list[str]:
     lines = []
     connector = aiohttp.TCPConnector(limit=200)
@@ -108,16 +124,22 @@ async def measure(url: str, rounds: int, model_ttft: float) -> list[str]:
             await first_delta(http, url)
         for streams in (1, 50):
             samples: list[float] = []
+            split: list[tuple[float, float, float]] = []
             missing = 0
             for _ in range(rounds if streams == 1 else max(2, rounds // 10)):
+                sent = time.perf_counter()
                 got = await asyncio.gather(*(first_delta(http, url) for _ in range(streams)))
                 samples.extend(t - model_ttft for t in got if t is not None)
                 missing += sum(1 for t in got if t is None)
+                if streams == 1 and got[0] is not None and MODEL_SEEN and MODEL_SEEN[-1] > sent:
+                    split.append((sent, MODEL_SEEN[-1], sent + got[0]))
             p50, p99 = quantiles(samples)
             lines.append(
                 f"  {streams:>2} stream(s): overhead to first text.delta p50 {p50:6.1f} ms  p99 {p99:6.1f} ms"
                 f"  ({len(samples)} turns{f'; {missing} streams WITHOUT a text.delta' if missing else ''})"
             )
+            if split:
+                lines.append(split_line(split, model_ttft))
         # The same, for a later turn of an existing session (a chat's usual turn): a session's
         # first turn also creates the session (and its expiry watcher).
         samples = []
@@ -155,7 +177,11 @@ def main() -> None:
         f"first token after {model_ttft * 1000:.0f} ms, then one every {args.token_ms:g} ms, 30 tokens"
     )
     with ModelServer(mode="scripted", stream_delay=args.token_ms / 1000) as model:
-        model.handler = lambda request: Reply.delay(args.ttft, Reply.text(ANSWER))
+        def handler(request: ModelRequest) -> Reply:
+            MODEL_SEEN.append(time.perf_counter())
+            return Reply.delay(args.ttft, Reply.text(ANSWER))
+
+        model.handler = handler
         with tempfile.TemporaryDirectory() as tmp:
             root = pathlib.Path(tmp)
             with redis_server(root) as redis_url:

@@ -51,16 +51,6 @@ def turn_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-def submit(factory: Callable[[], Awaitable[T]]) -> concurrent.futures.Future[T]:
-    """Start the awaitable `factory()` makes on the turn loop without waiting for it: the caller
-    goes on, and whatever needs its outcome awaits the returned future (`asyncio.wrap_future`)."""
-
-    async def main() -> T:
-        return await factory()
-
-    return asyncio.run_coroutine_threadsafe(main(), turn_loop())
-
-
 def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
     """Run the awaitable `factory()` makes on the turn loop and wait for its result here.
 

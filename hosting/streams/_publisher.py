@@ -10,14 +10,13 @@ Publishing never fails a turn: a store error is logged and the rest of the run i
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from agents import TurnEvent, TurnEventSink, failure
 
-from .._loop import run_sync, submit
+from .._loop import run_sync
 from ._store import RUN_COMPLETED, RUN_FAILED, RUN_RESTARTED, RUN_STARTED, StreamEvent, StreamKey, StreamStore
 
 log = logging.getLogger("hosting.streams")
@@ -37,7 +36,7 @@ class RunEvents:
         are not live publish their first and final events only."""
         self._pending: list[StreamEvent] = []
         self._flusher: asyncio.Task[None] | None = None
-        self._begun: concurrent.futures.Future[None] | None = None
+        self._opening = False
 
     def _enqueue(self, kind: str, data: dict[str, Any]) -> None:
         """Number the event and hand it to the flusher; the turn does not wait for the store.
@@ -65,10 +64,10 @@ class RunEvents:
             await self._flusher
 
     async def _started(self) -> None:
-        """Wait for `begin`'s work (it runs on the turn loop while the entity thread goes on)."""
-        if self._begun is not None:
-            begun, self._begun = self._begun, None
-            await asyncio.wrap_future(begun)
+        """Do `begin`'s work, first thing on the turn loop."""
+        if self._opening:
+            self._opening = False
+            await self._begin()
 
     async def _put(self, kind: str, data: dict[str, Any]) -> None:
         await self._started()
@@ -87,8 +86,8 @@ class RunEvents:
         if self.store is None:
             return
         try:
-            # Both at once: with Redis each is a round trip before the model request.
-            claim, last = await asyncio.gather(self.store.claimed(self.key), self.store.last(self.key))
+            # Read together: with Redis one round trip before the model request.
+            claim, last = await self.store.opening(self.key)
             self.live = claim is None or claim.live
         except Exception:
             log.exception("stream store unreachable; run %s is not streamed", self.key)
@@ -128,9 +127,10 @@ class RunEvents:
         self._enqueue(str(event.type), dict(event.data))
 
     def begin(self) -> None:
-        """Open the attempt (called from the entity function; it does not wait: `streaming` and
-        `finish` do, on the turn loop, which saves the entity thread a round trip to it)."""
-        self._begun = submit(self._begin)
+        """Open the attempt (called from the entity function). The work is done by `streaming` or
+        `finish`, whichever comes first, in the same trip to the turn loop: a hop of its own
+        would cost the model request two more thread hand-offs."""
+        self._opening = True
 
     def finish(self, result: dict[str, Any]) -> None:
         """Close the stream with the turn's result (`TurnResult.to_json()`)."""

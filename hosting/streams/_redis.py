@@ -104,6 +104,15 @@ class RedisStreamStore:
         found = await self._client().get(self._marker(key))
         return None if found is None else _parse_claim(found)
 
+    async def opening(self, key: StreamKey) -> tuple[RunClaim | None, StreamEvent | None]:
+        # One round trip (a pipeline without MULTI): both are reads.
+        pipe = self._client().pipeline(transaction=False)
+        pipe.get(self._marker(key))
+        pipe.xrevrange(self._name(key), count=1)
+        found, entries = await pipe.execute()
+        claim = None if found is None else _parse_claim(found)
+        return claim, (_event(*entries[0]) if entries else None)
+
     async def release(self, key: StreamKey) -> None:
         await self._client().delete(self._marker(key))
 

@@ -116,6 +116,10 @@ class SqliteStreamStore:
         )
         return None if row is None else RunClaim(row[0], bool(row[1]))
 
+    async def opening(self, key: StreamKey) -> tuple[RunClaim | None, StreamEvent | None]:
+        # Plain calls, not a gather of the two coroutines: both are short reads on this thread.
+        return await self.claimed(key), await self.last(key)
+
     async def release(self, key: StreamKey) -> None:
         db = self._db()
         with db:

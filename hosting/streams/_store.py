@@ -86,6 +86,10 @@ class StreamStore(Protocol):
     async def claimed(self, key: StreamKey) -> RunClaim | None:
         """The run's claim, if any (the entity reads whether to stream the model)."""
 
+    async def opening(self, key: StreamKey) -> tuple[RunClaim | None, StreamEvent | None]:
+        """The run's claim and the newest event, read together (one round trip): what the
+        entity needs before the model request of a run."""
+
     async def release(self, key: StreamKey) -> None:
         """Drop the run's claim and declaration (its turn could not be sent)."""
 

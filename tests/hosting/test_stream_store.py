@@ -188,6 +188,17 @@ async def test_a_run_is_claimed_once_and_later_claims_see_the_first(store: Strea
     assert await store.claimed(k) == RunClaim(None, live=True)
 
 
+async def test_opening_reads_the_claim_and_the_newest_event_together(store: StreamStore) -> None:
+    k = key()
+    assert await store.opening(k) == (None, None)
+    await store.claim(k, RunClaim("hash-1", live=False))
+    assert await store.opening(k) == (RunClaim("hash-1", live=False), None)
+    await store.append_many(k, [StreamEvent(1, "run.started", {"agent": "a"}), delta(2)])
+    assert await store.opening(k) == (RunClaim("hash-1", live=False), delta(2))
+    await store.release(k)
+    assert await store.opening(k) == (None, delta(2))
+
+
 async def test_of_racing_claims_from_several_processes_exactly_one_wins(store: StreamStore) -> None:
     # Other processes are other store objects on the same file / server.
     def another() -> StreamStore:
