@@ -247,27 +247,8 @@ class EntityGateway:
 
     async def enqueue(self, message: NewMessage) -> None:
         """Commit ``message`` to the queue, then wake its entity's worker."""
-        entity_id = message.entity_id
-        if not self._idle(entity_id, message.due_at):
-            await self._store.run(self._store.enqueue, [message])
-            self._schedule(entity_id, message.due_at)
-            return
-        # An idle entity's batch is read in the same trip to the database thread as the commit,
-        # so its worker goes straight to the entity function (a signal's turn starts one
-        # database round trip and two event-loop turns sooner). Used only if no worker started
-        # meanwhile: the database thread runs jobs in order and the loop resumes their callers in
-        # that order, so a worker's later commit cannot have consumed what was read here.
-        loaded = await self._store.run(self._store.enqueue_and_load, message, self.max_batch)
-        if loaded is not None and self._idle(entity_id, message.due_at):
-            self._timers.pop(entity_id, None)
-            self._start_worker(entity_id, loaded)
-        else:
-            self._schedule(entity_id, message.due_at)
-
-    def _idle(self, entity_id: str, due_at: float | None) -> bool:
-        """Whether a message due at ``due_at`` would start a new worker for ``entity_id`` now."""
-        due_now = due_at is None or due_at - time.time() <= 0.001
-        return due_now and not self._stopping and entity_id not in self._workers
+        await self._store.run(self._store.enqueue, [message])
+        self._schedule(message.entity_id, message.due_at)
 
     # -- workers -------------------------------------------------------------------------
 
@@ -295,35 +276,19 @@ class EntityGateway:
         if entity_id in self._workers:
             self._dirty.add(entity_id)
             return
-        self._start_worker(entity_id)
-
-    def _start_worker(
-        self, entity_id: str, loaded: tuple[str | None, list[Message]] | None = None
-    ) -> None:
         self._workers[entity_id] = asyncio.create_task(
-            self._worker(entity_id, loaded), name=f"entity {entity_id}"
+            self._worker(entity_id), name=f"entity {entity_id}"
         )
 
-    async def _worker(
-        self, entity_id: str, loaded: tuple[str | None, list[Message]] | None = None
-    ) -> None:
-        """Run the entity's due batches; ``loaded``: its state and first batch, read already."""
+    async def _worker(self, entity_id: str) -> None:
         try:
             name, key = parse_entity_id(entity_id)
-            if loaded is None:
-                self._dirty.discard(entity_id)
-                loaded = await self._store.run(
-                    self._store.load_batch, entity_id, time.time(), self.max_batch
-                )
-            state, messages = loaded
-            first = True
+            state = await self._store.run(self._store.load_state, entity_id)
             while not self._stopping:
-                if not first:
-                    self._dirty.discard(entity_id)
-                    messages = await self._store.run(
-                        self._store.fetch_due, entity_id, time.time(), self.max_batch
-                    )
-                first = False
+                self._dirty.discard(entity_id)
+                messages = await self._store.run(
+                    self._store.fetch_due, entity_id, time.time(), self.max_batch
+                )
                 if not messages:
                     if entity_id in self._dirty:
                         continue

@@ -148,22 +148,6 @@ class EntityStore:
             raise
         return seqs
 
-    def enqueue_and_load(
-        self, message: NewMessage, limit: int
-    ) -> tuple[str | None, list[Message]] | None:
-        """Commit ``message``, then read its entity's state and due messages (``load_batch``):
-        an idle entity's worker starts on them without another trip to this thread. None when
-        the read failed (the message is committed all the same; the worker reads it itself)."""
-        self.enqueue([message])
-        try:
-            return self.load_batch(message.entity_id, time.time(), limit)
-        except sqlite3.Error:
-            return None
-
-    def load_batch(self, entity_id: str, now: float, limit: int) -> tuple[str | None, list[Message]]:
-        """The committed state and the oldest due messages of one entity, read in one go."""
-        return self.load_state(entity_id), self.fetch_due(entity_id, now, limit)
-
     def fetch_due(self, entity_id: str, now: float, limit: int) -> list[Message]:
         """The oldest due messages of one entity, in arrival order."""
         rows = self.conn.execute(

@@ -152,38 +152,6 @@ async def test_queued_operations_run_in_batches(tmp_path: pathlib.Path) -> None:
         await server.stop()
 
 
-async def test_a_signal_to_an_idle_entity_runs_on_the_batch_read_with_its_commit(host: LocalHost) -> None:
-    # The worker of an idle entity starts on the state and batch read in the signal's own trip to
-    # the database thread (no separate load before the entity function runs); a signal that
-    # arrives while a batch runs is left to that worker, which reads it after its commit.
-    gateway = host.entities
-    assert gateway is not None
-    store = gateway._store
-    trips: list[str] = []
-    run = store.run
-
-    async def counted(fn: Any, *args: Any) -> Any:
-        if fn.__name__ != "load_state":  # the test's own reads of the state
-            trips.append(fn.__name__)
-        return await run(fn, *args)
-
-    store.run = counted  # type: ignore[method-assign]
-    try:
-        await gateway.signal("@counter@idle", "append", "one")
-        await _wait_state(host, "@counter@idle", lambda s: s is not None and s["log"] == ["one"])
-        assert trips[:2] == ["enqueue_and_load", "commit_turn"]
-        trips.clear()
-        await gateway.signal("@counter@idle", "slow_append", {"sleep": 0.3, "item": "two"})
-        await asyncio.sleep(0.1)  # running: the next signal only queues
-        await gateway.signal("@counter@idle", "append", "three")
-        state = await _wait_state(host, "@counter@idle", lambda s: s is not None and len(s["log"]) == 3)
-        assert state["log"] == ["one", "two", "three"]
-        assert trips[:3] == ["enqueue_and_load", "enqueue", "commit_turn"]
-        assert trips.count("commit_turn") == 2  # each operation ran once
-    finally:
-        store.run = run  # type: ignore[method-assign]
-
-
 async def test_many_entities_in_parallel(host: LocalHost) -> None:
     gateway = host.entities
     assert gateway is not None
