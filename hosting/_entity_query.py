@@ -21,6 +21,13 @@ CONTINUATION_HEADER = "x-ms-continuation-token"
 _QUERY_TIMEOUT_SECONDS = 30.0
 
 
+def entity_key(item: dict[str, Any]) -> str | None:
+    """The key (session id) of one entity query item, or None when the item has none."""
+    entity = item.get("entityId")
+    key = entity.get("key") if isinstance(entity, dict) else None
+    return key if isinstance(key, str) else None
+
+
 async def query_entities(
     client: Any,
     entity: str,

@@ -304,6 +304,8 @@ class Api:
                 conflict=lambda: idempotency_conflict(agent.name, call.session_id, call.correlation_id),
                 send=send,
             )
+            if pace is not None and sent:
+                pace.sent()
             # A request that created a session makes sure the agents' expiry sweepers run (once
             # per process: hosting._sweeper); a session itself costs no orchestration.
             created = sent and not snapshot.exists
@@ -325,7 +327,6 @@ class Api:
                     asked=asked,
                     state_checked=True,  # checked above; a session created since is the entity's own
                     pacer=pace,
-                    just_sent=sent,
                 )
                 if run is not None:
                     return self._finished(req, agent.name, call.session_id, run)

@@ -15,7 +15,7 @@ import azure.functions as func
 
 from ._deleted import is_tombstone
 from ._entity import entity_name
-from ._entity_query import query_entities
+from ._entity_query import entity_key, query_entities
 from ._errors import ProblemCode, ProblemError
 from ._http import Api
 from ._models import SessionsPageBody, SessionSummary
@@ -114,9 +114,8 @@ async def query_sessions(
     )
     sessions = []
     for item in items:
-        entity = item.get("entityId") or {}
-        key = entity.get("key") if isinstance(entity, dict) else None
-        if isinstance(key, str) and not is_tombstone(_document(item.get("state"))):  # deleted
+        key = entity_key(item)
+        if key is not None and not is_tombstone(_document(item.get("state"))):  # deleted
             sessions.append(summarize(key, item.get("lastOperationTime"), item.get("state")))
     return sessions, next_token
 

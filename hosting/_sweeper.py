@@ -24,7 +24,7 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from ._entity_query import query_entities
+from ._entity_query import entity_key, query_entities
 from ._ids import entity_name
 from ._ttl import ttl_for
 
@@ -86,7 +86,7 @@ async def sweep_activity(spec: dict[str, Any], client: Any) -> dict[str, Any]:
         items, token = await query_entities(
             client, entity_name(agent), top=_PAGE, continuation=token, operated_before=idle_since
         )
-        for session in _keys(items):
+        for session in [key for key in map(entity_key, items) if key is not None]:
             check = {"agent": agent, "session": session, "once": True}
             try:
                 await client.start_new(EXPIRY, expiry_instance(agent, session), check)
@@ -98,16 +98,6 @@ async def sweep_activity(spec: dict[str, Any], client: Any) -> dict[str, Any]:
     if checked:
         log.info("sweep of %s: %d idle session(s) checked", agent, checked)
     return {"intervalSeconds": sweep_interval(ttl).total_seconds(), "checked": checked}
-
-
-def _keys(items: Iterable[dict[str, Any]]) -> list[str]:
-    keys = []
-    for item in items:
-        entity = item.get("entityId")
-        key = entity.get("key") if isinstance(entity, dict) else None
-        if isinstance(key, str):
-            keys.append(key)
-    return keys
 
 
 async def ensure_sweepers(client: Any, agents: Iterable[str]) -> None:

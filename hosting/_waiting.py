@@ -129,23 +129,21 @@ async def wait_for_run(
     asked: SameRequest | None = None,
     state_checked: bool = False,
     pacer: ReadPacer | None = None,
-    just_sent: bool = False,
 ) -> StoredRun | None:
     """The finished run, or None when `timeout` seconds pass first.
 
     Raises a 409 problem when the session's state is unreadable (checked on the first read,
     unless the caller has just done so: `state_checked`) or the id answered another request,
     and a 410 when a reset or delete discarded the run (hosting._unrecorded). `pacer`: one the
-    caller entered before sending the turn; with `just_sent` (this caller sent it just now) the
-    first read waits for the pacer's first pause instead of reading a state the turn cannot be
-    in yet.
+    caller entered before sending the turn; when the caller marked it `sent` (it sent the turn
+    just now), the first read waits for the pacer's first pause instead of reading a state the
+    turn cannot be in yet.
     """
     deadline = time.monotonic() + max(0.0, timeout)
     checked = state_checked
     with contextlib.ExitStack() as stack:
         pace = pacer if pacer is not None else stack.enter_context(read_pacer(entity_id.name, entity_id.key))
-        if just_sent and pacer is not None:
-            pace.sent()
+        if pace.just_sent:
             await pace.pause(max(0.0, deadline - time.monotonic()))
         while True:
             pace.reading()
