@@ -11,6 +11,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import aiohttp
 import openai
 
 from ._errors import FailureCode, ModelCallError, streamed_failure
@@ -50,6 +51,14 @@ def _azure_token_provider() -> Callable[[], Awaitable[str]]:
     return provide
 
 
+def _transport() -> openai.DefaultAioHttpClient:
+    # The SDK's default httpx pool checks every pooled connection each time it hands one out or
+    # takes one back, so a burst of N concurrent calls costs O(N^2) CPU on the loop: with 200
+    # turns waiting on a model that was over half the host's CPU (docs/hosting.md, "Hung models").
+    # aiohttp's pool does not; the SDK's own aiohttp client keeps the SDK's limits and timeouts.
+    return openai.DefaultAioHttpClient()
+
+
 def _create_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
     if endpoint.provider == "azure":
         assert endpoint.base_url is not None
@@ -59,17 +68,20 @@ def _create_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
                 api_version=endpoint.api_version,
                 api_key=endpoint.api_key,
                 max_retries=0,
+                http_client=_transport(),
             )
         return openai.AsyncAzureOpenAI(
             azure_endpoint=endpoint.base_url,
             api_version=endpoint.api_version,
             azure_ad_token_provider=_azure_token_provider(),
             max_retries=0,
+            http_client=_transport(),
         )
     return openai.AsyncOpenAI(
         api_key=endpoint.api_key or _PLACEHOLDER_KEY,
         base_url=endpoint.url,
         max_retries=0,
+        http_client=_transport(),
     )
 
 
@@ -129,6 +141,22 @@ def _body_message(exc: openai.APIError) -> str:
     return exc.message
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether a reported timeout was really a connection that failed at once.
+
+    The aiohttp transport maps every ``aiohttp.ClientConnectionError``, a refused connection
+    included, to ``ConnectTimeout``; the aiohttp error it raised from tells them apart.
+    """
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, aiohttp.ClientConnectionError):
+            return not isinstance(cause, aiohttp.ServerTimeoutError)
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def classify_error(exc: BaseException) -> ModelCallError:
     """Map an SDK/transport exception to a ModelCallError with code, status and retryability."""
     if isinstance(exc, ModelCallError):
@@ -148,9 +176,9 @@ def classify_error(exc: BaseException) -> ModelCallError:
         if hint in ("true", "false"):
             retryable = hint == "true"
         return ModelCallError(code, _body_message(exc), retryable=retryable, status=status)
-    if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
+    if isinstance(exc, (openai.APITimeoutError, TimeoutError)) and not _refused(exc):
         return ModelCallError(FailureCode.TIMEOUT, "the model did not answer in time", retryable=True)
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, openai.APIConnectionError):  # APITimeoutError too, when _refused
         cause = exc.__cause__ or exc.__context__
         detail = f": {cause}" if cause else ""
         message = f"cannot reach the model service{detail}"
