@@ -15,8 +15,10 @@ from ._context import ContextProvider, check_source_id
 from ._context_policy import ArchivedHistory, ContextPolicy, FullHistory, TokenBudget
 from ._errors import AgentConfigurationError
 from ._events import TurnEventSink
+from ._runner import record_failed_turn, request_identity, run_turn, same_request
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint, supports_responses
 from ._structured import ResponseFormat, agent_response_format
+from ._telemetry import invoke_agent
 from ._tools import FunctionTool
 from ._turns import TurnRequest, TurnResult
 
@@ -172,9 +174,6 @@ class Agent:
         With ``on_event`` the model is streamed and each `TurnEvent` (text deltas, tool calls and
         results, usage) is awaited on it as it happens; what is recorded is the same either way.
         """
-        from ._runner import run_turn
-        from ._telemetry import invoke_agent
-
         if not isinstance(state, AgentState):
             raise TypeError(f"run takes an AgentState, not {type(state).__name__}")
         if not isinstance(request, TurnRequest):
@@ -185,8 +184,6 @@ class Agent:
         """The hash a run of ``request`` is recorded under (`requestHash`): its messages, the
         response format in effect and its options. Compare it to a stored run's hash to tell a
         retry of the same request from a different one under the same correlation id."""
-        from ._runner import request_identity
-
         return request_identity(self, request)
 
     def same_request(
@@ -194,8 +191,6 @@ class Agent:
     ) -> bool:
         """Whether a stored run (its `requestHash`; its request entry when no hash was stored)
         asked what ``request`` asks. False only when it provably asked something else."""
-        from ._runner import same_request
-
         return same_request(self, request, stored_hash, stored_request)
 
     def record_failure(self, state: AgentState, request: TurnRequest, error: TurnFailure) -> TurnResult:
@@ -204,8 +199,6 @@ class Agent:
         records a failed turn). Provider state and the service thread id are left as they are;
         a correlation id that already finished returns its recorded result and changes nothing.
         """
-        from ._runner import record_failed_turn
-
         return record_failed_turn(self, state, request, error)
 
 
