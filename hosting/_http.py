@@ -260,8 +260,9 @@ class Api:
 
         # Look before sending: a session the entity cannot read is answered 409 at once (no run
         # id is handed out that would stay pending), and a named run may be a retry of one that
-        # already finished, answered from the history without sending the turn again.
-        snapshot = await read_session(client, entity_id)
+        # already finished, answered from the history without sending the turn again. A session
+        # id drawn at random for this request names nothing yet, so there is nothing to look at.
+        snapshot = Snapshot(False, None) if call.fresh_session else await read_session(client, entity_id)
         if snapshot.exists:
             reason = state_problem(snapshot.document)
             if reason is not None:

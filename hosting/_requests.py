@@ -47,6 +47,7 @@ class RunCall:
     agent: str
     session_id: str
     new_session: bool
+    fresh_session: bool  # its id was just drawn at random here: nothing can be stored under it yet
     correlation_id: str
     retry_safe: bool  # the caller named the run (Idempotency-Key / correlation_id): may be a retry
     wait: bool
@@ -271,6 +272,7 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
         agent=agent,
         session_id=session_id,
         new_session=new_session,
+        fresh_session=new_session and key is None,
         correlation_id=correlation_id,
         retry_safe=key is not None or body.correlation_id is not None,
         wait=wait,

@@ -8,6 +8,7 @@ import sqlite3
 import time
 from typing import Any
 
+import azure.durable_functions as df
 import pytest
 from hosting_support import ROOT, Api, make_agents, stored_state
 
@@ -407,3 +408,32 @@ async def test_run_options_reach_the_model(api: Api, host: Any, model: ModelServ
     sent = model.requests[0].body
     assert sent["temperature"] == 0.25
     assert 50 in (sent.get("max_tokens"), sent.get("max_completion_tokens"), sent.get("max_output_tokens"))
+
+
+async def test_a_session_id_drawn_for_the_request_is_not_read_before_the_turn_is_sent(
+    api: Api, host: Any, model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A random id names nothing stored yet, so the look before sending is skipped; an id the
+    # caller named (or one derived from an Idempotency-Key) is still read first.
+    reads: list[str] = []
+    read = df.DurableOrchestrationClient.read_entity_state
+
+    async def counted(self: Any, entity_id: df.EntityId, *args: Any, **kwargs: Any) -> Any:
+        reads.append(entity_id.key)
+        return await read(self, entity_id, *args, **kwargs)
+
+    monkeypatch.setattr(df.DurableOrchestrationClient, "read_entity_state", counted)
+    model.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    fresh = await api.post(RUN, json_body={"message": "a", "wait_for_response": False})
+    assert fresh.status == 202, fresh.body
+    assert reads == []
+    named = await api.post(
+        RUN, json_body={"message": "b", "session_id": "named-1", "wait_for_response": False}
+    )
+    assert named.status == 202 and reads == ["named-1"]
+    keyed = await api.post(
+        RUN, json_body={"message": "c", "wait_for_response": False}, headers={"Idempotency-Key": "k-1"}
+    )
+    assert keyed.status == 202 and reads == ["named-1", keyed.json()["session_id"]]
+    status = await api.get("/api/" + fresh.headers["location"].split("/api/", 1)[1], params={"wait": "30"})
+    assert status.json()["status"] == "succeeded"
