@@ -54,7 +54,7 @@ def _azure_token_provider() -> Callable[[], Awaitable[str]]:
 def _transport() -> openai.DefaultAioHttpClient:
     # The SDK's default httpx pool checks every pooled connection each time it hands one out or
     # takes one back, so a burst of N concurrent calls costs O(N^2) CPU on the loop: with 200
-    # turns waiting on a model that was over half the host's CPU (docs/hosting.md, "Hung models").
+    # turns waiting on a model that was over a fifth of the host's CPU (docs/hosting.md "Figures").
     # aiohttp's pool does not; the SDK's own aiohttp client keeps the SDK's limits and timeouts.
     return openai.DefaultAioHttpClient()
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
+import aiohttp
 import openai
 import pytest
 
@@ -64,6 +65,34 @@ def test_classify_transport_errors() -> None:
     assert (conn.code, conn.retryable) == ("connection_error", True)
     with pytest.raises(TypeError):
         classify_error(ValueError("not ours"))
+
+
+def _reported_as_timeout(cause: BaseException) -> openai.APITimeoutError:
+    """What the SDK's aiohttp transport raises for ``cause``: a ConnectTimeout, then APITimeoutError."""
+    try:
+        try:
+            raise cause
+        except aiohttp.ClientError as error:
+            raise _transport.ConnectTimeout(str(error)) from error
+    except _transport.ConnectTimeout as error:
+        try:
+            raise openai.APITimeoutError(_REQUEST) from error
+        except openai.APITimeoutError as reported:
+            return reported
+
+
+def test_a_refused_connection_the_aiohttp_transport_calls_a_timeout_is_a_connection_error() -> None:
+    refused = aiohttp.ClientConnectorError(
+        aiohttp.client_reqrep.ConnectionKey("127.0.0.1", 9, False, True, None, None, None),
+        ConnectionRefusedError(111, "Connection refused"),
+    )
+    error = classify_error(_reported_as_timeout(refused))
+    assert (error.code, error.retryable) == ("connection_error", True)
+    assert "Connection refused" in error.message
+    disconnected = classify_error(_reported_as_timeout(aiohttp.ServerDisconnectedError()))
+    assert disconnected.code == "connection_error"
+    for timeout in (aiohttp.ServerTimeoutError("read"), aiohttp.ConnectionTimeoutError("connect")):
+        assert classify_error(_reported_as_timeout(timeout)).code == "timeout"
 
 
 def test_retry_after_forms() -> None:
