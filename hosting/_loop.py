@@ -11,10 +11,14 @@ costs a blocked thread and an idle coroutine, not CPU (docs/hosting.md "Concurre
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
+
+from agents import close_model_clients
 
 T = TypeVar("T")
 
@@ -49,6 +53,20 @@ def turn_loop() -> asyncio.AbstractEventLoop:
             ready.wait()
             _loop, _thread = loop, thread
         return _loop
+
+
+def _close_clients_at_exit() -> None:
+    # The model clients' aiohttp sessions would otherwise be collected unclosed at interpreter
+    # exit and each log "Unclosed client session". atexit runs while the daemon thread still does.
+    loop, thread = _loop, _thread
+    if loop is None or thread is None or not thread.is_alive() or loop.is_closed():
+        return
+    # Exiting anyway: a client that cannot close in time is left to the OS.
+    with contextlib.suppress(Exception):
+        asyncio.run_coroutine_threadsafe(close_model_clients(), loop).result(timeout=2)
+
+
+atexit.register(_close_clients_at_exit)
 
 
 def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
