@@ -125,13 +125,7 @@ def _install_log_ids() -> None:
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        try:
-            span_context = trace.get_current_span().get_span_context()
-        except AttributeError:
-            # A finalizer logging at interpreter exit, once module globals are cleared (an
-            # unclosed aiohttp session of the turn loop's model client reports itself so).
-            record.otelTraceID, record.otelSpanID = "0" * 32, "0" * 16
-            return record
+        span_context = trace.get_current_span().get_span_context()
         if span_context.is_valid:
             record.otelTraceID = format(span_context.trace_id, "032x")
             record.otelSpanID = format(span_context.span_id, "016x")
