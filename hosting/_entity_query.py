@@ -21,6 +21,13 @@ CONTINUATION_HEADER = "x-ms-continuation-token"
 _QUERY_TIMEOUT_SECONDS = 30.0
 
 
+def rpc_base_url(client: Any) -> str | None:
+    """The base URL of the extension's HTTP API the durable client `client` is bound to (its
+    binding's `rpcBaseUrl`), or None when the binding carries none."""
+    base = getattr(getattr(client, "_orchestration_bindings", None), "rpc_base_url", None)
+    return base if isinstance(base, str) and base else None
+
+
 def entity_key(item: dict[str, Any]) -> str | None:
     """The key (session id) of one entity query item, or None when the item has none."""
     entity = item.get("entityId")
@@ -40,8 +47,8 @@ async def query_entities(
     """One page of the entities named `entity` (the extension's query items: `entityId`,
     `lastOperationTime`, `state` when fetched), only those last operated on at or before
     `operated_before` when given, and the backend's token of the next page."""
-    base = getattr(getattr(client, "_orchestration_bindings", None), "rpc_base_url", None)
-    if not base:
+    base = rpc_base_url(client)
+    if base is None:
         raise ProblemError(
             ProblemCode.STORAGE_UNAVAILABLE, "the durable client binding carries no rpcBaseUrl to query"
         )

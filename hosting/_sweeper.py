@@ -24,7 +24,7 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from ._entity_query import entity_key, query_entities
+from ._entity_query import entity_key, query_entities, rpc_base_url
 from ._ids import entity_name
 from ._ttl import ttl_for
 
@@ -104,7 +104,7 @@ async def ensure_sweepers(client: Any, agents: Iterable[str]) -> None:
     """Make sure the expiry sweepers of `agents` run: once per process and agent (and again an
     hour later), a start that the backend refuses while the sweeper is already running."""
     now = time.monotonic()
-    backend = str(getattr(getattr(client, "_orchestration_bindings", None), "rpc_base_url", ""))
+    backend = rpc_base_url(client) or ""
     for agent in agents:
         last = _ensured.get((backend, agent))
         if last is not None and now - last < _ENSURE_EVERY_SECONDS:
