@@ -24,6 +24,8 @@ class HostSettings:
     task_hub: str = DEFAULT_TASK_HUB
     max_concurrent_entity_functions: int | None = None
     """``durableTask.maxConcurrentEntityFunctions``; None: the extension's default."""
+    max_concurrent_activity_functions: int | None = None
+    """``durableTask.maxConcurrentActivityFunctions``; None: the extension's default (10 per core)."""
     mcp_instructions: str | None = None  # extensions.mcp.instructions, sent to MCP clients
     mcp_anonymous: bool = False  # extensions.mcp.system.webhookAuthorizationLevel == "Anonymous"
 
@@ -49,17 +51,23 @@ class HostSettings:
         # hubName may be an app-setting expression like %MyTaskHub%.
         if hub.startswith("%") and hub.endswith("%") and len(hub) > 2:
             hub = os.environ.get(hub[1:-1], DEFAULT_TASK_HUB)
-        entities = durable.get("maxConcurrentEntityFunctions")
-        if entities is not None and (isinstance(entities, bool) or not isinstance(entities, int)
-                                     or entities < 1):
-            raise DevHostError(f"{path}: maxConcurrentEntityFunctions must be a positive integer")
+        entities = _positive(durable, "maxConcurrentEntityFunctions", path)
+        activities = _positive(durable, "maxConcurrentActivityFunctions", path)
         mcp = _obj(extensions.get("mcp"))
         instructions = mcp.get("instructions")
         level = _obj(mcp.get("system")).get("webhookAuthorizationLevel")
         return cls(route_prefix=prefix.strip("/"), task_hub=hub,
                    max_concurrent_entity_functions=entities,
+                   max_concurrent_activity_functions=activities,
                    mcp_instructions=instructions if isinstance(instructions, str) else None,
                    mcp_anonymous=isinstance(level, str) and level.lower() == "anonymous")
+
+
+def _positive(section: dict[str, Any], name: str, path: pathlib.Path) -> int | None:
+    value = section.get(name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise DevHostError(f"{path}: {name} must be a positive integer")
+    return value
 
 
 def _obj(value: Any) -> dict[str, Any]:

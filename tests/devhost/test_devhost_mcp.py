@@ -19,7 +19,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from devhost import LocalHost
-from devhost.functions import index_app, load_app
 from devhost.mcp import MCP_PREFIX, input_schema, to_call_result
 
 KEY = "mcp-test-key"
@@ -139,8 +138,12 @@ async def test_without_tool_triggers_there_is_no_mcp_endpoint(host: LocalHost) -
         assert answer.status == 404
 
 
-def test_index_reads_the_tool_trigger_binding() -> None:
-    model = index_app(load_app("mcp_app"))
+async def test_index_reads_the_tool_trigger_binding(tmp_path: pathlib.Path) -> None:
+    server = LocalHost("mcp_app", tmp_path / "data", port=0, function_key=KEY, project_dir=tmp_path)
+    await server.start()
+    await server.stop()
+    model = server.model
+    assert model is not None
     tools = {f.tool_name: f for f in model.mcp_tools}
     assert tools["rich"].use_result_schema and not tools["echo"].use_result_schema
     assert tools["echo"].trigger_param == "context" and tools["echo"].name == "echo_tool"
