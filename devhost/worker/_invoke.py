@@ -41,7 +41,8 @@ def http(
     """An HTTP trigger's input, as the host sends it (the body as raw bytes: RawHttpBodyBytes)."""
     return TypedData(http=RpcHttp(
         method=method, url=url, headers=dict(headers), query=dict(query), params=dict(params),
-        body=TypedData(bytes=body) if body is not None else None,
+        # An unset message field reads as its empty default in protobuf; the runtime relies on it.
+        body=TypedData(bytes=body) if body is not None else TypedData(),
     ))
 
 

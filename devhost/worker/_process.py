@@ -62,7 +62,20 @@ async def serve(fd: int, host_address: str) -> None:
         task = asyncio.create_task(answer(message))
         running.add(task)
         task.add_done_callback(running.discard)
-    # The host closed the pair (it stopped, or died): nothing will read an answer now.
+        if message.worker_init_request is not None:
+            task.add_done_callback(lambda _: _quiet_servers())
+    # The host closed the pair (it stopped, or died): nothing will read an answer now, and
+    # invocations still running in the runtime's threads have nobody to answer to (their entity
+    # operations are redelivered), so the process ends here without waiting for them.
+    logging.shutdown()
+    os._exit(0)
+
+
+def _quiet_servers() -> None:
+    """The HTTP streams server (uvicorn) sets its loggers to INFO when it starts; the host
+    already logs every request."""
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -77,15 +90,12 @@ def main(argv: list[str] | None = None) -> None:
             sys.path.insert(0, entry)
     logging.basicConfig(
         level=os.environ.get("DEVHOST_WORKER_LOG_LEVEL", "INFO"),
-        format=f"%(asctime)s %(levelname)s [{args.name} pid {os.getpid()}] %(name)s: %(message)s",
+        format=f"%(asctime)s %(levelname).1s [{args.name}] %(message)s", datefmt="%H:%M:%S",
     )
-    # The runtime logs each invocation at INFO; the host already logs each request.
-    logging.getLogger("azure.functions").setLevel(logging.WARNING)
-    logging.getLogger("uvicorn").setLevel(logging.WARNING)
-    logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    # The runtime logs each invocation at INFO, the model client each call; the host already
+    # logs each request and entity operation.
+    for name in ("azure.functions", "httpx", "httpx2", "mcp"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    _quiet_servers()
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(args.fd, args.host_address))
-    # The host has gone: invocations still running in the runtime's threads have nobody to
-    # answer to (their entity operations are redelivered), so do not wait for them.
-    logging.shutdown()
-    os._exit(0)
