@@ -39,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-state-bytes", type=int, default=None,
                         help="largest entity state accepted in bytes (default 1 MiB or "
                         "DEVHOST_MAX_STATE_BYTES)")
+    parser.add_argument("--topology", choices=("single", "flex"), default=None,
+                        help="single (default; DEVHOST_TOPOLOGY): every function in one group of worker "
+                             "processes; flex: HTTP/MCP and Durable functions in separate groups, as Flex "
+                             "Consumption scales them")
     parser.add_argument("--startup-hook", default=None, metavar="MODULE:FUNCTION",
                         help="called before the app is imported; its result's stop() at shutdown "
                         f"(default: {STARTUP_HOOK_ENV}, which local.settings.json may set)")
@@ -143,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.max_state_bytes is not None:
             kwargs["max_state_bytes"] = args.max_state_bytes
         host = LocalHost(args.app, data_dir, port=args.port, host=args.host, project_dir=project,
-                         **kwargs)
+                         topology=args.topology, **kwargs)
         try:
             asyncio.run(_serve(host, started))
         finally:

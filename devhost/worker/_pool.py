@@ -171,7 +171,9 @@ class ProcessWorker:
             worker_end.close()
         reader, self._writer = await asyncio.open_unix_connection(sock=host_end)
         self._reading = asyncio.create_task(self._read(reader))
-        return await _initialise(self, self.spec)
+        metadata = await _initialise(self, self.spec)
+        self._log.info("worker %s started (pid %s)", self.name, self.pid)
+        return metadata
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         while (message := await _channel.receive(reader)) is not None:
@@ -321,7 +323,6 @@ class WorkerGroup:
                 continue
             self.workers = [replacement if w is worker else w for w in self.workers]
             self.restarts += 1
-            self._log.warning("%s is running (pid %s)", replacement.name, replacement.pid)
             self._watch(replacement)
             return
 
