@@ -1,5 +1,9 @@
 # `make run` serves the app locally; `make test` installs everything and runs the whole suite.
-PYTHON ?= python3
+
+# The app runs on Python 3.13 (what Azure's Flex Consumption runs, with the pinned execution runtime):
+# pyenv's when installed, else the one on PATH; PYTHON=... chooses another.
+find_python = $(shell p="$$(pyenv prefix $(1) 2>/dev/null)"; if [ -x "$$p/bin/python$(2)" ]; then echo "$$p/bin/python$(2)"; else command -v python$(2); fi)
+PYTHON ?= $(call find_python,3.13.0,3.13)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -7,7 +11,11 @@ STAMP := $(VENV)/.installed
 .PHONY: run test test-lowest install services lint typecheck unit bench clean console-assets
 
 $(STAMP): requirements.txt requirements-dev.txt
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
+	@test -n "$(PYTHON)" || { echo "Python 3.13 not found: install it (pyenv install 3.13.0), or name one with PYTHON=/path/to/python3.13" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 13) else "$(PYTHON) is Python %d.%d: the app runs on 3.13 (pyenv install 3.13.0)" % sys.version_info[:2])'
+	@# a .venv made with another Python (an older checkout's) is made again
+	@if [ -x $(PY) ] && [ "$$($(PY) -c 'import sys; print(sys.version)')" != "$$($(PYTHON) -c 'import sys; print(sys.version)')" ]; then \
+		echo "$(VENV) runs another Python than $(PYTHON): making it again"; rm -rf $(VENV); fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# pip before 23.3 stops on an 'InconsistentCandidate' resolver error for this set (the
 	# OpenTelemetry packages' ~= pins); a current pip resolves it.
