@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-lowest install services lint typecheck unit bench clean console-assets
+.PHONY: run test test-lowest install services lint typecheck unit deploycheck bench clean console-assets
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -n "$(PYTHON)" || { echo "Python 3.13 not found: install it (pyenv install 3.13.0), or name one with PYTHON=/path/to/python3.13" >&2; exit 1; }
@@ -53,7 +53,21 @@ typecheck: install
 unit: install services
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test: lint typecheck unit
+test: lint typecheck deploycheck unit
+
+# Azure installs requirements.txt on Linux from prebuilt wheels: every requirement must resolve to
+# wheels for every Python the app supports, or a deployment fails there. Azure's Python images are
+# Debian 12; a manylinux_2_28 target accepts manylinux_2_28 and every older manylinux tag
+# (manylinux2014 included), all of which run there. uv resolves for a Python and platform other than
+# its own, environment markers included (pip's --python-version does not apply to markers: run from
+# 3.13 it would check the 3.13 set of requirements three times), and names the package without wheels.
+DEPLOY_PYTHONS := 3.11 3.12 3.13
+deploycheck: install
+	@for v in $(DEPLOY_PYTHONS); do \
+		echo "deploycheck: requirements.txt as Linux wheels for Python $$v"; \
+		$(PY) -m uv pip compile --quiet --no-header --python-version $$v --python-platform x86_64-manylinux_2_28 \
+			--only-binary :all: requirements.txt -o /dev/null || exit 1; \
+	done
 
 # The suite again, in a second environment holding the lowest version of every direct requirement
 # that requirements*.txt allow (uv's lowest-direct resolution): those bounds must really work.
