@@ -4,8 +4,13 @@
 # 3.11 is the oldest Python it supports, tested by `make test-lowest`. Each is pyenv's when installed,
 # else the one on PATH; PYTHON=... / PYTHON_LOWEST=... choose others.
 find_python = $(shell p="$$(pyenv prefix $(1) 2>/dev/null)"; if [ -x "$$p/bin/python$(2)" ]; then echo "$$p/bin/python$(2)"; else command -v python$(2); fi)
-PYTHON ?= $(call find_python,3.13.0,3.13)
-PYTHON_LOWEST ?= $(call find_python,3.11.7,3.11)
+# (looked up once, when not given)
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(call find_python,3.13.0,3.13)
+endif
+ifeq ($(origin PYTHON_LOWEST),undefined)
+PYTHON_LOWEST := $(call find_python,3.11.7,3.11)
+endif
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
