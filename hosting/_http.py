@@ -187,7 +187,8 @@ class Api:
         if raw is None:
             return 0.0
         try:
-            value = float(raw)
+            # ASCII only, as every number a caller sends: float() also reads other scripts' digits.
+            value = float(raw) if raw.isascii() else -1.0
         except ValueError:
             value = -1.0
         if not 0 <= value <= self.settings.max_poll_wait_seconds or value != value:

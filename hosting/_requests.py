@@ -36,6 +36,19 @@ SESSION_HEADER = "x-ms-session-id"
 CORRELATION_HEADER = "x-ms-correlation-id"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
+
+
+def whole_number(text: str, max_digits: int) -> int | None:
+    """`text` as a whole number when it is 1 to `max_digits` ASCII digits, else None.
+
+    The one reading of every integer a caller sends: `str.isdigit` and `int` both take other
+    scripts' digits, and disagree on some ('²' passes the first, not the second).
+    """
+    if not 0 < len(text) <= max_digits or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)
+
+
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 
@@ -67,7 +80,7 @@ def read_body(req: func.HttpRequest, max_bytes: int = MAX_BODY_BYTES) -> bytes:
     is refused before the body is looked at; the host itself bounds what it reads, see
     docs/hosting.md "Body limits")."""
     declared = (req.headers.get("content-length") or "").strip()
-    size = int(declared) if declared.isdigit() and len(declared) < 20 else 0
+    size = whole_number(declared, 19) or 0
     if size <= max_bytes:
         body = req.get_body() or b""
         size = len(body)

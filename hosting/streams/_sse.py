@@ -25,7 +25,7 @@ from .._archived_runs import find_archived_run
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._problems import problem_response
-from .._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
+from .._requests import CORRELATION_HEADER, SESSION_HEADER, check_id, whole_number
 from .._results import find_stored_run, result_from_stored
 from .._unrecorded import unrecorded_run
 from .._waiting import Snapshot, read_session, state_problem, unreadable, wait_for_run
@@ -95,14 +95,14 @@ def resume_after(req: func.HttpRequest) -> int:
     name, raw = ("Last-Event-ID", header) if header is not None else ("after", req.params.get("after"))
     if raw is None or (raw.strip() == "" and name == "Last-Event-ID"):
         return 0
-    text = raw.strip()
-    if not text.isascii() or not text.isdigit() or len(text) > MAX_EVENT_ID_DIGITS:
+    after = whole_number(raw.strip(), MAX_EVENT_ID_DIGITS)
+    if after is None:
         raise ProblemError(
             ProblemCode.INVALID_FIELD,
             f"'{name}' must be the id of an event of this run (a whole number from 0)",
             field=name,
         )
-    return int(text)
+    return after
 
 
 def sse_frame(event_id: int, kind: str, data: dict[str, Any]) -> bytes:
