@@ -86,7 +86,7 @@ async def test_secrets_never_logged(keyed: LocalHost, http: aiohttp.ClientSessio
 @pytest.mark.parametrize("raw_key", [b"\xff\xfe", "\u00e9t\u00e9".encode(), "\u00e9".encode("latin-1")])
 async def test_non_ascii_function_key_is_a_401_problem(keyed: LocalHost, raw_key: bytes) -> None:
     for path in (b"/api/secure", b"/runtime/webhooks/durabletask/instances"):
-        head = await _raw_request(keyed.port, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n"
+        head = await _raw_request(keyed.port, b"GET " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                   b"x-functions-key: " + raw_key + b"\r\nConnection: close\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 401"), head[:200]
         assert b"application/problem+json" in head
@@ -131,7 +131,7 @@ async def test_body_limit_is_enforced_while_reading(tmp_path: pathlib.Path, http
         async with http.post(f"{server.url}/api/echo", data=b"x" * (256 * 1024)) as r:
             assert r.status == 201  # at the limit: served (echo answers 201)
         # Declared too large: refused before a byte of the body is read (the socket stays open).
-        head = await _raw_request(server.port, b"POST /api/echo HTTP/1.1\r\nHost: x\r\n"
+        head = await _raw_request(server.port, b"POST /api/echo HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                   b"Content-Length: 104857600\r\nConnection: close\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 413"), head[:100]
         assert b'"body_too_large"' in head
