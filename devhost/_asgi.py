@@ -52,13 +52,17 @@ def _scope(request: web.Request, root_path: str) -> Scope:
 class _Exchange:
     """One request/response pair between aiohttp and the ASGI application."""
 
-    def __init__(self, request: web.Request) -> None:
+    def __init__(self, request: web.Request, body: bytes | None) -> None:
         self.request = request
+        self.body = body
         self.response: web.StreamResponse | None = None
         self.finished = asyncio.Event()
         self.body_sent = False
 
     async def receive(self) -> Message:
+        if not self.body_sent and self.body is not None:
+            self.body_sent = True  # read before the application ran: delivered whole
+            return {"type": "http.request", "body": self.body, "more_body": False}
         if not self.body_sent:
             # The body first, in chunks; an empty one too (an app reading the body of a GET must
             # get its end, not a wait for the client to go away).
@@ -107,9 +111,12 @@ class _Exchange:
                 self.finished.set()
 
 
-async def serve_asgi(app: AsgiApp, request: web.Request, root_path: str = "") -> web.StreamResponse:
-    """Run ``app`` for ``request`` and return the aiohttp response it produced."""
-    exchange = _Exchange(request)
+async def serve_asgi(
+    app: AsgiApp, request: web.Request, root_path: str = "", body: bytes | None = None
+) -> web.StreamResponse:
+    """Run ``app`` for ``request`` and return the aiohttp response it produced (with ``body`` as
+    the request body when the caller has read it already)."""
+    exchange = _Exchange(request, body)
     try:
         await app(_scope(request, root_path), exchange.receive, exchange.send)
     finally:

@@ -3,7 +3,8 @@
 The host's app setting ``FUNCTIONS_REQUEST_BODY_SIZE_LIMIT`` (bytes, default 100 MiB as in Azure)
 bounds every trigger's body, anonymous routes included: a declared ``Content-Length`` over it is
 refused before a byte is read, and a chunked body is refused as soon as it passes the limit, so no
-caller can make the host hold more than the limit per request.
+caller can make the host hold more than the limit per request. The limit binds every method, and
+whether or not the function reads the body, as the host's does.
 """
 
 from __future__ import annotations
@@ -57,3 +58,19 @@ async def read_limited(request: web.Request, limit: int) -> bytes:
         if size > limit:
             raise BodyTooLarge(size, limit)
         parts.append(chunk)
+
+
+async def read_unless_declared(request: web.Request, limit: int) -> bytes | None:
+    """For a function on the HTTP streaming types: ``None`` when the body may stream to it as it
+    comes (a declared length within the limit, which the connection holds the client to), else the
+    whole body, read under the limit. ``BodyTooLarge`` for a body known to exceed it.
+
+    A body of undeclared length is read here, not left to the function: one that never reads it (a
+    GET handler) would otherwise answer as if the limit did not exist.
+    """
+    declared = request.content_length
+    if declared is not None:
+        if declared > limit:
+            raise BodyTooLarge(declared, limit)
+        return None
+    return await read_limited(request, limit)

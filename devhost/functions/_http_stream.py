@@ -31,10 +31,11 @@ async def serve_streaming(
     request: web.Request,
     params: dict[str, str],
     call: Callable[[Any], Awaitable[Any]],
+    body: bytes | None = None,
 ) -> web.StreamResponse:
     """Call a streaming HTTP function: ``call(framework_request)`` returns its response, which is
     then run as an ASGI app writing straight to the client (a disconnect reaches it as
-    ``http.disconnect``)."""
+    ``http.disconnect``). ``body``: the request body when already read, else it streams."""
     from azurefunctions.extensions.base import RequestTrackerMeta, ResponseTrackerMeta
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -44,4 +45,4 @@ async def serve_streaming(
             raise TypeError(f"HTTP streaming function returned {type(result).__name__}, not a response")
         await result(scope, receive, send)
 
-    return await serve_asgi(app, request)
+    return await serve_asgi(app, request, body=body)

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from .._problems import problem
 from .._redact import loggable_url
-from ._body import BodyTooLarge, body_limit_from_env, read_limited
+from ._body import BodyTooLarge, body_limit_from_env, read_limited, read_unless_declared
 from ._http_stream import serve_streaming
 from ._index import HttpFunction
 from ._trace_context import InvocationTraceContext, invocation_trace_context
@@ -173,8 +173,10 @@ class HttpDispatcher:
         function: HttpFunction,
         params: dict[str, str],
         trace: InvocationTraceContext,
+        body: bytes | None,
     ) -> web.StreamResponse:
-        """A function on the HTTP streaming types: its response goes out as it is produced."""
+        """A function on the HTTP streaming types: its response goes out as it is produced (its
+        request body too, unless ``body`` holds it already)."""
         kwargs = self._bindings(function, trace)
 
         async def call(framework_request: Any) -> Any:
@@ -186,7 +188,7 @@ class HttpDispatcher:
             return await loop.run_in_executor(self._executor, bound)
 
         try:
-            return await serve_streaming(request, params, call)
+            return await serve_streaming(request, params, call, body)
         except Exception as exc:
             self._log.exception("function %s failed", function.name)
             return problem(500, "function_failed", f"function {function.name!r} raised {type(exc).__name__}")
@@ -211,11 +213,11 @@ class HttpDispatcher:
             return problem(401, "unauthorized", "a valid function key is required (code= query "
                            "parameter or x-functions-key header)")
         if function.streaming:
-            declared = request.content_length
-            if declared is not None and declared > self._max_body:
-                # Refused unread, as for any trigger; a chunked body is bounded by what the app reads.
-                return BodyTooLarge(declared, self._max_body).response()
-            return await self._streaming(request, function, params, trace)
+            try:
+                read = await read_unless_declared(request, self._max_body)
+            except BodyTooLarge as refused:
+                return refused.response()
+            return await self._streaming(request, function, params, trace, read)
         try:
             body = await read_limited(request, self._max_body)
         except BodyTooLarge as refused:

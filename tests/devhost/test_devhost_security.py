@@ -156,3 +156,36 @@ async def test_body_limit_is_enforced_while_reading(tmp_path: pathlib.Path, http
         assert grown < 40 * 1024 * 1024, f"RSS grew by {grown / 2**20:.0f} MiB"
     finally:
         await server.stop()
+
+
+async def _chunked(size: int, block: int = 64 * 1024) -> AsyncIterator[bytes]:
+    for _ in range(size // block):
+        yield b"z" * block
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+async def test_the_body_limit_binds_every_method_of_a_streaming_function(
+    tmp_path: pathlib.Path, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    # As the Functions host: the limit is the host's, whatever the method and whether or not the
+    # function reads the body (a GET handler never does).
+    monkeypatch.setenv("FUNCTIONS_REQUEST_BODY_SIZE_LIMIT", str(256 * 1024))
+    server = LocalHost("stream_app", tmp_path / "d", project_dir=tmp_path, function_key="")
+    await server.start()
+    path = "/api/peek" if method == "GET" else "/api/size"
+    try:
+        try:
+            async with http.request(method, server.url + path, data=_chunked(50 * 1024 * 1024)) as r:
+                status, body = r.status, await r.text()
+        except aiohttp.ClientError as exc:  # the host answered and closed while the client was sending
+            status, body = 413, repr(exc)
+        assert status == 413, body
+        # Under the limit, the body still reaches the function, chunked or declared.
+        async with http.post(server.url + "/api/size", data=_chunked(256 * 1024)) as r:
+            assert (r.status, await r.text()) == (200, str(256 * 1024))
+        async with http.post(server.url + "/api/size", data=b"x" * 1000) as r:
+            assert (r.status, await r.text()) == (200, "1000")
+        async with http.get(server.url + "/api/peek", data=b"x" * 1000) as r:
+            assert (r.status, await r.text()) == (200, "peeked")
+    finally:
+        await server.stop()
