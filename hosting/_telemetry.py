@@ -22,7 +22,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, StatusCode
 from starlette.responses import StreamingResponse
 
-from agents import context_from, current_trace_context, mark_failed, tracing_enabled
+from agents import context_from, current_trace_context, mark_failed, mark_raised, tracing_enabled
 
 from ._handlers import ContextHandler, Handler
 
@@ -190,7 +190,8 @@ def traced_http(route: str, handler: Handler) -> ContextHandler:
         if not tracing_enabled():
             return await handler(req, client)
         with _tracer.start_as_current_span(
-            f"{req.method} {route}", context=_incoming(req, invocation), kind=SpanKind.SERVER
+            f"{req.method} {route}", context=_incoming(req, invocation), kind=SpanKind.SERVER,
+            record_exception=False, set_status_on_exception=False,
         ) as span:
             if span.is_recording():
                 span.set_attributes(
@@ -199,7 +200,12 @@ def traced_http(route: str, handler: Handler) -> ContextHandler:
                 agent = req.route_params.get("agent")
                 if agent:
                     span.set_attribute("gen_ai.agent.name", agent)
-            response = await handler(req, client)
+            try:
+                response = await handler(req, client)
+            except BaseException as error:
+                if span.is_recording():
+                    mark_raised(span, error)
+                raise
             if span.is_recording():
                 _http_outcome(span, response)
             return response
@@ -237,7 +243,8 @@ def traced_entity_run(
         return run()
     carried = operation_input.get(TRACE_CONTEXT_FIELD) if isinstance(operation_input, Mapping) else None
     with _tracer.start_as_current_span(
-        f"{entity} run", context=context_from(carried), kind=SpanKind.CONSUMER
+        f"{entity} run", context=context_from(carried), kind=SpanKind.CONSUMER,
+        record_exception=False, set_status_on_exception=False,
     ) as span:
         if span.is_recording():
             span.set_attributes(
@@ -255,8 +262,9 @@ def traced_entity_run(
                 span.set_attribute("dafx.correlation_id", correlation)
         try:
             result = run()
-        except Exception as exc:
-            span.set_attribute("error.type", type(exc).__qualname__)
+        except BaseException as exc:
+            if span.is_recording():
+                mark_raised(span, exc)
             raise
         error = result.get("error") if result.get("status") == "failed" else None
         if isinstance(error, Mapping) and span.is_recording():
