@@ -34,6 +34,11 @@ TRACE_CONTEXT_FIELD = "traceContext"
 CONNECTION_STRING_ENV = "APPLICATIONINSIGHTS_CONNECTION_STRING"
 OTLP_ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
+SHUTDOWN_FLUSH_SECONDS = 2.0
+"""The longest a stopping process spends sending the spans still queued. A collector that accepts
+and never answers would otherwise hold the exit for the exporter's timeout and its retries (over
+10 s); this stays well inside the grace time a host gives a stopping worker."""
+
 _tracer = trace.get_tracer("hosting")
 _lock = threading.Lock()
 _configured: str | None = None
@@ -106,8 +111,20 @@ def _add_otlp(environ: Mapping[str, str]) -> None:
         site = environ.get("WEBSITE_SITE_NAME", "").strip() or "durable-agents"
         provider = TracerProvider(resource=Resource.create({} if named else {"service.name": site}))
         trace.set_tracer_provider(provider)
+    class BoundedShutdown(BatchSpanProcessor):
+        """A batch processor whose shutdown (the final flush, at process exit) gives up after
+        `SHUTDOWN_FLUSH_SECONDS`, whoever's provider shuts it down."""
+
+        def shutdown(self) -> None:
+            worker = threading.Thread(target=super().shutdown, name="otlp-shutdown", daemon=True)
+            worker.start()
+            worker.join(SHUTDOWN_FLUSH_SECONDS)
+            if worker.is_alive():
+                log.warning("telemetry: the OTLP collector did not take the last spans within %gs; "
+                            "they are dropped", SHUTDOWN_FLUSH_SECONDS)
+
     # The exporter reads the endpoint, headers, timeout and compression from OTEL_EXPORTER_OTLP_*.
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    provider.add_span_processor(BoundedShutdown(OTLPSpanExporter()))
 
 
 # -- logs ----------------------------------------------------------------------------------------------
