@@ -15,8 +15,8 @@ from ._archived_runs import history_unavailable
 from ._errors import ProblemCode, ProblemError
 from ._ids import entity_name
 from ._models import HistoryPageBody, SessionBody
+from ._numbers import whole_number
 from ._problems import json_response
-from ._requests import whole_number
 from ._ttl import expires_at, ttl_for
 from ._waiting import state_problem, unreadable
 from .archive import Cursor, HistoryArchive, counts, default_archive, history_page

@@ -26,6 +26,7 @@ from ._ids import (
     session_id_for_key,
 )
 from ._models import RunRequestBody
+from ._numbers import whole_number
 from ._problems import validation_problem
 
 MAX_BODY_BYTES = 256 * 1024
@@ -36,17 +37,6 @@ SESSION_HEADER = "x-ms-session-id"
 CORRELATION_HEADER = "x-ms-correlation-id"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
-
-
-def whole_number(text: str, max_digits: int) -> int | None:
-    """`text` as a whole number when it is 1 to `max_digits` ASCII digits, else None.
-
-    The one reading of every integer a caller sends: `str.isdigit` and `int` both take other
-    scripts' digits, and disagree on some ('²' passes the first, not the second).
-    """
-    if not 0 < len(text) <= max_digits or not text.isascii() or not text.isdigit():
-        return None
-    return int(text)
 
 
 _TRUE = {"true", "1", "yes"}

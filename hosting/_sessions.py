@@ -19,8 +19,8 @@ from ._entity_query import entity_key, query_entities
 from ._errors import ProblemCode, ProblemError
 from ._http import Api
 from ._models import SessionsPageBody, SessionSummary
+from ._numbers import whole_number
 from ._problems import json_response
-from ._requests import whole_number
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100

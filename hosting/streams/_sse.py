@@ -24,8 +24,9 @@ from agents import TurnResult
 from .._archived_runs import find_archived_run
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
+from .._numbers import whole_number
 from .._problems import problem_response
-from .._requests import CORRELATION_HEADER, SESSION_HEADER, check_id, whole_number
+from .._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
 from .._results import find_stored_run, result_from_stored
 from .._unrecorded import unrecorded_run
 from .._waiting import Snapshot, read_session, state_problem, unreadable, wait_for_run
