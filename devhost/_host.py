@@ -18,6 +18,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from ._errors import DevHostError
+from ._origin import loopback_middleware
 from ._settings import HostSettings
 from .durable_api import RPC_PREFIX, WEBHOOK_PREFIX, DurableApi, management_urls
 from .entities import DEFAULT_MAX_BATCH, DEFAULT_MAX_STATE_BYTES, EntityGateway, EntityStore
@@ -190,7 +191,9 @@ class LocalHost:
         )
         # aiohttp's own read limit binds the durable API (the trigger dispatcher reads bodies
         # itself, with the Functions host's limit): its bodies are entity inputs and states.
-        web_app = web.Application(client_max_size=4 * self.max_state_bytes)
+        # Every route, MCP's included, refuses foreign Host and Origin headers on loopback.
+        web_app = web.Application(client_max_size=4 * self.max_state_bytes,
+                                  middlewares=[loopback_middleware(self.host)])
         web_app.add_routes(api.routes())
         if self.model.mcp_tools:
             self.mcp = self._mcp_endpoint(self.model)
@@ -241,7 +244,7 @@ class LocalHost:
         # The extension's system key (mcp_extension) is the host's one key here; host.json can
         # make the endpoints anonymous as in Azure (extensions.mcp.system.webhookAuthorizationLevel).
         anonymous = self.settings.mcp_anonymous
-        return McpEndpoint(tools, key=lambda: None if anonymous else self.function_key, host=self.host,
+        return McpEndpoint(tools, key=lambda: None if anonymous else self.function_key,
                            logger=self.log, instructions=self.settings.mcp_instructions)
 
     @property

@@ -25,6 +25,8 @@ from ._problems import json_response
 from ._routes import AGENT_ROUTES, RouteSpec
 from ._sessions import SessionsApi
 from ._telemetry import configure_telemetry, traced_http
+from ._ttl import ttl_for
+from .archive import policy_from_env
 from .console import CONSOLE_ROUTES, Console
 from .mcp import McpTools, register_mcp_tools
 from .streams import RunStreams, StreamStore, stream_store_from_env
@@ -49,6 +51,15 @@ def _check_agents(agents: Sequence[Agent]) -> None:
             raise AgentConfigurationError(f"two agents are named {name!r} (names are case-insensitive)")
         seen.add(name.lower())
         agent.validate()
+
+
+def _check_settings(agents: Sequence[Agent]) -> None:
+    """The numeric settings read only later (by the expiry sweeper, the archive, a session's
+    reads), read now: one out of range stops the app at startup, naming it, instead of failing
+    requests (`HostingConfigurationError`)."""
+    for agent in agents:
+        ttl_for(agent.name)
+    policy_from_env()
 
 
 def _check_extensions(agents: Sequence[Agent], extensions: Sequence[Extension]) -> None:
@@ -155,6 +166,7 @@ def build_app(
     agents = list(agents)
     _check_agents(agents)
     _check_extensions(agents, extensions)
+    _check_settings(agents)
     configure_telemetry()
     settings = settings or ApiSettings()
     app = df.DFApp(http_auth_level=func.AuthLevel.FUNCTION)

@@ -21,9 +21,10 @@ from ._deleted import revived_text, text_is_tombstone
 from ._discarded import reset_text, text_is_discarded
 from ._entity_archive import answer_archived
 from ._entity_lifecycle import archive_epoch, delete, expire
-from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
+from ._errors import HostingError, InvalidOperation, ProblemCode, RunConflict
 from ._ids import entity_name
 from ._loop import run_sync
+from ._numbers import number_setting
 from ._telemetry import traced_entity_run
 from ._ttl import now_iso
 from ._unrecorded import MAX_REFUSED_BYTES, refused_result, text_is_refused, with_refused
@@ -53,17 +54,15 @@ at most 16 KiB, hosting._unrecorded), so every refused run keeps an answer."""
 SESSION_LIMIT_ENV = "DURABLE_AGENTS_MAX_SESSION_BYTES"
 
 
+MAX_SESSION_LIMIT_BYTES = 64 * 1024 * 1024
+"""The largest `max_session_bytes` the setting takes (64 MiB: every turn loads the whole state)."""
+
+
 def max_session_bytes_from_env() -> int:
-    """`DURABLE_AGENTS_MAX_SESSION_BYTES` when set, else the default (960 KiB)."""
-    raw = os.environ.get(SESSION_LIMIT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_SESSION_BYTES
-    try:
-        return int(raw)
-    except ValueError:
-        raise HostingConfigurationError(
-            f"{SESSION_LIMIT_ENV} must be a whole number of bytes, not {raw!r}"
-        ) from None
+    """`DURABLE_AGENTS_MAX_SESSION_BYTES` when set (1 KiB to 64 MiB), else the default (960 KiB)."""
+    value = number_setting(os.environ, SESSION_LIMIT_ENV, low=MIN_SESSION_BYTES, high=MAX_SESSION_LIMIT_BYTES,
+                           unit="bytes", whole=True)
+    return DEFAULT_MAX_SESSION_BYTES if value is None else int(value)
 
 
 class RunDiscarded(HostingError):

@@ -15,6 +15,7 @@ from ._archived_runs import history_unavailable
 from ._errors import ProblemCode, ProblemError
 from ._ids import entity_name
 from ._models import HistoryPageBody, SessionBody
+from ._numbers import whole_number
 from ._problems import json_response
 from ._ttl import expires_at, ttl_for
 from ._waiting import state_problem, unreadable
@@ -45,11 +46,12 @@ def _limit(req: func.HttpRequest) -> int:
     raw = req.params.get("limit")
     if raw is None:
         return DEFAULT_PAGE
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= MAX_PAGE):
+    limit = whole_number(raw, 6)
+    if limit is None or not 1 <= limit <= MAX_PAGE:
         raise ProblemError(
             ProblemCode.INVALID_FIELD, f"'limit' must be a whole number from 1 to {MAX_PAGE}", field="limit"
         )
-    return int(raw)
+    return limit
 
 
 def _cursor(req: func.HttpRequest) -> Cursor | None:

@@ -187,7 +187,8 @@ class Api:
         if raw is None:
             return 0.0
         try:
-            value = float(raw)
+            # ASCII only, as every number a caller sends: float() also reads other scripts' digits.
+            value = float(raw) if raw.isascii() else -1.0
         except ValueError:
             value = -1.0
         if not 0 <= value <= self.settings.max_poll_wait_seconds or value != value:
@@ -250,6 +251,22 @@ class Api:
         """POST agents/{agent}/run"""
         agent = self._agent(req)
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
+        signalled = asyncio.Event()
+        try:
+            return await self._run(req, client, agent, call, signalled)
+        except Exception as error:
+            # Once the turn is sent, the caller must get its ids whatever fails next (an outage,
+            # a bug): without them a retry runs the turn again, in a new session. Problems the
+            # handler raises on purpose carry what the caller needs already.
+            if not signalled.is_set() or isinstance(error, ProblemError):
+                raise
+            log.exception("run %s session %s correlation %s: failed after the turn was sent; answered 202",
+                          agent.name, call.session_id, call.correlation_id)
+            return self._accepted(req, call)
+
+    async def _run(
+        self, req: func.HttpRequest, client: Any, agent: Agent, call: RunCall, signalled: asyncio.Event
+    ) -> func.HttpResponse | StreamingResponse:
         entity_id = df.EntityId(entity_name(agent.name), call.session_id)
         streams = self.streams if self.streams is not None and wants_event_stream(req) else None
         key = StreamKey(agent.name, call.session_id, call.correlation_id)
@@ -285,6 +302,7 @@ class Api:
 
         async def send() -> None:
             await client.signal_entity(entity_id, "run", call.request.to_json())
+            signalled.set()
             log.info(
                 "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
             )

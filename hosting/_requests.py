@@ -26,6 +26,7 @@ from ._ids import (
     session_id_for_key,
 )
 from ._models import RunRequestBody
+from ._numbers import whole_number
 from ._problems import validation_problem
 
 MAX_BODY_BYTES = 256 * 1024
@@ -35,6 +36,8 @@ WAIT_HEADER = "x-ms-wait-for-response"
 SESSION_HEADER = "x-ms-session-id"
 CORRELATION_HEADER = "x-ms-correlation-id"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
 
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
@@ -67,7 +70,7 @@ def read_body(req: func.HttpRequest, max_bytes: int = MAX_BODY_BYTES) -> bytes:
     is refused before the body is looked at; the host itself bounds what it reads, see
     docs/hosting.md "Body limits")."""
     declared = (req.headers.get("content-length") or "").strip()
-    size = int(declared) if declared.isdigit() and len(declared) < 20 else 0
+    size = whole_number(declared, 19) or 0
     if size <= max_bytes:
         body = req.get_body() or b""
         size = len(body)

@@ -118,8 +118,15 @@ async def test_a_foreign_host_header_is_refused_on_loopback(mcp_host: LocalHost)
     headers = {"x-functions-key": KEY, "Host": "evil.example",
                "Accept": "application/json, text/event-stream"}
     url = f"{mcp_host.url}{MCP_PREFIX}"
-    async with aiohttp.ClientSession() as http, http.post(url, json=body, headers=headers) as answer:
-        assert answer.status in (403, 421)
+    async with aiohttp.ClientSession() as http:
+        # The host's one rule for every route: a foreign Host is 421, a foreign Origin 403.
+        async with http.post(url, json=body, headers=headers) as answer:
+            assert answer.status == 421
+            assert (await answer.json(content_type=None))["code"] == "misdirected_request"
+        foreign_page = {**headers, "Host": f"127.0.0.1:{mcp_host.port}", "Origin": "http://evil.example"}
+        async with http.post(url, json=body, headers=foreign_page) as answer:
+            assert answer.status == 403
+            assert (await answer.json(content_type=None))["code"] == "foreign_origin"
 
 
 async def test_an_open_sse_stream_costs_no_cpu(mcp_host: LocalHost) -> None:
