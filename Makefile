@@ -15,7 +15,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-lowest install services lint typecheck unit deploycheck bench clean console-assets
+.PHONY: run test test-lowest install services lint typecheck unit e2e-flex deploycheck bench clean console-assets
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -n "$(PYTHON)" || { echo "Python 3.13 not found: install it (pyenv install 3.13.0), or name one with PYTHON=/path/to/python3.13" >&2; exit 1; }
@@ -32,10 +32,11 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 install: $(STAMP)
 
-# The request body limit the app documents (docs/hosting.md "Body limits"), as Azure's app setting;
+# The Python worker's threads (one per running sync function or entity batch) as the app
+# settings give them (local.settings.sample.json); the request body limit the app documents (docs/hosting.md "Body limits"), as Azure's app setting;
 # the offline model streams its answer a word every 50 ms, so `curl -N` shows tokens arriving.
 run: install
-	FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
+	PYTHON_THREADPOOL_THREAD_COUNT=$${PYTHON_THREADPOOL_THREAD_COUNT:-300} FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
 
 # The real servers the tests start (Redis, Azurite, Chromium): .ci/services.sh installs what is missing.
 services:
@@ -60,7 +61,12 @@ typecheck: install
 unit: install services
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test: lint typecheck deploycheck unit
+# The end-to-end suite again in Flex Consumption's topology: HTTP/MCP and Durable functions in
+# separate groups of worker processes, two per group (docs/devhost.md "Worker processes").
+e2e-flex: install services
+	DEVHOST_TOPOLOGY=flex FUNCTIONS_WORKER_PROCESS_COUNT=2 $(PY) -m pytest tests/e2e $(PYTEST_ARGS)
+
+test: lint typecheck deploycheck unit e2e-flex
 
 # Azure installs requirements.txt on Linux from prebuilt wheels: every requirement must resolve to
 # wheels for every Python the app supports, or a deployment fails there. Azure's Python images are

@@ -161,7 +161,8 @@ class LocalHost:
             # HTTP and entities stay usable while the engine cannot start; the endpoints say why.
             self.engine = OrchestrationEngine(
                 db_path=self.db_path, workers=workers, model=self.model, entities=self.entities,
-                logger=self.log, max_activities=self.settings.max_concurrent_activity_functions or 10 * (os.cpu_count() or 1),
+                logger=self.log,
+                max_activities=self.settings.max_concurrent_activity_functions or 10 * (os.cpu_count() or 1),
                 client_binding=lambda binding: self.client_binding(
                     task_hub=binding.get("taskHub"), connection_name=binding.get("connectionName")
                 ),
@@ -227,7 +228,8 @@ class LocalHost:
         # The worker's sys.path as the host's (the project first), so the app imports what it would.
         sys_path = [project, *[p for p in sys.path if p and p != project]]
         if not isinstance(self._app_target, str):
-            return WorkerSpec(function_app_directory=project, app=load_app(self._app_target), sys_path=sys_path)
+            app = load_app(self._app_target)
+            return WorkerSpec(function_app_directory=project, app=app, sys_path=sys_path)
         directory, script = script_spec(self._app_target, self.project_dir)
         return WorkerSpec(function_app_directory=directory, script_file=script, sys_path=sys_path)
 

@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 os.environ["DURABLE_AGENTS_ALLOW_MODEL_REQUESTS"] = "0"
+# The app settings local.settings.sample.json gives (and Azure needs): sync functions, entity
+# batches among them, take one of the Python worker's threads each, and the worker's default is
+# only min(32, CPUs + 4); a turn waiting on its model holds its thread.
+os.environ.setdefault("PYTHON_THREADPOOL_THREAD_COUNT", "300")
 
 # A developer's shell may export a real model's settings; the suite must behave the same there as
 # on CI, so every test starts from "no model configured" and sets what it needs.

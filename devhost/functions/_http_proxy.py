@@ -26,6 +26,7 @@ _NOT_FORWARDED = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
     "transfer-encoding", "upgrade", "host", "content-length",
 })
+_SET_BY_THIS_SERVER = frozenset({"date", "server"})
 
 
 class HttpProxy:
@@ -67,12 +68,11 @@ class HttpProxy:
             ) as upstream:
                 response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
                 for name, value in upstream.headers.items():
-                    if name.lower() not in _NOT_FORWARDED and name.lower() != "date" and name.lower() != "server":
+                    if name.lower() not in _NOT_FORWARDED | _SET_BY_THIS_SERVER:
                         response.headers.add(name, value)
-                if upstream.headers.get("Content-Length") is not None and "chunked" not in upstream.headers.get(
-                    "Transfer-Encoding", ""
-                ):
-                    response.content_length = int(upstream.headers["Content-Length"])
+                length = upstream.headers.get("Content-Length")
+                if length is not None and "chunked" not in upstream.headers.get("Transfer-Encoding", ""):
+                    response.content_length = int(length)
                 await response.prepare(request)
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk)

@@ -168,4 +168,5 @@ class HttpDispatcher:
             return problem(500, "function_failed", f"function {function.name!r} raised {raised}")
         except WorkerDied as exc:
             self._log.error("function %s failed: %s", function.name, exc)
-            return problem(500, "function_failed", f"function {function.name!r} failed: its worker process exited")
+            return problem(500, "function_failed",
+                           f"function {function.name!r} failed: its worker process exited")

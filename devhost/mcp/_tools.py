@@ -152,7 +152,8 @@ class ToolRegistry:
         for param, binding in function.client_params.items():
             inputs[param] = invocation.string(self._client_binding(binding))
         try:
-            answer = await self._workers.invoke("mcpToolTrigger", invocation.request(function.function_id, inputs))
+            call = invocation.request(function.function_id, inputs)
+            answer = await self._workers.invoke("mcpToolTrigger", call)
             return to_call_result(invocation.text_of(invocation.returned(answer)), function.use_result_schema)
         except (ValueError, ValidationError):
             self._log.exception("MCP tool %s (function %s) returned an unusable result",

@@ -144,7 +144,8 @@ class Episodes:
             raise RuntimeError("the orchestration engine is not running")
         call = invocation.request(orchestrator.function_id,
                                   {orchestrator.param: invocation.string(context.body)})
-        pending = asyncio.run_coroutine_threadsafe(self._workers.invoke("orchestrationTrigger", call), self.loop)
+        invoked = self._workers.invoke("orchestrationTrigger", call)
+        pending = asyncio.run_coroutine_threadsafe(invoked, self.loop)
         try:
             answer = invocation.text_of(invocation.returned(pending.result()))
         except FunctionFailed as exc:

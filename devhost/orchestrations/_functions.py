@@ -75,7 +75,8 @@ async def run_activity(
     try:
         result = invocation.text_of(invocation.returned(await workers.invoke("activityTrigger", call)))
     except FunctionFailed as exc:
-        raise ActivityFailed(f"Activity function '{activity.name}' failed: {exc.message}", exc.stack_trace) from exc
+        reason = f"Activity function '{activity.name}' failed: {exc.message}"
+        raise ActivityFailed(reason, exc.stack_trace) from exc
     except WorkerDied as exc:
         raise ActivityFailed(f"Activity function '{activity.name}' failed: {exc}", "") from exc
     return result if result is not None else "null"

@@ -354,7 +354,7 @@ def script_spec(target: str, project_dir: pathlib.Path) -> tuple[str, str | None
 
     module_name = target.partition(":")[0]
     if "." in module_name:
-        raise AppLoadError(f"the worker loads the app from a script file; {module_name!r} is a package module")
+        raise AppLoadError(f"the worker loads the app from a script file; {module_name!r} is in a package")
     candidate = project_dir / f"{module_name}.py"
     if candidate.is_file():
         origin = candidate

@@ -197,7 +197,7 @@ async def test_bad_app_target(tmp_path: pathlib.Path) -> None:
         await LocalHost("json", tmp_path / "d", project_dir=tmp_path).start()
     # A script without a FunctionApp: the runtime's own message.
     (tmp_path / "noapp.py").write_text("VALUE = 1\n")
-    with pytest.raises(AppLoadError, match="Could not find top level function app instances in noapp.py"):
+    with pytest.raises(AppLoadError, match=r"Could not find top level function app instances in noapp\.py"):
         await LocalHost("noapp", tmp_path / "d", project_dir=tmp_path).start()
 
 

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import pathlib
+
 import pytest
 
 from devhost import LocalHost

@@ -83,8 +83,8 @@ def gateway() -> BatchGateway:
 @contextlib.asynccontextmanager
 async def started_engine(db: pathlib.Path, gateway: BatchGateway) -> AsyncIterator[OrchestrationEngine]:
     """An engine whose orchestrators and activities run through the runtime (in this process)."""
-    workers = Workers(WorkerSpec(function_app_directory=str(APPS), app=orch_app.app), topology=Topology.SINGLE,
-                      count=1, temp_root=db.parent, log=LOG)
+    spec = WorkerSpec(function_app_directory=str(APPS), app=orch_app.app)
+    workers = Workers(spec, topology=Topology.SINGLE, count=1, temp_root=db.parent, log=LOG)
     model = index_metadata(await workers.start())
     eng = OrchestrationEngine(db_path=db, workers=workers, model=model, entities=gateway, logger=LOG)
     await eng.start()
