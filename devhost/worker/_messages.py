@@ -13,6 +13,7 @@ this package: see ``_channel.py``).
 
 from __future__ import annotations
 
+import builtins
 import types
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
@@ -222,10 +223,10 @@ class TypedData(Message):
 
     string: str | None = None
     json: str | None = None
-    bytes: bytes | None = None
-    stream: bytes | None = None
+    bytes: builtins.bytes | None = None
+    stream: builtins.bytes | None = None
     http: RpcHttp | None = None
-    int: int | None = None
+    int: builtins.int | None = None
     double: float | None = None
     collection_bytes: Any = None
     collection_string: Any = None
