@@ -143,7 +143,7 @@ class LocalHost:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.workers = workers = Workers(
             self._worker_spec(), topology=self.topology, count=self.worker_processes,
-            temp_root=self.data_dir / "instances", log=self.log,
+            temp_root=self.data_dir / "instances", log=self.log, timeout=self.settings.function_timeout,
         )
         self.model = index_metadata(await workers.start())
         self._store = EntityStore(self.db_path)

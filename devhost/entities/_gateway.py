@@ -20,7 +20,7 @@ from typing import Any
 
 from .._errors import EntityBatchAborted, EntityIdError
 from ..functions import AppModel
-from ..worker import Workers, invocation
+from ..worker import FunctionTimedOut, Workers, invocation
 from ._store import EntityStore, Message, NewMessage, StoredResult
 
 DEFAULT_MAX_BATCH = 50
@@ -380,7 +380,15 @@ class EntityGateway:
         try:
             call = invocation.request(entity.function_id, {entity.param: invocation.string(request)})
             async with self._slots:
-                answer = await self._functions.invoke("entityTrigger", call)
+                try:
+                    answer = await self._functions.invoke("entityTrigger", call)
+                except FunctionTimedOut as timed_out:
+                    # The extension commits a batch whose invocation timed out as every operation
+                    # failed, the state unchanged, and does not run it again.
+                    self._log.error("entity %s@%s: %s; its %d operation(s) failed", name, key, timed_out,
+                                    len(messages))
+                    failed = json.dumps(f"the entity function ran past functionTimeout: {timed_out}")
+                    return state, [_Outcome(True, failed, 0) for _ in messages], []
             raw = invocation.text_of(invocation.returned(answer))
             if raw is None:
                 raise ValueError("the entity function returned nothing")

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from .._problems import problem
 from .._redact import loggable_url
-from ..worker import FunctionFailed, TypedData, WorkerDied, Workers, invocation
+from ..worker import FunctionFailed, FunctionTimedOut, TypedData, WorkerDied, Workers, invocation
 from ._body import BodyTooLarge, body_limit_from_env, read_limited
 from ._http_proxy import HttpProxy
 from ._index import HttpFunction
@@ -166,6 +166,8 @@ class HttpDispatcher:
             self._log.error("function %s failed: %s\n%s", function.name, exc.message, exc.stack_trace)
             raised = exc.message.split(":", 1)[0]
             return problem(500, "function_failed", f"function {function.name!r} raised {raised}")
+        except FunctionTimedOut as exc:
+            return problem(500, "function_failed", f"function {function.name!r} failed: {exc}")
         except WorkerDied as exc:
             self._log.error("function %s failed: %s", function.name, exc)
             return problem(500, "function_failed",

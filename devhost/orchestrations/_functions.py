@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..functions import AppModel, NamedFunction
-from ..worker import FunctionFailed, WorkerDied, Workers, invocation
+from ..worker import FunctionFailed, FunctionTimedOut, WorkerDied, Workers, invocation
 
 
 @dataclass
@@ -77,6 +77,6 @@ async def run_activity(
     except FunctionFailed as exc:
         reason = f"Activity function '{activity.name}' failed: {exc.message}"
         raise ActivityFailed(reason, exc.stack_trace) from exc
-    except WorkerDied as exc:
+    except (WorkerDied, FunctionTimedOut) as exc:
         raise ActivityFailed(f"Activity function '{activity.name}' failed: {exc}", "") from exc
     return result if result is not None else "null"

@@ -5,6 +5,7 @@ from ._invoke import FunctionFailed
 from ._messages import InvocationRequest, InvocationResponse, RpcFunctionMetadata, TypedData
 from ._pool import (
     PROCESS_COUNT_ENV,
+    FunctionTimedOut,
     InProcessWorker,
     ProcessWorker,
     WorkerDied,
@@ -21,6 +22,7 @@ __all__ = [
     "PROCESS_COUNT_ENV",
     "TOPOLOGY_ENV",
     "FunctionFailed",
+    "FunctionTimedOut",
     "Group",
     "InProcessWorker",
     "InvocationRequest",

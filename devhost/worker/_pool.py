@@ -44,6 +44,10 @@ class WorkerDied(Exception):
     """The worker process ended while an invocation was in flight."""
 
 
+class FunctionTimedOut(Exception):
+    """The invocation ran past ``functionTimeout``; the host restarted its worker process."""
+
+
 @dataclass
 class WorkerSpec:
     """How to start a worker of this app."""
@@ -266,8 +270,11 @@ class InProcessWorker:
 class WorkerGroup:
     """The workers of one group (all functions, or in the flex topology HTTP or Durable)."""
 
-    def __init__(self, name: str, spec: WorkerSpec, count: int, log: logging.Logger) -> None:
+    def __init__(
+        self, name: str, spec: WorkerSpec, count: int, log: logging.Logger, timeout: float | None = None
+    ) -> None:
         self.name = name
+        self.timeout = timeout  # host.json functionTimeout, seconds (None: unbounded)
         self.spec = spec
         self.count = count if spec.app is None else 1  # one runtime per process
         self._log = log
@@ -339,7 +346,19 @@ class WorkerGroup:
 
     async def invoke(self, request: InvocationRequest) -> InvocationResponse:
         worker = await self.pick()
-        return await worker.invoke(request)
+        if self.timeout is None:
+            return await worker.invoke(request)
+        try:
+            return await asyncio.wait_for(worker.invoke(request), self.timeout)
+        except TimeoutError:
+            pass
+        # As the Functions host does past functionTimeout: the worker process is restarted, which
+        # ends every invocation running in it (they fail with WorkerDied; this one timed out).
+        self._log.error("invocation %s of function %s ran past functionTimeout (%.0f s); restarting %s",
+                        request.invocation_id, request.function_id, self.timeout, worker.name)
+        if isinstance(worker, ProcessWorker):
+            worker.kill()
+        raise FunctionTimedOut(f"the function ran past functionTimeout ({self.timeout:.0f} s)")
 
     async def stop(self) -> None:
         self._stopping = True

@@ -25,7 +25,7 @@ class Workers:
 
     def __init__(
         self, spec: WorkerSpec, *, topology: Topology, count: int, temp_root: pathlib.Path,
-        log: logging.Logger,
+        log: logging.Logger, timeout: float | None = None,
     ) -> None:
         if spec.app is not None and topology is Topology.FLEX:
             raise AppLoadError("the flex topology runs workers in processes: give the app as a module name")
@@ -40,7 +40,7 @@ class Workers:
                 temp.mkdir(parents=True, exist_ok=True)
                 env = {**spec.environment, "TMPDIR": str(temp), "TEMP": str(temp), "TMP": str(temp)}
                 group_spec = dataclasses.replace(spec, environment=env)
-            self.groups[group] = WorkerGroup(group.value, group_spec, count, log)
+            self.groups[group] = WorkerGroup(group.value, group_spec, count, log, timeout)
 
     async def start(self) -> list[RpcFunctionMetadata]:
         """Start every group; the functions metadata (the same app in each) from the first."""
