@@ -346,3 +346,19 @@ async def test_a_batch_past_function_timeout_fails_every_operation_and_restarts_
         assert exists and json.loads(text or "null")["log"] == ["kept", "after"]
     finally:
         await server.stop()
+
+
+async def test_an_operation_that_changes_nothing_still_counts_as_activity(host: LocalHost) -> None:
+    """The entity query's lastOperationTime moves with every operation, as the extension's does:
+    idle expiry reads it, so a session only read from is not idle."""
+    gateway = host.entities
+    assert gateway is not None
+    assert (await gateway.call("@counter@active", "add", 1))[0]
+    [first] = (await gateway.list_entities("counter", fetch_state=True, after=("counter", "acti")))[:1]
+    assert first["entityId"]["key"] == "active"
+    await asyncio.sleep(0.05)
+    # "fail" raises inside the entity: the operation fails and the state is left as it was.
+    assert not (await gateway.call("@counter@active", "fail", "x"))[0]
+    [second] = (await gateway.list_entities("counter", fetch_state=True, after=("counter", "acti")))[:1]
+    assert second["state"] == first["state"]
+    assert second["lastOperationTime"] > first["lastOperationTime"]
