@@ -15,7 +15,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-lowest install services lint typecheck unit e2e-flex deploycheck iac-check bench clean console-assets
+.PHONY: run test test-lowest install services lint typecheck unit e2e-flex smoke smoke-local deploycheck iac-check bench clean console-assets
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -n "$(PYTHON)" || { echo "Python 3.13 not found: install it (pyenv install 3.13.0), or name one with PYTHON=/path/to/python3.13" >&2; exit 1; }
@@ -66,7 +66,16 @@ unit: install services
 e2e-flex: install services
 	DEVHOST_TOPOLOGY=flex FUNCTIONS_WORKER_PROCESS_COUNT=2 $(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
-test: lint typecheck deploycheck iac-check unit e2e-flex
+# A deployed app's first check: make smoke URL=https://<app>.azurewebsites.net KEY=<function key>
+# [SYSTEM_KEY=<durabletask_extension key>] [MCP_KEY=<mcp_extension key>] (docs/deploy.md).
+smoke: install
+	$(PY) .ci/smoke.py --url "$(URL)" --key "$(KEY)" --system-key "$(SYSTEM_KEY)" --mcp-key "$(MCP_KEY)"
+
+# The same checks against the local host in the flex topology.
+smoke-local: install
+	PY=$(PY) bash .ci/smoke-local.sh
+
+test: lint typecheck deploycheck iac-check unit e2e-flex smoke-local
 
 # Azure installs requirements.txt on Linux from prebuilt wheels: every requirement must resolve to
 # wheels for every Python the app supports, or a deployment fails there. Azure's Python images are
