@@ -26,6 +26,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DURABLE_AGENTS_ALLOW_MODEL_REQUESTS", "0")
+os.environ.setdefault("PYTHON_ENABLE_INIT_INDEXING", "1")  # build_app needs it, as Azure does
 
 import azure.durable_functions as df  # noqa: E402
 import azure.functions as func  # noqa: E402

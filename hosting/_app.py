@@ -17,7 +17,7 @@ from ._entity_batch import guarded_batch
 from ._extensions import Extension
 from ._history_api import history
 from ._http import Api, ApiSettings, Handler, guarded
-from ._http_v2 import Request, Response, serve
+from ._http_v2 import Request, Response, check_init_indexing, serve
 from ._ids import entity_name
 from ._lifecycle import register_lifecycle
 from ._openapi import openapi_document
@@ -25,6 +25,7 @@ from ._problems import json_response
 from ._routes import AGENT_ROUTES, RouteSpec
 from ._sessions import SessionsApi
 from ._telemetry import configure_telemetry, traced_http
+from .client._binding import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
 from .mcp import McpTools, register_mcp_tools
 from .streams import RunStreams, StreamStore, stream_store_from_env
@@ -90,9 +91,7 @@ def _register_http(
     # is anything but azure.functions.Context (not even Optional), hence no default here.
     if spec.needs_client:
 
-        async def with_client(
-            req: Request, client: df.DurableOrchestrationClient, context: func.Context
-        ) -> Any:
+        async def with_client(req: Request, client: BoundClient, context: func.Context) -> Any:
             return await serve(wrapped, req, client, max_body_bytes, context)
 
         with_client.__name__ = spec.function
@@ -100,11 +99,11 @@ def _register_http(
         # streaming protocol from the request parameter's type.
         with_client.__annotations__ = {
             "req": Request,
-            "client": df.DurableOrchestrationClient,
+            "client": BoundClient,
             "context": func.Context,
             "return": Response,
         }
-        function = app.durable_client_input(client_name="client")(with_client)
+        function = durable_client_input(app, with_client)
     else:
 
         async def without_client(req: Request, context: func.Context) -> Any:
@@ -150,11 +149,14 @@ def build_app(
     `DURABLE_AGENTS_MCP_TOOLS` overrides it (docs/mcp.md).
 
     Raises `AgentConfigurationError` for an agent that cannot be hosted or an extension whose
-    agents are missing or whose function names clash (at startup, not on the first request).
+    agents are missing or whose function names clash, and `HostingConfigurationError` when the
+    app setting `PYTHON_ENABLE_INIT_INDEXING` is not 1 (every HTTP function is declared with the
+    HTTP streams types, which need it); at startup, not on the first request.
     """
     agents = list(agents)
     _check_agents(agents)
     _check_extensions(agents, extensions)
+    check_init_indexing()
     configure_telemetry()
     settings = settings or ApiSettings()
     app = df.DFApp(http_auth_level=func.AuthLevel.FUNCTION)

@@ -11,7 +11,6 @@ import contextlib
 import json
 import logging
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from agents import Agent, FullHistory, InvalidTurnRequest, TurnRequest, TurnResult, failure
@@ -29,6 +28,15 @@ from ._ttl import now_iso
 from ._unrecorded import MAX_REFUSED_BYTES, refused_result, text_is_refused, with_refused
 from ._wakeup import session_operation
 from .archive import HistoryArchive, SessionHistory, default_archive
+from .entity._context import (
+    EntityContext,
+    Loaded,
+    cache_load,
+    cached_load,
+    operation_input,
+    store_text,
+    stored_text,
+)
 from .streams import RunEvents, StreamKey, StreamStore
 
 log = logging.getLogger("hosting.entity")
@@ -70,50 +78,6 @@ class RunDiscarded(HostingError):
     """A run id a reset discarded came again: the operation fails, nothing is run or stored."""
 
 
-@dataclass
-class _Loaded:
-    text: str
-    state: AgentState
-
-
-# The SDK keeps the incoming state as raw JSON text until user code asks for it, and writes raw
-# text back verbatim; these helpers work on that representation directly so a failed operation
-# can never make the SDK re-encode (and so rewrite) a state it did not understand.
-def _stored_text(context: Any) -> str | None:
-    state = context._state
-    if state is None:
-        return None
-    if context._state_is_raw and isinstance(state, str):
-        return state
-    return json.dumps(state)
-
-
-def _store_text(context: Any, text: str) -> None:
-    context._state = text
-    context._state_is_raw = True
-    context._exists = True
-
-
-def decode_operation_input(context: Any) -> Any:
-    """The operation input, decoded the way the Durable extension encodes it.
-
-    The extension sends the JSON text of the input's JSON text; a host that sends it only once
-    encoded is accepted too.
-    """
-    raw = context._input
-    if raw is None:
-        return None
-    cached = getattr(context, "_dafx_input", None)
-    if cached is not None and cached[0] is raw:  # decoded already for this operation (its span)
-        return cached[1]
-    value = json.loads(raw) if isinstance(raw, str) else raw
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            value = json.loads(value)
-    context._dafx_input = (raw, value)
-    return value
-
-
 class AgentEntity:
     """The entity function of one agent; the SDK calls it once per operation of a batch."""
 
@@ -138,15 +102,15 @@ class AgentEntity:
             self._archive = default_archive()
         return self._archive
 
-    def __call__(self, context: Any) -> None:
+    def __call__(self, context: EntityContext) -> None:
         # Callers waiting in this process for this session wake when the operation ends.
         with session_operation(self.name, str(context.entity_key)):
             self._operate(context)
 
-    def _operate(self, context: Any) -> None:
+    def _operate(self, context: EntityContext) -> None:
         operation = context.operation_name
         if operation == "run":
-            run_input = decode_operation_input(context)
+            run_input = operation_input(context)
             key = context.entity_key
             context.set_result(
                 traced_entity_run(self.name, self.agent.name, key, run_input, lambda: self._run(context))
@@ -161,7 +125,7 @@ class AgentEntity:
         elif operation == "expire":
             expire(self, context)
         elif operation == "get":
-            text = _stored_text(context)
+            text = stored_text(context)
             context.set_result(None if text is None else json.loads(text))
         else:
             raise InvalidOperation(
@@ -170,45 +134,45 @@ class AgentEntity:
 
     # -- state ------------------------------------------------------------------------------
 
-    def _load(self, context: Any) -> _Loaded:
+    def _load(self, context: EntityContext) -> Loaded:
         """The session's state; a fresh one for a new session. Raises `state.StateError` for a
         stored state that cannot be read (which is then left exactly as it is)."""
-        text = _stored_text(context)
-        cached: _Loaded | None = getattr(context, "_dafx_loaded", None)
+        text = stored_text(context)
+        cached = cached_load(context)
         if cached is not None and cached.text is text:
             return cached
         if text is None:
-            return _Loaded("", AgentState.new())
-        return _Loaded(text, load_state(text))
+            return Loaded("", AgentState.new())
+        return Loaded(text, load_state(text))
 
-    def _save(self, context: Any, state: AgentState) -> None:
+    def _save(self, context: EntityContext, state: AgentState) -> None:
         text = dump_state(state)
-        _store_text(context, text)
+        store_text(context, text)
         # The next operation of the batch reuses the live object instead of parsing again.
-        context._dafx_loaded = _Loaded(text, state)
+        cache_load(context, Loaded(text, state))
 
-    def _reset(self, context: Any) -> None:
+    def _reset(self, context: EntityContext) -> None:
         # Load first: a history we cannot read is never replaced, not even by an empty one.
-        text = _stored_text(context)
+        text = stored_text(context)
         if text is not None:
             self._load(context)
         fresh = AgentState.new()
         fresh.last_activity_at = now_iso()
         # The new history remembers the ids of the runs it discards (hosting._discarded).
-        _store_text(context, reset_text(text, fresh))
-        context._dafx_loaded = None
+        store_text(context, reset_text(text, fresh))
+        cache_load(context, None)
 
     # -- run --------------------------------------------------------------------------------
 
-    def fail_run(self, context: Any, error: TurnFailure) -> dict[str, Any]:
+    def fail_run(self, context: EntityContext, error: TurnFailure) -> dict[str, Any]:
         """Answer the `run` operation in `context` without running it: recorded as a failed turn
         with `error` (hosting._entity_batch, when the SDK failed the batch), unless it has an
         answer already."""
         return self._run(context, unfinished=error)
 
-    def _run(self, context: Any, unfinished: TurnFailure | None = None) -> dict[str, Any]:
+    def _run(self, context: EntityContext, unfinished: TurnFailure | None = None) -> dict[str, Any]:
         try:
-            request = TurnRequest.from_json(decode_operation_input(context))
+            request = TurnRequest.from_json(operation_input(context))
         except (InvalidTurnRequest, ValueError) as error:
             raise InvalidOperation(f"invalid input for {self.name} run: {error}") from error
         loaded = self._load(context)
@@ -225,7 +189,7 @@ class AgentEntity:
         if loaded.text and text_is_tombstone(loaded.text):
             # A deleted session's tombstone: a new history starts, still remembering its ids.
             revived = revived_text(loaded.text)
-            loaded = _Loaded(revived, load_state(revived))
+            loaded = Loaded(revived, load_state(revived))
         if unfinished is not None:
             return self._record_failure(context, loaded, request, unfinished)
         key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
@@ -245,7 +209,7 @@ class AgentEntity:
         return result
 
     def _run_turn(
-        self, context: Any, loaded: _Loaded, request: TurnRequest, events: RunEvents
+        self, context: EntityContext, loaded: Loaded, request: TurnRequest, events: RunEvents
     ) -> dict[str, Any]:
         stored_bytes = len(loaded.text.encode("utf-8"))
         asked_bytes = sum(len(m.text.encode("utf-8")) for m in request.messages)
@@ -253,7 +217,7 @@ class AgentEntity:
             # The turn stores at least the asked text: refuse it before paying for a model call.
             return self._record_failure(context, loaded, request, self._too_large(stored_bytes + asked_bytes))
         state = loaded.state
-        context._dafx_loaded = None  # the turn mutates the object; only a saved one is reused
+        cache_load(context, None)  # the turn mutates the object; only a saved one is reused
         try:
             older = None
             if isinstance(self.agent.context, FullHistory):
@@ -275,8 +239,8 @@ class AgentEntity:
         size = len(text.encode("utf-8"))
         if size > self.max_session_bytes:
             return self._record_failure(context, loaded, request, self._too_large(size))
-        _store_text(context, text)
-        context._dafx_loaded = _Loaded(text, state)
+        store_text(context, text)
+        cache_load(context, Loaded(text, state))
         log.info(
             "entity %s@%s run %s: %s",
             self.name,
@@ -295,7 +259,7 @@ class AgentEntity:
         )
 
     def _record_failure(
-        self, context: Any, loaded: _Loaded, request: TurnRequest, error: TurnFailure
+        self, context: EntityContext, loaded: Loaded, request: TurnRequest, error: TurnFailure
     ) -> dict[str, Any]:
         """Record `request` as a failed turn on the state as loaded before the turn (a fresh parse:
         the turn may have changed the live object), save it, and answer the failed result."""
@@ -311,11 +275,11 @@ class AgentEntity:
                 self.name, context.entity_key, request.correlation_id, error.code, size, ceiling,
             )
             base = loaded.text or dump_state(AgentState.new())
-            _store_text(context, with_refused(base, request.correlation_id))
-            context._dafx_loaded = None
+            store_text(context, with_refused(base, request.correlation_id))
+            cache_load(context, None)
             return refused_result(request.correlation_id).to_json()
-        _store_text(context, text)
-        context._dafx_loaded = _Loaded(text, state)
+        store_text(context, text)
+        cache_load(context, Loaded(text, state))
         log.warning(
             "entity %s@%s run %s recorded as failed: %s: %s",
             self.name,
@@ -326,7 +290,7 @@ class AgentEntity:
         )
         return result.to_json()
 
-    def _answered(self, loaded: _Loaded, request: TurnRequest, key: str) -> dict[str, Any] | None:
+    def _answered(self, loaded: Loaded, request: TurnRequest, key: str) -> dict[str, Any] | None:
         """The stored answer when this correlation id was already run (a redelivered signal or a
         retry); raises `RunConflict` when the id was used for a different request."""
         record = loaded.state.find_run(request.correlation_id)

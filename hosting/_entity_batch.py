@@ -21,26 +21,30 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import azure.durable_functions as df
+import azure.functions as func
 from azure.durable_functions.models.entities import EntityState, OperationResult
 
 from agents import failure
 
 from ._errors import InvalidOperation, ProblemCode
+from .entity._context import batch_outcome, standalone_context, start_operation
 
 if TYPE_CHECKING:
     from ._entity import AgentEntity
 
 log = logging.getLogger("hosting.entity")
 
-BatchHandler = Callable[[Any], str]
-"""An entity function as the Functions worker calls it: the batch request in, the JSON response out."""
+BatchHandler = Callable[[func.EntityContext], str]
+"""An entity function as the Functions worker calls it: the batch request in, the JSON response out.
+
+The worker loads an entity function only when its trigger parameter is unannotated or annotated
+with `azure.functions.EntityContext` (what it passes: the batch request JSON as `body`)."""
 
 
 def guarded_batch(entity: AgentEntity, handle: BatchHandler) -> BatchHandler:
     """`handle` (the SDK's `Entity.create(...)` handler), answering the batch itself when it raises."""
 
-    def batch(context: Any) -> str:
+    def batch(context: func.EntityContext) -> str:
         try:
             return handle(context)
         except Exception as error:
@@ -51,21 +55,21 @@ def guarded_batch(entity: AgentEntity, handle: BatchHandler) -> BatchHandler:
     return batch
 
 
-def failed_batch(entity: AgentEntity, context: Any, error: Exception) -> str:
+def failed_batch(entity: AgentEntity, context: func.EntityContext | str, error: Exception) -> str:
     """The response to a batch the SDK could not complete: runs recorded as failed on the state as
     it was before the batch, other operations failed. Raises `error` again when the request
     cannot be read at all (nothing to answer; the host retries)."""
-    body = getattr(context, "body", None)
+    # The worker's EntityContext carries the request JSON as `body`; a host may pass the JSON itself.
+    body: Any = getattr(context, "body", None)
     try:
-        request = json.loads(context if body is None else body)
+        request = json.loads(body if body is not None else str(context))
         own = request["self"]
         operations = list(request["batch"])
         state = request.get("state")
         exists = bool(request.get("exists"))
-        sdk_context = df.DurableEntityContext(str(own["name"]), str(own["key"]), exists, state)
+        sdk_context = standalone_context(str(own["name"]), str(own["key"]), exists, state)
     except Exception:
         raise error from None
-    sdk_context._state_is_raw = state is not None  # as the SDK keeps a state it was given
     message = f"the entity batch failed in the Durable Functions SDK: {type(error).__name__}: {error}"
     unfinished = failure(ProblemCode.INTERNAL_ERROR, message)
     response = EntityState(results=[], signals=[])
@@ -76,14 +80,11 @@ def failed_batch(entity: AgentEntity, context: Any, error: Exception) -> str:
             name = operation.get("name") if isinstance(operation, dict) else None
             if name != "run":
                 raise InvalidOperation(message)
-            sdk_context._operation = name
-            sdk_context._input = operation.get("input")
+            start_operation(sdk_context, name, operation.get("input"))
             result, is_error = entity.fail_run(sdk_context, unfinished), False
         except Exception as operation_error:
             result, is_error = str(operation_error), True
         duration = int((time.time() - started) * 1000)
         response.results.append(OperationResult(is_error, duration, int(started * 1000), result))
-    response.state = sdk_context._state
-    response.state_is_raw = sdk_context._state_is_raw
-    response.entity_exists = sdk_context._exists
+    response.state, response.state_is_raw, response.entity_exists = batch_outcome(sdk_context)
     return response.to_json_string()

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from state import StateError, archive_info
 
 from ._deleted import tombstone_text
 from ._ttl import due_at, now_iso, ttl_for
+from .entity._context import EntityContext, cache_load, store_text, stored_text
 
 if TYPE_CHECKING:
     from ._entity import AgentEntity
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("hosting.entity")
 
 
-def archive_epoch(entity: AgentEntity, context: Any) -> str | None:
+def archive_epoch(entity: AgentEntity, context: EntityContext) -> str | None:
     """The epoch of the session's archive (None: nothing archived, no state, or unreadable)."""
     try:
         loaded = entity._load(context)
@@ -30,27 +31,23 @@ def archive_epoch(entity: AgentEntity, context: Any) -> str | None:
     return None if info is None else info.epoch
 
 
-def delete(entity: AgentEntity, context: Any) -> None:
+def delete(entity: AgentEntity, context: EntityContext) -> None:
     """Delete the session: answer `{"epoch"}` of the archive left behind, and leave a tombstone
     of the discarded run ids (hosting._deleted), or nothing when there is nothing to remember."""
-    from ._entity import _store_text, _stored_text
-
     context.set_result({"epoch": archive_epoch(entity, context)})
-    tombstone = tombstone_text(_stored_text(context), now_iso())
-    context._dafx_loaded = None
+    tombstone = tombstone_text(stored_text(context), now_iso())
+    cache_load(context, None)
     if tombstone is None:
         # destruct_on_exit after set_result: set_result would mark the entity as existing.
         context.destruct_on_exit()
         return
-    _store_text(context, tombstone)
+    store_text(context, tombstone)
 
 
-def expire(entity: AgentEntity, context: Any) -> None:
+def expire(entity: AgentEntity, context: EntityContext) -> None:
     """Delete the session when it has been idle for its agent's TTL; answer what happened:
     `{"expired": true, "epoch"}` or `{"expired": false, "dueAt": RFC 3339 | null}`."""
-    from ._entity import _stored_text
-
-    if _stored_text(context) is None:
+    if stored_text(context) is None:
         context.set_result({"expired": False, "dueAt": None})
         context.destruct_on_exit()  # asking must not create the session
         return
@@ -68,4 +65,4 @@ def expire(entity: AgentEntity, context: Any) -> None:
     log.info("entity %s@%s expired (idle since %s)", entity.name, context.entity_key, due)
     context.set_result({"expired": True, "epoch": None if info is None else info.epoch})
     context.destruct_on_exit()
-    context._dafx_loaded = None
+    cache_load(context, None)

@@ -16,6 +16,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 
 from ._errors import ProblemCode, ProblemError
+from .client._binding import BoundClient
 
 CONTINUATION_HEADER = "x-ms-continuation-token"
 _QUERY_TIMEOUT_SECONDS = 30.0
@@ -23,9 +24,8 @@ _QUERY_TIMEOUT_SECONDS = 30.0
 
 def rpc_base_url(client: Any) -> str | None:
     """The base URL of the extension's HTTP API the durable client `client` is bound to (its
-    binding's `rpcBaseUrl`), or None when the binding carries none."""
-    base = getattr(getattr(client, "_orchestration_bindings", None), "rpc_base_url", None)
-    return base if isinstance(base, str) and base else None
+    binding's `rpcBaseUrl`, hosting.client._binding), or None when the binding carries none."""
+    return client.rpc_base_url if isinstance(client, BoundClient) else None
 
 
 def entity_key(item: dict[str, Any]) -> str | None:

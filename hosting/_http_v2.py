@@ -7,11 +7,14 @@ So every HTTP function of the app is declared with `Request` and returns a `Resp
 handlers keep working on `func.HttpRequest`/`func.HttpResponse`, converted here at the edge.
 Streaming handlers return a `StreamingResponse`, passed through unchanged.
 
-Settings the deployed app needs: `PYTHON_ENABLE_INIT_INDEXING=1` (docs/streaming.md).
+Settings the deployed app needs: `PYTHON_ENABLE_INIT_INDEXING=1` (docs/streaming.md): the Python
+worker indexes the app at worker init and starts the HTTP server streamed requests are proxied to
+only then. Without it every HTTP function would fail, so `build_app` refuses to start instead.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import azure.functions as func
@@ -19,10 +22,24 @@ from azurefunctions.extensions.http.fastapi import Request, Response
 from starlette.responses import Response as StarletteResponse
 from starlette.responses import StreamingResponse
 
+from ._errors import HostingConfigurationError
 from ._handlers import ContextHandler
 
-__all__ = ["Request", "Response", "serve"]
+__all__ = ["INIT_INDEXING_SETTING", "Request", "Response", "check_init_indexing", "serve"]
 
+INIT_INDEXING_SETTING = "PYTHON_ENABLE_INIT_INDEXING"
+_TRUE = frozenset({"1", "true", "t", "yes", "y"})  # what the Functions Python runtime counts as true
+
+
+def check_init_indexing() -> None:
+    """Raise `HostingConfigurationError` unless `PYTHON_ENABLE_INIT_INDEXING` is true."""
+    value = os.environ.get(INIT_INDEXING_SETTING)
+    if value is None or value.strip().lower() not in _TRUE:
+        raise HostingConfigurationError(
+            f"the app setting {INIT_INDEXING_SETTING} must be 1 (it is {value!r}): the app's HTTP "
+            "functions use the Functions HTTP streams types, which the Python worker serves only "
+            "when it indexes the app at worker init (local.settings.sample.json sets it)"
+        )
 
 
 async def serve(

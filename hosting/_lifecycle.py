@@ -90,7 +90,8 @@ def register_lifecycle(app: df.DFApp) -> None:
         decorated = app.orchestration_trigger(context_name="context", orchestration=name)(function)
         app.function_name(name)(decorated)
 
-    async def forget(spec: dict[str, Any]) -> int:
+    # `spec: dict`: the worker refuses an activity trigger annotated with a generic alias.
+    async def forget(spec: dict) -> int:
         return await forget_activity(spec)
 
     forget.__name__ = FORGET

@@ -27,6 +27,7 @@ import azure.durable_functions as df
 from ._entity_query import entity_key, query_entities, rpc_base_url
 from ._ids import entity_name
 from ._ttl import ttl_for
+from .client._binding import BoundClient, durable_client_input
 
 log = logging.getLogger("hosting.lifecycle")
 
@@ -126,9 +127,10 @@ def register_sweeper(app: df.DFApp) -> None:
     decorated = app.orchestration_trigger(context_name="context", orchestration=SWEEPER)(sweeper_orchestrator)
     app.function_name(SWEEPER)(decorated)
 
-    async def sweep(spec: dict[str, Any], client: Any) -> dict[str, Any]:
+    # `spec: dict`: the worker refuses an activity trigger annotated with a generic alias.
+    async def sweep(spec: dict, client: BoundClient) -> dict[str, Any]:
         return await sweep_activity(spec, client)
 
     sweep.__name__ = SWEEP
-    with_client = app.durable_client_input(client_name="client")(sweep)
+    with_client = durable_client_input(app, sweep)
     app.function_name(SWEEP)(app.activity_trigger(input_name="spec", activity=SWEEP)(with_client))

@@ -10,6 +10,7 @@ import azure.functions as func
 
 from agents import Agent
 
+from ..client._binding import BoundClient, durable_client_input
 from ._config import McpTools, ToolSpec, chosen_agents, tool_spec, wait_seconds_from_env
 from ._tool import AgentTool
 
@@ -20,11 +21,11 @@ TRIGGER_TYPE = "mcpToolTrigger"
 def _register(app: df.DFApp, agent: Agent, spec: ToolSpec, wait_seconds: float) -> None:
     tool = AgentTool(agent, spec, wait_seconds)
 
-    async def mcp_tool(context: str, client: df.DurableOrchestrationClient) -> str:
+    async def mcp_tool(context: str, client: BoundClient) -> str:
         return await tool(context, client)
 
     mcp_tool.__name__ = spec.function_name
-    function: Any = app.durable_client_input(client_name="client")(mcp_tool)
+    function: Any = durable_client_input(app, mcp_tool)
     # generic_trigger, not the library's mcp_tool_trigger decorator: the same binding JSON, and it
     # works with every azure-functions release the app allows (>= 1.24).
     function = app.generic_trigger(

@@ -1,0 +1,1 @@
+"""The durable client side."""
