@@ -36,8 +36,8 @@ from agents import Agent, ModelSettings, RetryPolicy  # noqa: E402
 from agents.testing import ModelServer, Reply  # noqa: E402
 from devhost import LocalHost  # noqa: E402
 from hosting import build_app  # noqa: E402
-from hosting._results import find_stored_run  # noqa: E402
-from hosting._waiting import read_session  # noqa: E402
+from hosting.client._read import read_session  # noqa: E402
+from hosting.stored._runs import find_stored_run  # noqa: E402
 from state import AgentRequest, AgentResponse, AgentState, ChatMessage, TextContent, dump_state  # noqa: E402
 
 

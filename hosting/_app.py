@@ -12,23 +12,27 @@ import azure.functions as func
 
 from agents import Agent, AgentConfigurationError
 
-from ._entity import AgentEntity
-from ._entity_batch import guarded_batch
 from ._extensions import Extension
-from ._history_api import history
-from ._http import Api, ApiSettings, Handler, guarded
-from ._http_v2 import Request, Response, check_init_indexing, serve
+from ._handlers import Handler
 from ._ids import entity_name
-from ._lifecycle import register_lifecycle
-from ._openapi import openapi_document
-from ._problems import json_response
-from ._routes import AGENT_ROUTES, RouteSpec
-from ._sessions import SessionsApi
+from ._settings import ApiSettings
 from ._telemetry import configure_telemetry, traced_http
 from .client._binding import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
+from .entity._batch import guarded_batch
+from .entity._entity import AgentEntity
+from .http._answers import Answers
+from .http._api import Api, guarded
+from .http._edge import Request, Response, check_init_indexing, serve
+from .http._history import history
+from .http._openapi import openapi_document
+from .http._problems import json_response
+from .http._routes import AGENT_ROUTES, RouteSpec
+from .http._sessions import SessionsApi
+from .http._sse import RunStreams
+from .lifecycle._register import register_lifecycle
 from .mcp import McpTools, register_mcp_tools
-from .streams import RunStreams, StreamStore, stream_store_from_env
+from .streams import StreamStore, stream_store_from_env
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
@@ -160,9 +164,9 @@ def build_app(
     configure_telemetry()
     settings = settings or ApiSettings()
     app = df.DFApp(http_auth_level=func.AuthLevel.FUNCTION)
-    api = Api(agents, settings)
     store = stream_store_from_env()
-    api.streams = RunStreams(api, store)
+    answers = Answers(settings)
+    api = Api(agents, settings, answers, RunStreams(answers, {a.name: a for a in agents}, store))
     specs = list(AGENT_ROUTES) + [spec for extension in extensions for spec in extension.routes]
     document = json.dumps(
         openapi_document(specs, route_prefix=settings.route_prefix, agent_names=[a.name for a in agents])
@@ -177,8 +181,8 @@ def build_app(
         "agent_run_stream": api.streams.get,
         "agent_session": api.session,
         "agent_session_reset": api.session_reset,
-        "agent_sessions": SessionsApi(api).list,
-        "agent_session_history": lambda req, client: history(api, req, client),
+        "agent_sessions": SessionsApi(api.agents, settings).list,
+        "agent_session_history": lambda req, client: history(api.agents, req, client),
         "agents_list": api.list_agents,
         "health": api.health,
         "openapi": openapi,

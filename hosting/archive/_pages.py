@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._results import StoredRun
+from ..stored._runs import StoredRun
 from ._history import HistoryArchive
 
 CURSOR_PATTERN = r"^(0|[1-9][0-9]{0,11})(\.[0-9]{8}-[0-9a-f]{64})?$"

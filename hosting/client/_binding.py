@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import azure.durable_functions as df
 
@@ -27,6 +27,23 @@ def _rpc_base_url(binding: str) -> str | None:
         return None
     base = document.get("rpcBaseUrl") if isinstance(document, dict) else None
     return base if isinstance(base, str) and base else None
+
+
+class DurableClient(Protocol):
+    """What hosting calls on the durable client (`BoundClient`; tests may pass their own)."""
+
+    @property
+    def rpc_base_url(self) -> str | None: ...
+
+    async def signal_entity(
+        self, entityId: df.EntityId, operation_name: str, operation_input: Any = None
+    ) -> None: ...
+
+    async def read_entity_state(self, entityId: df.EntityId) -> Any: ...
+
+    async def start_new(
+        self, orchestration_function_name: str, instance_id: str | None = None, client_input: Any = None
+    ) -> str: ...
 
 
 class BoundClient(df.DurableOrchestrationClient):

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import azure.durable_functions as df
 
-from state import AgentState
+from state import AgentState, load_state
 
 
 class EntityContext(Protocol):
@@ -72,6 +72,19 @@ def cache_load(context: EntityContext, loaded: Loaded | None) -> None:
     """Keep `loaded` for the batch's next operation (None: the live object is not reusable)."""
     sdk: Any = context
     sdk._dafx_loaded = loaded
+
+
+def load(context: EntityContext) -> Loaded:
+    """The session's state: the batch's live object when the stored text is still the one it
+    saved, else parsed from the stored text; a fresh one for a new session. Raises
+    `state.StateError` for a stored state that cannot be read (which is then left as it is)."""
+    text = stored_text(context)
+    cached = cached_load(context)
+    if cached is not None and cached.text is text:
+        return cached
+    if text is None:
+        return Loaded("", AgentState.new())
+    return Loaded(text, load_state(text))
 
 
 def operation_input(context: EntityContext) -> Any:

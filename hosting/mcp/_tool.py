@@ -26,9 +26,10 @@ from agents import Agent, InputMessage, InvalidTurnRequest, TurnRequest
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name, new_session_id
-from .._requests import check_id
-from .._results import result_from_stored
-from .._waiting import read_session, state_problem, unreadable, wait_for_run
+from ..client._read import read_session, state_problem
+from ..client._waiting import unreadable, wait_for_run
+from ..http._requests import check_id
+from ..stored._runs import result_from_stored
 from ._config import QUERY, SESSION_ID, ToolSpec
 
 log = logging.getLogger("hosting.mcp")

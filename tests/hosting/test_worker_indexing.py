@@ -17,8 +17,8 @@ from agents.testing import ModelServer
 from examples.review import review_workflow
 from hosting import build_app
 from hosting._errors import HostingConfigurationError
-from hosting._http_v2 import INIT_INDEXING_SETTING
 from hosting.client._binding import BoundClient
+from hosting.http._edge import INIT_INDEXING_SETTING
 
 # Bindings whose parameter type the worker checks with the binding's converter. The HTTP request
 # parameter is left out: with the HTTP streams types the worker checks it through the extension.

@@ -10,68 +10,39 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 from typing import Any
 
 from agents import Agent, FullHistory, InvalidTurnRequest, TurnRequest, TurnResult, failure
 from state import AgentState, TurnFailure, dump_state, load_state
 
-from ._deleted import revived_text, text_is_tombstone
-from ._discarded import reset_text, text_is_discarded
-from ._entity_archive import answer_archived
-from ._entity_lifecycle import archive_epoch, delete, expire
-from ._errors import HostingConfigurationError, HostingError, InvalidOperation, ProblemCode, RunConflict
-from ._ids import entity_name
-from ._loop import run_sync
-from ._telemetry import traced_entity_run
-from ._ttl import now_iso
-from ._unrecorded import MAX_REFUSED_BYTES, refused_result, text_is_refused, with_refused
-from ._wakeup import session_operation
-from .archive import HistoryArchive, SessionHistory, default_archive
-from .entity._context import (
+from .._errors import HostingError, InvalidOperation, ProblemCode, RunConflict
+from .._ids import entity_name
+from .._loop import run_sync
+from .._settings import DEFAULT_MAX_SESSION_BYTES, RECORD_HEADROOM_BYTES
+from .._telemetry import traced_entity_run
+from .._wakeup import session_operation
+from ..archive import HistoryArchive, SessionHistory, default_archive
+from ..lifecycle._ttl import now_iso
+from ..stored._deleted import revived_text, text_is_tombstone
+from ..stored._discarded import reset_text, text_is_discarded
+from ..stored._refused import MAX_REFUSED_BYTES, refused_result, text_is_refused, with_refused
+from ..streams import RunEvents, StreamKey, StreamStore
+from ._archived import answer_archived
+from ._context import (
     EntityContext,
     Loaded,
     cache_load,
-    cached_load,
+    load,
     operation_input,
     store_text,
     stored_text,
 )
-from .streams import RunEvents, StreamKey, StreamStore
+from ._lifecycle import archive_epoch, delete, expire
 
 log = logging.getLogger("hosting.entity")
 
 OPERATIONS = ("run", "reset", "delete", "get", "expire")
 """The operations every agent entity understands."""
-
-
-
-DEFAULT_MAX_SESSION_BYTES = 960 * 1024
-"""Default session size limit: under the local host's (and the Durable Task Scheduler's) 1 MiB,
-so this check, which records a failed turn, fires before the host refuses to store the state."""
-
-MIN_SESSION_BYTES = 1024
-"""Smallest accepted `max_session_bytes` (an empty state alone is ~100 bytes)."""
-
-RECORD_HEADROOM_BYTES = 64 * 1024
-"""How far past `max_session_bytes` a session may grow by refusals (default limit + headroom =
-1 MiB): compact records of refused turns up to 48 KiB, then only their ids (`data.refusedRuns`,
-at most 16 KiB, hosting._unrecorded), so every refused run keeps an answer."""
-
-SESSION_LIMIT_ENV = "DURABLE_AGENTS_MAX_SESSION_BYTES"
-
-
-def max_session_bytes_from_env() -> int:
-    """`DURABLE_AGENTS_MAX_SESSION_BYTES` when set, else the default (960 KiB)."""
-    raw = os.environ.get(SESSION_LIMIT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_SESSION_BYTES
-    try:
-        return int(raw)
-    except ValueError:
-        raise HostingConfigurationError(
-            f"{SESSION_LIMIT_ENV} must be a whole number of bytes, not {raw!r}"
-        ) from None
 
 
 class RunDiscarded(HostingError):
@@ -117,13 +88,13 @@ class AgentEntity:
             )
         elif operation == "reset":
             # The answer names the archive the reset left behind (deleted after this commits).
-            epoch = archive_epoch(self, context)
+            epoch = archive_epoch(context)
             self._reset(context)
             context.set_result({"epoch": epoch})
         elif operation == "delete":
-            delete(self, context)  # leaves a tombstone of the discarded run ids (hosting._deleted)
+            delete(context)  # leaves a tombstone of the discarded run ids (hosting._deleted)
         elif operation == "expire":
-            expire(self, context)
+            expire(context, self.name, self.agent.name)
         elif operation == "get":
             text = stored_text(context)
             context.set_result(None if text is None else json.loads(text))
@@ -134,28 +105,11 @@ class AgentEntity:
 
     # -- state ------------------------------------------------------------------------------
 
-    def _load(self, context: EntityContext) -> Loaded:
-        """The session's state; a fresh one for a new session. Raises `state.StateError` for a
-        stored state that cannot be read (which is then left exactly as it is)."""
-        text = stored_text(context)
-        cached = cached_load(context)
-        if cached is not None and cached.text is text:
-            return cached
-        if text is None:
-            return Loaded("", AgentState.new())
-        return Loaded(text, load_state(text))
-
-    def _save(self, context: EntityContext, state: AgentState) -> None:
-        text = dump_state(state)
-        store_text(context, text)
-        # The next operation of the batch reuses the live object instead of parsing again.
-        cache_load(context, Loaded(text, state))
-
     def _reset(self, context: EntityContext) -> None:
         # Load first: a history we cannot read is never replaced, not even by an empty one.
         text = stored_text(context)
         if text is not None:
-            self._load(context)
+            load(context)
         fresh = AgentState.new()
         fresh.last_activity_at = now_iso()
         # The new history remembers the ids of the runs it discards (hosting._discarded).
@@ -175,7 +129,7 @@ class AgentEntity:
             request = TurnRequest.from_json(operation_input(context))
         except (InvalidTurnRequest, ValueError) as error:
             raise InvalidOperation(f"invalid input for {self.name} run: {error}") from error
-        loaded = self._load(context)
+        loaded = load(context)
         answer = self._answered(loaded, request, context.entity_key)
         if answer is not None:
             return answer

@@ -17,19 +17,17 @@ from pydantic import ValidationError
 
 from agents import InputMessage, InvalidTurnRequest, TurnRequest, current_trace_context
 
-from ._errors import ProblemCode, ProblemError
-from ._ids import (
+from .._errors import ProblemCode, ProblemError
+from .._ids import (
     correlation_id_for_key,
     id_problem,
     idempotency_key_problem,
     new_session_id,
     session_id_for_key,
 )
+from .._settings import MAX_BODY_BYTES
 from ._models import RunRequestBody
 from ._problems import validation_problem
-
-MAX_BODY_BYTES = 256 * 1024
-"""Largest accepted request body (256 KiB); larger bodies get 413 `body_too_large`."""
 
 WAIT_HEADER = "x-ms-wait-for-response"
 SESSION_HEADER = "x-ms-session-id"

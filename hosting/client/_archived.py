@@ -7,10 +7,10 @@ from typing import Any
 
 from state import HistoryUnavailable
 
-from ._errors import ProblemCode, ProblemError
-from ._ids import entity_name
-from ._results import StoredRun
-from .archive import HistoryArchive, archived_run, default_archive, state_archive
+from .._errors import ProblemCode, ProblemError
+from .._ids import entity_name
+from ..archive import HistoryArchive, archived_run, default_archive, state_archive
+from ..stored._runs import StoredRun
 
 
 def history_unavailable(error: HistoryUnavailable, agent: str, session_id: str) -> ProblemError:

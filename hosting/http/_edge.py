@@ -22,8 +22,8 @@ from azurefunctions.extensions.http.fastapi import Request, Response
 from starlette.responses import Response as StarletteResponse
 from starlette.responses import StreamingResponse
 
-from ._errors import HostingConfigurationError
-from ._handlers import ContextHandler
+from .._errors import HostingConfigurationError
+from .._handlers import ContextHandler
 
 __all__ = ["INIT_INDEXING_SETTING", "Request", "Response", "check_init_indexing", "serve"]
 

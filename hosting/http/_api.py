@@ -10,10 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,106 +21,41 @@ import azure.durable_functions as df
 import azure.functions as func
 from starlette.responses import StreamingResponse
 
-from agents import Agent, TurnResult, turn_result
+from agents import Agent, turn_result
 
-from ._archived_runs import find_archived_run
-from ._entity import MIN_SESSION_BYTES, max_session_bytes_from_env
-from ._errors import HostingConfigurationError, ProblemCode, ProblemError
-from ._handlers import Handler
-from ._history_api import with_history
-from ._ids import entity_name
-from ._lifecycle import reset_or_delete
+from .._errors import ProblemCode, ProblemError
+from .._handlers import Handler
+from .._ids import entity_name
+from .._settings import ApiSettings
+from ..archive import state_archive
+from ..client._archived import find_archived_run
+from ..client._pacing import read_pacer
+from ..client._read import Snapshot, read_session, state_problem
+from ..client._waiting import check_same_request, idempotency_conflict, unreadable, wait_for_run
+from ..lifecycle._expiry import reset_or_delete
+from ..lifecycle._sweeper import ensure_sweepers
+from ..stored._refused import unrecorded_run
+from ..stored._runs import StoredRun, find_stored_run, result_from_stored, stored_bytes
+from ..streams import RunClaim, StreamKey, start_run
+from ._answers import Answers
+from ._history import with_history
+from ._lookup import existing_session, hosted_agent
 from ._models import (
     AgentInfo,
     AgentsBody,
     ErrorBody,
     HealthBody,
     HealthCheck,
-    RunResultBody,
     SessionActionBody,
     SessionBody,
     ToolInfo,
-    TurnResponseBody,
     TurnSummary,
 )
 from ._problems import json_response, problem_response
-from ._read_pacing import read_pacer
-from ._requests import CORRELATION_HEADER, MAX_BODY_BYTES, SESSION_HEADER, RunCall, check_id, parse_run
-from ._results import StoredRun, find_stored_run, result_from_stored, stored_bytes
-from ._sweeper import ensure_sweepers
-from ._unrecorded import unrecorded_run
-from ._waiting import (
-    Snapshot,
-    check_same_request,
-    idempotency_conflict,
-    read_session,
-    state_problem,
-    unreadable,
-    wait_for_run,
-)
-from .archive import state_archive
-from .streams import RunClaim, RunStreams, StreamKey, resume_after, start_run, wants_event_stream
+from ._requests import RunCall, check_id, parse_run
+from ._sse import RunStreams, resume_after, wants_event_stream
 
 log = logging.getLogger("hosting.http")
-
-
-PUBLIC_BASE_URL_ENV = "DURABLE_AGENTS_PUBLIC_BASE_URL"
-
-
-def public_base_url_from_env() -> str | None:
-    """The app's public origin from the environment (see `ApiSettings.public_base_url`)."""
-    explicit = os.environ.get(PUBLIC_BASE_URL_ENV, "").strip().rstrip("/")
-    if explicit:
-        return explicit
-    hostname = os.environ.get("WEBSITE_HOSTNAME", "").strip()
-    if not hostname:
-        return None
-    local = hostname.split(":", 1)[0] in ("localhost", "127.0.0.1", "[::1]", "0.0.0.0")
-    return f"{'http' if local else 'https'}://{hostname}"
-
-
-@dataclass(frozen=True)
-class ApiSettings:
-    """Limits of the HTTP API and of a session's stored state (all documented in docs/hosting.md)."""
-
-    route_prefix: str = "api"
-    max_body_bytes: int = MAX_BODY_BYTES
-    response_wait_seconds: float = 30.0
-    """How long `POST .../run` waits for the turn before answering 202."""
-    max_poll_wait_seconds: float = 60.0
-    """Upper bound of `?wait=` on the run resource."""
-    health_timeout_seconds: float = 5.0
-    public_base_url: str | None = field(default_factory=public_base_url_from_env)
-    """Origin of the URLs the API hands out (`Location`, run links): `DURABLE_AGENTS_PUBLIC_BASE_URL`,
-    else from `WEBSITE_HOSTNAME` (set by Azure, func start and the local host); None gives
-    relative URLs. Never taken from a request's Host header."""
-    max_session_bytes: int = field(default_factory=max_session_bytes_from_env)
-    """Largest stored session state (UTF-8 bytes) a turn may leave; a turn that would exceed it is
-    recorded as failed (`session_too_large`). Default 960 KiB or `DURABLE_AGENTS_MAX_SESSION_BYTES`."""
-
-    def url(self, path: str) -> str:
-        """The public URL of an API path (``agents/a/sessions/s``), for Location headers and links.
-
-        Never built from a request's Host header: a caller must not choose where it points.
-        """
-        prefix = f"/{self.route_prefix}" if self.route_prefix else ""
-        return f"{self.public_base_url or ''}{prefix}/{path}"
-
-    def __post_init__(self) -> None:
-        if isinstance(self.max_session_bytes, bool) or not isinstance(self.max_session_bytes, int):
-            raise HostingConfigurationError("ApiSettings.max_session_bytes must be an int")
-        if self.max_session_bytes < MIN_SESSION_BYTES:
-            raise HostingConfigurationError(
-                f"ApiSettings.max_session_bytes must be at least {MIN_SESSION_BYTES}, "
-                f"not {self.max_session_bytes}"
-            )
-
-
-# Failed turns the host recorded itself, not the model, answer with their own problem status:
-# session_too_large a 409 (the request is fine; the session's state conflicts with it: start a new
-# one); internal_error a 500 (our bug; the turn is recorded, so the caller still gets an answer).
-# Any other failure is the model's: a 502 carrying its code.
-_HOST_FAILURES = frozenset({ProblemCode.SESSION_TOO_LARGE, ProblemCode.INTERNAL_ERROR})
 
 
 def guarded(handler: Handler) -> Handler:
@@ -153,34 +86,14 @@ def guarded(handler: Handler) -> Handler:
 class Api:
     """The handlers of the agent routes, bound to the hosted agents."""
 
-    def __init__(self, agents: Sequence[Agent], settings: ApiSettings) -> None:
+    def __init__(
+        self, agents: Sequence[Agent], settings: ApiSettings, answers: Answers, streams: RunStreams
+    ) -> None:
         self.agents: dict[str, Agent] = {a.name: a for a in agents}
         self.settings = settings
-        self.streams: RunStreams | None = None
-        """Set by build_app: serves `Accept: text/event-stream` (hosting.streams)."""
-
-    # -- helpers ----------------------------------------------------------------------------
-
-    def _agent(self, req: func.HttpRequest) -> Agent:
-        name = req.route_params.get("agent", "")
-        agent = self.agents.get(name)
-        if agent is None:
-            raise ProblemError(
-                ProblemCode.UNKNOWN_AGENT,
-                f"there is no agent {name!r}; hosted agents: {', '.join(sorted(self.agents))}",
-                field="agent",
-            )
-        return agent
-
-    def agent_for(self, req: func.HttpRequest) -> Agent:
-        """The route's `{agent}`, or a 404 problem naming the hosted agents."""
-        return self._agent(req)
-
-    def _url(self, req: func.HttpRequest, path: str) -> str:
-        return self.settings.url(path)
-
-    def _run_url(self, req: func.HttpRequest, agent: str, session_id: str, correlation_id: str) -> str:
-        return self._url(req, f"agents/{agent}/sessions/{session_id}/runs/{correlation_id}")
+        self.answers = answers
+        self.streams = streams
+        """Serves `Accept: text/event-stream` (hosting.http._sse)."""
 
     def _wait_param(self, req: func.HttpRequest) -> float:
         raw = req.params.get("wait")
@@ -198,60 +111,17 @@ class Api:
             )
         return value
 
-    def _finished(
-        self, req: func.HttpRequest, agent: str, session_id: str, run: StoredRun
-    ) -> func.HttpResponse:
-        return self.answer(agent, session_id, result_from_stored(run))
-
-    def hosted_agent(self, req: func.HttpRequest) -> Agent:
-        """The agent the route names; 404 `unknown_agent` when it is not hosted."""
-        return self._agent(req)
-
-    def run_location(self, agent: str, session_id: str, correlation_id: str) -> str:
-        """The public URL of a run resource."""
-        return self.settings.url(f"agents/{agent}/sessions/{session_id}/runs/{correlation_id}")
-
-    def answer(self, agent: str, session_id: str, result: TurnResult) -> func.HttpResponse:
-        """The answer to a finished run: 200 with its body, or raises the problem it failed with."""
-        location = self.run_location(agent, session_id, result.correlation_id)
-        headers = {
-            SESSION_HEADER: session_id,
-            CORRELATION_HEADER: result.correlation_id,
-            "Location": location,
-        }
-        error = result.error
-        context = {"agent": agent, "session_id": session_id, "correlation_id": result.correlation_id}
-        if error is not None and error.code in _HOST_FAILURES:
-            raise ProblemError(
-                ProblemCode(error.code),
-                f"session {session_id!r} of agent {agent!r}: {error.message}",
-                headers=headers,
-                retryable=error.retryable,
-                max_session_bytes=self.settings.max_session_bytes,
-                location=location,
-                **context,
-            )
-        if error is not None:
-            # The turn's failure is stored in the history too; the client gets the model's code.
-            raise ProblemError.model_failure(error, headers=headers, location=location, **context)
-        body = RunResultBody(
-            agent=agent,
-            session_id=session_id,
-            correlation_id=result.correlation_id,
-            status="succeeded",
-            response=_response_body(result),
-            location=location,
-        )
-        return json_response(body, 200, headers)
+    def _finished(self, agent: str, session_id: str, run: StoredRun) -> func.HttpResponse:
+        return self.answers.answer(agent, session_id, result_from_stored(run))
 
     # -- routes -----------------------------------------------------------------------------
 
     async def run(self, req: func.HttpRequest, client: Any) -> func.HttpResponse | StreamingResponse:
         """POST agents/{agent}/run"""
-        agent = self._agent(req)
+        agent = hosted_agent(self.agents, req)
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
         entity_id = df.EntityId(entity_name(agent.name), call.session_id)
-        streams = self.streams if self.streams is not None and wants_event_stream(req) else None
+        streams = self.streams if wants_event_stream(req) else None
         key = StreamKey(agent.name, call.session_id, call.correlation_id)
         after = resume_after(req) if streams is not None else 0
 
@@ -278,7 +148,7 @@ class Api:
                 check_same_request(done, asked, agent.name, call.session_id)
                 if streams is not None:  # a retry attaches to the finished run's stream
                     return await streams.open(client, key, after, snapshot)
-                return self._finished(req, agent.name, call.session_id, done)
+                return self._finished(agent.name, call.session_id, done)
             self._refuse_full_session(agent.name, call, snapshot.document)
         elif snapshot.deleted and call.retry_safe:  # a retry of a deleted session's run: 410
             unrecorded_run(snapshot.document, agent.name, call.session_id, call.correlation_id, deleted=True)
@@ -298,7 +168,7 @@ class Api:
             # Not stored: send the turn, or attach to the pending run with this id (the same checks
             # for JSON and SSE; hosting/streams/_admission.py).
             sent = await start_run(
-                self.streams.store if self.streams is not None else None,
+                self.streams.store,
                 key,
                 RunClaim(agent.request_identity(call.request), live=streams is not None or not call.wait),
                 same=lambda request_hash: asked(request_hash, None),
@@ -330,8 +200,8 @@ class Api:
                     pacer=pace,
                 )
                 if run is not None:
-                    return self._finished(req, agent.name, call.session_id, run)
-        return self._accepted(req, call)
+                    return self._finished(agent.name, call.session_id, run)
+        return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
 
     def _refuse_full_session(self, agent: str, call: RunCall, document: Any) -> None:
         """409 at once, sending nothing and handing out no run id, when the session is already too
@@ -353,26 +223,9 @@ class Api:
                 session_id=call.session_id,
             )
 
-    def _accepted(self, req: func.HttpRequest, call: RunCall) -> func.HttpResponse:
-        location = self._run_url(req, call.agent, call.session_id, call.correlation_id)
-        body = RunResultBody(
-            agent=call.agent,
-            session_id=call.session_id,
-            correlation_id=call.correlation_id,
-            status="pending",
-            location=location,
-        )
-        headers = {
-            "Location": location,
-            "Retry-After": "1",
-            SESSION_HEADER: call.session_id,
-            CORRELATION_HEADER: call.correlation_id,
-        }
-        return json_response(body, 202, headers)
-
     async def run_status(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}"""
-        agent = self._agent(req)
+        agent = hosted_agent(self.agents, req)
         session_id = check_id(req.route_params.get("session_id", ""), "session_id")
         correlation_id = check_id(
             req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
@@ -386,49 +239,12 @@ class Api:
             correlation_id=correlation_id,
             timeout=wait,
         )
-        location = self._run_url(req, agent.name, session_id, correlation_id)
-        headers = {SESSION_HEADER: session_id, CORRELATION_HEADER: correlation_id}
-        if run is None:
-            body = RunResultBody(
-                agent=agent.name,
-                session_id=session_id,
-                correlation_id=correlation_id,
-                status="pending",
-                location=location,
-            )
-            return json_response(body, 200, {**headers, "Retry-After": "1"})
-        result = result_from_stored(run)
-        error = result.error
-        body = RunResultBody(
-            agent=agent.name,
-            session_id=session_id,
-            correlation_id=correlation_id,
-            status="failed" if error else "succeeded",
-            response=_response_body(result),
-            error=None if error is None else ErrorBody.model_validate(error.model_dump(mode="json")),
-            location=location,
-        )
-        return json_response(body, 200, headers)
-
-    async def _existing_session(
-        self, req: func.HttpRequest, client: Any
-    ) -> tuple[Agent, str, df.EntityId, Snapshot]:
-        """The route's agent, session id, entity id and stored snapshot; 404 for no such session."""
-        agent = self._agent(req)
-        session_id = check_id(req.route_params.get("session_id", ""), "session_id")
-        entity_id = df.EntityId(entity_name(agent.name), session_id)
-        snapshot = await read_session(client, entity_id)
-        if not snapshot.exists:
-            raise ProblemError(
-                ProblemCode.SESSION_NOT_FOUND,
-                f"agent {agent.name!r} has no session {session_id!r}",
-                field="session_id",
-            )
-        return agent, session_id, entity_id, snapshot
+        result = None if run is None else result_from_stored(run)
+        return self.answers.status(agent.name, session_id, correlation_id, result)
 
     async def session(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """GET / DELETE agents/{agent}/sessions/{session_id}"""
-        agent, session_id, _entity_id, snapshot = await self._existing_session(req, client)
+        agent, session_id, _entity_id, snapshot = await existing_session(self.agents, req, client)
         if req.method.upper() == "DELETE":
             archived = state_archive(snapshot.document) is not None
             await reset_or_delete(client, agent.name, session_id, "delete", archived)
@@ -438,13 +254,12 @@ class Api:
         reason = state_problem(snapshot.document)
         if reason is not None:
             raise unreadable(agent.name, session_id, reason)
-        return json_response(
-            with_history(_session_body(agent.name, session_id, snapshot.document), self, snapshot.document)
-        )
+        body = _session_body(agent.name, session_id, snapshot.document)
+        return json_response(with_history(body, self.settings, snapshot.document))
 
     async def session_reset(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/reset"""
-        agent, session_id, _entity_id, snapshot = await self._existing_session(req, client)
+        agent, session_id, _entity_id, snapshot = await existing_session(self.agents, req, client)
         reason = state_problem(snapshot.document)
         if reason is not None:
             raise unreadable(agent.name, session_id, reason)
@@ -456,7 +271,7 @@ class Api:
 
     async def list_agents(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """GET agents"""
-        infos = [describe_agent(a, self._url(req, f"agents/{a.name}/run")) for a in self.agents.values()]
+        infos = [describe_agent(a, self.settings.url(f"agents/{a.name}/run")) for a in self.agents.values()]
         return json_response(AgentsBody(agents=infos))
 
     async def health(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
@@ -481,15 +296,6 @@ class Api:
         healthy = all(c.ok for c in checks.values())
         body = HealthBody(status="healthy" if healthy else "unhealthy", checks=checks)
         return json_response(body, 200 if healthy else 503)
-
-
-def _response_body(result: TurnResult) -> TurnResponseBody:
-    return TurnResponseBody(
-        text=result.text,
-        messages=result.messages,
-        usage=result.usage,
-        structured=result.structured,
-    )
 
 
 def describe_agent(agent: Agent, run_url: str) -> AgentInfo:

@@ -22,7 +22,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-from ._wakeup import session_running, session_topic, start_waiter, waiter
+from .._wakeup import session_running, session_topic, start_waiter, waiter
 
 FIRST_DELAY = 0.004
 """Seconds before the first re-read after a signal (nothing known about the entity)."""

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from ._ids import ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT
+from .._ids import ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT
+from ..archive._pages import CURSOR_PATTERN
 from ._models import (
     AgentsBody,
     HealthBody,
@@ -22,7 +23,6 @@ from ._models import (
     SessionBody,
     SessionsPageBody,
 )
-from .archive._pages import CURSOR_PATTERN
 
 
 @dataclass(frozen=True)

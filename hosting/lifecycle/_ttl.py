@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ._errors import HostingConfigurationError
+from .._errors import HostingConfigurationError
 
 TTL_ENV = "DURABLE_AGENTS_SESSION_TTL"
 DEFAULT_TTL = timedelta(days=30)

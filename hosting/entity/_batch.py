@@ -26,8 +26,8 @@ from azure.durable_functions.models.entities import EntityState, OperationResult
 
 from agents import failure
 
-from ._errors import InvalidOperation, ProblemCode
-from .entity._context import batch_outcome, standalone_context, start_operation
+from .._errors import InvalidOperation, ProblemCode
+from ._context import batch_outcome, standalone_context, start_operation
 
 if TYPE_CHECKING:
     from ._entity import AgentEntity

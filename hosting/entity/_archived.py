@@ -8,9 +8,9 @@ from typing import Any
 from agents import Agent, TurnRequest, turn_result
 from state import AgentState
 
-from ._errors import RunConflict
-from ._loop import run_sync
-from .archive import HistoryArchive, archived_run
+from .._errors import RunConflict
+from .._loop import run_sync
+from ..archive import HistoryArchive, archived_run
 
 
 def answer_archived(

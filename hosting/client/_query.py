@@ -15,8 +15,8 @@ from urllib.parse import quote, urlencode
 
 import aiohttp
 
-from ._errors import ProblemCode, ProblemError
-from .client._binding import BoundClient
+from .._errors import ProblemCode, ProblemError
+from ._binding import BoundClient
 
 CONTINUATION_HEADER = "x-ms-continuation-token"
 _QUERY_TIMEOUT_SECONDS = 30.0

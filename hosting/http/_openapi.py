@@ -10,11 +10,11 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agents import FailureCode
 
-from ._errors import MODEL_FAILURE_STATUS, PROBLEMS
-from ._ids import ID_PATTERN_TEXT
+from .._errors import MODEL_FAILURE_STATUS, PROBLEMS
+from .._ids import ID_PATTERN_TEXT
+from ..streams._events_doc import EVENT_STREAM, event_stream_content
 from ._models import Problem
 from ._routes import Operation, RouteSpec
-from .streams._events_doc import EVENT_STREAM, event_stream_content
 
 _REF = "#/components/schemas/{model}"
 

@@ -12,25 +12,24 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
 from starlette.responses import StreamingResponse
 
-from agents import TurnResult
+from agents import Agent, TurnResult
 
-from .._archived_runs import find_archived_run
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from .._problems import problem_response
-from .._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
-from .._results import find_stored_run, result_from_stored
-from .._unrecorded import unrecorded_run
-from .._waiting import Snapshot, read_session, state_problem, unreadable, wait_for_run
-from ._events_doc import EVENT_STREAM
-from ._store import (
+from ..client._archived import find_archived_run
+from ..client._read import Snapshot, read_session, state_problem
+from ..client._waiting import unreadable, wait_for_run
+from ..stored._refused import unrecorded_run
+from ..stored._runs import find_stored_run, result_from_stored
+from ..streams._events_doc import EVENT_STREAM
+from ..streams._store import (
     RUN_COMPLETED,
     RUN_FAILED,
     RUN_STARTED,
@@ -39,9 +38,10 @@ from ._store import (
     StreamStore,
     seconds_from_env,
 )
-
-if TYPE_CHECKING:
-    from .._http import Api
+from ._answers import Answers
+from ._lookup import hosted_agent
+from ._problems import problem_response
+from ._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
 
 log = logging.getLogger("hosting.streams")
 
@@ -114,8 +114,15 @@ def sse_frame(event_id: int, kind: str, data: dict[str, Any]) -> bytes:
 class RunStreams:
     """Serves runs' event streams from the store, bound to the API's answer rendering."""
 
-    def __init__(self, api: Api, store: StreamStore, heartbeat_seconds: float | None = None) -> None:
-        self.api = api
+    def __init__(
+        self,
+        answers: Answers,
+        agents: Mapping[str, Agent],
+        store: StreamStore,
+        heartbeat_seconds: float | None = None,
+    ) -> None:
+        self.answers = answers
+        self.agents = agents
         self.store = store
         self.heartbeat_seconds = heartbeat_from_env() if heartbeat_seconds is None else heartbeat_seconds
 
@@ -124,7 +131,7 @@ class RunStreams:
     def terminal(self, agent: str, session_id: str, result: TurnResult) -> tuple[str, dict[str, Any]]:
         """The terminal event of a finished run: the JSON answer or problem the API gives for it."""
         try:
-            response = self.api.answer(agent, session_id, result)
+            response = self.answers.answer(agent, session_id, result)
         except ProblemError as problem:
             response = problem_response(problem)
         body = json.loads(response.get_body())
@@ -174,7 +181,7 @@ class RunStreams:
     # -- responses --------------------------------------------------------------------------
 
     def _headers(self, key: StreamKey) -> dict[str, str]:
-        location = self.api.run_location(key.agent, key.session_id, key.correlation_id)
+        location = self.answers.run_location(key.agent, key.session_id, key.correlation_id)
         return {
             "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",  # nginx and similar proxies: pass events on at once
@@ -260,7 +267,7 @@ class RunStreams:
 
     async def get(self, req: func.HttpRequest, client: Any) -> StreamingResponse:
         """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}/stream"""
-        agent = self.api.hosted_agent(req)
+        agent = hosted_agent(self.agents, req)
         session_id = check_id(req.route_params.get("session_id", ""), "session_id")
         correlation_id = check_id(
             req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID

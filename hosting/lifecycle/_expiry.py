@@ -23,21 +23,11 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from ._ids import entity_name
-from ._sweeper import register_sweeper
-from .archive import default_archive
+from .._ids import entity_name
+from ..archive import default_archive
+from ._names import CLEANUP, FORGET
 
 log = logging.getLogger("hosting.lifecycle")
-
-EXPIRY = "dafx_session_expiry"
-CLEANUP = "dafx_session_cleanup"
-FORGET = "dafx_forget_history"
-
-
-def expiry_instance(agent: str, session_id: str) -> str:
-    """The instance id of a session's expiry watcher."""
-    return f"dafx-expiry-{agent}-{session_id}"
-
 
 def _entity(spec: dict[str, Any]) -> df.EntityId:
     return df.EntityId(entity_name(spec["agent"]), spec["session"])
@@ -81,22 +71,6 @@ async def forget_activity(spec: dict[str, Any]) -> int:
     count = await default_archive().forget(entity_name(spec["agent"]), spec["session"], spec["epoch"])
     log.info("deleted %d archived chunks of %s@%s", count, spec["agent"], spec["session"])
     return count
-
-
-def register_lifecycle(app: df.DFApp) -> None:
-    """Register the lifecycle orchestrators and activities (the sweeper's too) on the app."""
-    for name, function in ((EXPIRY, expiry_orchestrator), (CLEANUP, cleanup_orchestrator)):
-        function.__name__ = name
-        decorated = app.orchestration_trigger(context_name="context", orchestration=name)(function)
-        app.function_name(name)(decorated)
-
-    # `spec: dict`: the worker refuses an activity trigger annotated with a generic alias.
-    async def forget(spec: dict) -> int:
-        return await forget_activity(spec)
-
-    forget.__name__ = FORGET
-    app.function_name(FORGET)(app.activity_trigger(input_name="spec", activity=FORGET)(forget))
-    register_sweeper(app)
 
 
 async def reset_or_delete(client: Any, agent: str, session_id: str, operation: str, archived: bool) -> None:

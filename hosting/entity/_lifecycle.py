@@ -7,34 +7,30 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from state import StateError, archive_info
 
-from ._deleted import tombstone_text
-from ._ttl import due_at, now_iso, ttl_for
-from .entity._context import EntityContext, cache_load, store_text, stored_text
-
-if TYPE_CHECKING:
-    from ._entity import AgentEntity
+from ..lifecycle._ttl import due_at, now_iso, ttl_for
+from ..stored._deleted import tombstone_text
+from ._context import EntityContext, cache_load, load, store_text, stored_text
 
 log = logging.getLogger("hosting.entity")
 
 
-def archive_epoch(entity: AgentEntity, context: EntityContext) -> str | None:
+def archive_epoch(context: EntityContext) -> str | None:
     """The epoch of the session's archive (None: nothing archived, no state, or unreadable)."""
     try:
-        loaded = entity._load(context)
+        loaded = load(context)
     except StateError:
         return None
     info = archive_info(loaded.state)
     return None if info is None else info.epoch
 
 
-def delete(entity: AgentEntity, context: EntityContext) -> None:
+def delete(context: EntityContext) -> None:
     """Delete the session: answer `{"epoch"}` of the archive left behind, and leave a tombstone
     of the discarded run ids (hosting._deleted), or nothing when there is nothing to remember."""
-    context.set_result({"epoch": archive_epoch(entity, context)})
+    context.set_result({"epoch": archive_epoch(context)})
     tombstone = tombstone_text(stored_text(context), now_iso())
     cache_load(context, None)
     if tombstone is None:
@@ -44,7 +40,7 @@ def delete(entity: AgentEntity, context: EntityContext) -> None:
     store_text(context, tombstone)
 
 
-def expire(entity: AgentEntity, context: EntityContext) -> None:
+def expire(context: EntityContext, entity: str, agent: str) -> None:
     """Delete the session when it has been idle for its agent's TTL; answer what happened:
     `{"expired": true, "epoch"}` or `{"expired": false, "dueAt": RFC 3339 | null}`."""
     if stored_text(context) is None:
@@ -52,17 +48,17 @@ def expire(entity: AgentEntity, context: EntityContext) -> None:
         context.destruct_on_exit()  # asking must not create the session
         return
     try:
-        loaded = entity._load(context)
+        loaded = load(context)
     except StateError:
         # An unreadable state is kept as it is, forever; the watcher stops.
         context.set_result({"expired": False, "dueAt": None})
         return
-    due = due_at(loaded.state.to_document(), ttl_for(entity.agent.name))
+    due = due_at(loaded.state.to_document(), ttl_for(agent))
     if due is None or due > datetime.now(UTC):
         context.set_result({"expired": False, "dueAt": None if due is None else due.isoformat()})
         return
     info = archive_info(loaded.state)
-    log.info("entity %s@%s expired (idle since %s)", entity.name, context.entity_key, due)
+    log.info("entity %s@%s expired (idle since %s)", entity, context.entity_key, due)
     context.set_result({"expired": True, "epoch": None if info is None else info.epoch})
     context.destruct_on_exit()
     cache_load(context, None)

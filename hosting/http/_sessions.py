@@ -9,15 +9,19 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import azure.functions as func
 
-from ._deleted import is_tombstone
-from ._entity import entity_name
-from ._entity_query import entity_key, query_entities
-from ._errors import ProblemCode, ProblemError
-from ._http import Api
+from agents import Agent
+
+from .._errors import ProblemCode, ProblemError
+from .._ids import entity_name
+from .._settings import ApiSettings
+from ..client._query import entity_key, query_entities
+from ..stored._deleted import is_tombstone
+from ._lookup import hosted_agent
 from ._models import SessionsPageBody, SessionSummary
 from ._problems import json_response
 
@@ -123,12 +127,13 @@ async def query_sessions(
 class SessionsApi:
     """The handler of `GET agents/{agent}/sessions`."""
 
-    def __init__(self, api: Api) -> None:
-        self.api = api
+    def __init__(self, agents: Mapping[str, Agent], settings: ApiSettings) -> None:
+        self.agents = agents
+        self.settings = settings
 
     async def list(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """GET agents/{agent}/sessions?page_size=N&continuation=T"""
-        agent = self.api.agent_for(req)
+        agent = hosted_agent(self.agents, req)
         top = page_size(req)
         backend_token = decode_token(req.params.get("continuation"))
         sessions, next_token = await query_sessions(client, agent.name, top=top, continuation=backend_token)
@@ -136,6 +141,6 @@ class SessionsApi:
         next_url = None
         if continuation is not None:
             query = f"page_size={top}&continuation={continuation}"
-            next_url = self.api.settings.url(f"agents/{agent.name}/sessions?{query}")
+            next_url = self.settings.url(f"agents/{agent.name}/sessions?{query}")
         body = SessionsPageBody(agent=agent.name, sessions=sessions, continuation=continuation, next=next_url)
         return json_response(body)

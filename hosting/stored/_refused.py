@@ -20,9 +20,9 @@ from typing import Any
 
 from agents import TurnResult, turn_result
 
+from .._errors import ProblemCode
 from ._discarded import REFUSED_KEY, discarded_problem, is_discarded, listed_ids, text_lists
-from ._errors import ProblemCode
-from ._results import StoredRun, compact_text
+from ._runs import StoredRun, compact_text
 
 MAX_REFUSED_BYTES = 16 * 1024
 """Budget of `data.refusedRuns` (its ids' JSON text): about 400 ids of 36 characters. The entity

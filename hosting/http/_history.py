@@ -5,29 +5,31 @@ the 409 `history_unavailable` problem."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import azure.functions as func
 
+from agents import Agent
 from state import HistoryUnavailable
 
-from ._archived_runs import history_unavailable
-from ._errors import ProblemCode, ProblemError
-from ._ids import entity_name
+from .._errors import ProblemCode, ProblemError
+from .._ids import entity_name
+from .._settings import ApiSettings
+from ..archive import Cursor, HistoryArchive, counts, default_archive, history_page
+from ..client._archived import history_unavailable
+from ..client._binding import DurableClient
+from ..client._read import state_problem
+from ..client._waiting import unreadable
+from ..lifecycle._ttl import expires_at, ttl_for
+from ._lookup import existing_session
 from ._models import HistoryPageBody, SessionBody
 from ._problems import json_response
-from ._ttl import expires_at, ttl_for
-from ._waiting import state_problem, unreadable
-from .archive import Cursor, HistoryArchive, counts, default_archive, history_page
-
-if TYPE_CHECKING:
-    from ._http import Api
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 
 
-def with_history(body: SessionBody, api: Api, document: Mapping[str, Any]) -> SessionBody:
+def with_history(body: SessionBody, settings: ApiSettings, document: Mapping[str, Any]) -> SessionBody:
     """The session body plus its entry counts, history URL and expiry."""
     total, archived = counts(document)
     path = f"agents/{body.agent}/sessions/{body.session_id}/history"
@@ -35,7 +37,7 @@ def with_history(body: SessionBody, api: Api, document: Mapping[str, Any]) -> Se
         update={
             "entries": total,
             "archived_entries": archived,
-            "history_url": api.settings.url(path),
+            "history_url": settings.url(path),
             "expires_at": expires_at(document, ttl_for(body.agent)),
         }
     )
@@ -67,12 +69,15 @@ def _cursor(req: func.HttpRequest) -> Cursor | None:
 
 
 async def history(
-    api: Api, req: func.HttpRequest, client: Any, archive: HistoryArchive | None = None
+    agents: Mapping[str, Agent],
+    req: func.HttpRequest,
+    client: DurableClient,
+    archive: HistoryArchive | None = None,
 ) -> func.HttpResponse:
     """GET agents/{agent}/sessions/{session_id}/history?before=&limit="""
     limit = _limit(req)
     cursor = _cursor(req)
-    agent, session_id, _entity_id, snapshot = await api._existing_session(req, client)
+    agent, session_id, _entity_id, snapshot = await existing_session(agents, req, client)
     reason = state_problem(snapshot.document)
     if reason is not None:
         raise unreadable(agent.name, session_id, reason)

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from ._ids import ID_PATTERN_TEXT, MAX_ID_LENGTH
+from .._ids import ID_PATTERN_TEXT, MAX_ID_LENGTH
 
 JSON = Any
 RunStatus = Literal["pending", "succeeded", "failed"]

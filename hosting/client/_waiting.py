@@ -9,82 +9,21 @@ looks only at the run's two entries via `data.runs`.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import azure.durable_functions as df
 
-from state import StateError, check_state
-
-from ._archived_runs import find_archived_run
-from ._deleted import is_tombstone
-from ._errors import ProblemCode, ProblemError
-from ._read_pacing import ReadPacer, read_pacer
-from ._results import StoredRun, find_stored_run
-from ._unrecorded import unrecorded_run
+from .._errors import ProblemCode, ProblemError
+from ..stored._refused import unrecorded_run
+from ..stored._runs import StoredRun, find_stored_run
+from ._archived import find_archived_run
+from ._pacing import ReadPacer, read_pacer
+from ._read import DurableClient, read_session, state_problem
 
 SameRequest = Callable[[str | None, Mapping[str, Any] | None], bool]
 """Whether a stored run (its request hash, its request entry) asked what the new request asks."""
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One read of a session: whether it exists and its state document (parsed JSON).
-
-    A session a delete left a tombstone of (hosting._deleted) does not exist; its `document` is
-    the tombstone and `deleted` is set."""
-
-    exists: bool
-    document: Any
-    deleted: bool = False
-
-
-def state_problem(document: Any) -> str | None:
-    """Why a stored state cannot be used by this build, or None when the entity can read it.
-
-    `state.check_state`: the very check `load_state` applies in the entity, on the parsed
-    document, so the HTTP side refuses exactly what the entity would refuse, at once, instead
-    of letting a client wait for a turn that will never run.
-    """
-    if isinstance(document, Unparsable):
-        return document.reason
-    try:
-        check_state(document)
-    except StateError as error:
-        return str(error)
-    return None
-
-
-@dataclass(frozen=True)
-class Unparsable:
-    """The document of a session whose stored state is not JSON at all (why, in `reason`)."""
-
-    reason: str
-
-
-async def read_session(client: Any, entity_id: df.EntityId) -> Snapshot:
-    """Read a session's entity state once."""
-    try:
-        response = await client.read_entity_state(entity_id)
-    except json.JSONDecodeError as error:
-        # The SDK parses the state it reads: the entity exists, its state is not JSON.
-        reason = f"the state is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
-        return Snapshot(True, Unparsable(reason))
-    if not response.entity_exists:
-        return Snapshot(False, None)
-    document = response.entity_state
-    if isinstance(document, str | bytes):
-        # Some hosts hand back the raw text instead of the parsed document.
-        try:
-            document = json.loads(document)
-        except ValueError as error:
-            return Snapshot(True, Unparsable(f"the state is not valid JSON: {error}"))
-    if is_tombstone(document):
-        return Snapshot(False, document, deleted=True)
-    return Snapshot(True, document)
 
 
 def unreadable(agent: str, session_id: str, reason: str) -> ProblemError:
@@ -119,7 +58,7 @@ def idempotency_conflict(agent: str, session_id: str, correlation_id: str) -> Pr
 
 
 async def wait_for_run(
-    client: Any,
+    client: DurableClient,
     entity_id: df.EntityId,
     *,
     agent: str,

@@ -24,15 +24,13 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from ._entity_query import entity_key, query_entities, rpc_base_url
-from ._ids import entity_name
+from .._ids import entity_name
+from ..client._query import entity_key, query_entities, rpc_base_url
+from ._names import EXPIRY, SWEEP, SWEEPER, expiry_instance, sweeper_instance
 from ._ttl import ttl_for
-from .client._binding import BoundClient, durable_client_input
 
 log = logging.getLogger("hosting.lifecycle")
 
-SWEEPER = "dafx_session_sweeper"
-SWEEP = "dafx_sweep_sessions"
 MIN_INTERVAL = timedelta(seconds=0.2)
 MAX_INTERVAL = timedelta(hours=1)
 MAX_CHECKS_PER_SWEEP = 1000
@@ -41,11 +39,6 @@ _PAGE = 100
 # is started again by the next request after this).
 _ENSURE_EVERY_SECONDS = 3600.0
 _ensured: dict[tuple[str, str], float] = {}  # (the backend's rpcBaseUrl, agent) -> when
-
-
-def sweeper_instance(agent: str) -> str:
-    """The instance id of an agent's expiry sweeper."""
-    return f"dafx-sweeper-{agent}"
 
 
 def sweep_interval(ttl: timedelta) -> timedelta:
@@ -75,8 +68,6 @@ def sweeper_orchestrator(context: df.DurableOrchestrationContext) -> Generator[A
 async def sweep_activity(spec: dict[str, Any], client: Any) -> dict[str, Any]:
     """Start an expiry check for each of the agent's sessions idle for its TTL; answer the
     interval until the next sweep (None: the TTL is never, the sweeper ends) and how many."""
-    from ._lifecycle import EXPIRY, expiry_instance
-
     agent = spec["agent"]
     ttl = ttl_for(agent)
     if ttl is None:
@@ -119,18 +110,3 @@ async def ensure_sweepers(client: Any, agents: Iterable[str]) -> None:
             await client.start_new(SWEEPER, sweeper_instance(agent), spec)
         except Exception as error:  # already running (the usual case), or refused
             log.debug("expiry sweeper of %s not started: %s", agent, error)
-
-
-def register_sweeper(app: df.DFApp) -> None:
-    """Register the sweeper orchestration and its activity (which takes a durable client)."""
-    sweeper_orchestrator.__name__ = SWEEPER
-    decorated = app.orchestration_trigger(context_name="context", orchestration=SWEEPER)(sweeper_orchestrator)
-    app.function_name(SWEEPER)(decorated)
-
-    # `spec: dict`: the worker refuses an activity trigger annotated with a generic alias.
-    async def sweep(spec: dict, client: BoundClient) -> dict[str, Any]:
-        return await sweep_activity(spec, client)
-
-    sweep.__name__ = SWEEP
-    with_client = durable_client_input(app, sweep)
-    app.function_name(SWEEP)(app.activity_trigger(input_name="spec", activity=SWEEP)(with_client))

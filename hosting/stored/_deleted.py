@@ -20,7 +20,7 @@ from typing import Any
 from state import AgentState
 
 from ._discarded import DISCARDED_KEY, reset_text
-from ._results import compact_text
+from ._runs import compact_text
 
 DELETED_KEY = "deletedAt"
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from state import AgentState, dump_state
 
-from ._errors import ProblemCode, ProblemError
-from ._results import compact_text
+from .._errors import ProblemCode, ProblemError
+from ._runs import compact_text
 
 DISCARDED_KEY = "discardedRuns"
 REFUSED_KEY = "refusedRuns"

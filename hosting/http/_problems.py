@@ -8,7 +8,7 @@ from typing import Any
 import azure.functions as func
 from pydantic import BaseModel, ValidationError
 
-from ._errors import ProblemCode, ProblemError
+from .._errors import ProblemCode, ProblemError
 
 PROBLEM_TYPE_BASE = "urn:durable-agents:problem:"
 """Problem `type` URIs are this base plus the stable `code`."""
