@@ -204,5 +204,5 @@ def build_app(
     for agent in agents:
         _register_entity(app, agent, settings, store)
     register_lifecycle(app)
-    register_mcp_tools(app, agents, mcp_tools)
+    register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes)
     return app

@@ -2,7 +2,8 @@
 
 An orchestrator is replayed from its history, so everything here is derived from the
 orchestration context: correlation ids come from `context.new_uuid()` (the same on every replay)
-and the turn itself runs in the agent's entity, never in the orchestrator.
+and the turn itself runs in the agent's entity, never in the orchestrator. A turn is addressed and
+encoded as every submission is (hosting.client._submit), through the orchestration context.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import azure.durable_functions as df
 from agents import InputMessage, InvalidTurnRequest, TurnRequest, TurnResult
 
 from ._errors import AgentRunFailed, InvalidOperation
-from ._ids import entity_name, id_problem
+from ._ids import id_problem
 from ._telemetry import orchestration_trace_context
+from .client._submit import RUN_OPERATION, session_entity
 
 
 class AgentHandle:
@@ -50,7 +52,7 @@ class AgentHandle:
             )
         except InvalidTurnRequest as error:
             raise InvalidOperation(f"{error.field}: {error.message}") from None
-        return df.EntityId(entity_name(self.name), session_id), operation
+        return session_entity(self.name, session_id), operation
 
     def run(
         self,
@@ -67,7 +69,7 @@ class AgentHandle:
         the session's history as well).
         """
         entity_id, operation = self._operation(message, session_id, response_format, role, options)
-        raw = yield self._context.call_entity(entity_id, "run", operation.to_json())
+        raw = yield self._context.call_entity(entity_id, RUN_OPERATION, operation.to_json())
         result = TurnResult.from_json(raw)
         if result.error is not None:
             raise AgentRunFailed(self.name, session_id, operation.correlation_id, result.error)
@@ -85,7 +87,7 @@ class AgentHandle:
         """Queue a turn without waiting for it (fire and forget); returns its correlation id, which
         names the run resource `GET /api/agents/{agent}/sessions/{session}/runs/{id}`."""
         entity_id, operation = self._operation(message, session_id, response_format, role, options)
-        self._context.signal_entity(entity_id, "run", operation.to_json())
+        self._context.signal_entity(entity_id, RUN_OPERATION, operation.to_json())
         return operation.correlation_id
 
 

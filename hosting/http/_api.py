@@ -11,8 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from functools import partial
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,14 +27,12 @@ from .._handlers import Handler
 from .._ids import entity_name
 from .._settings import ApiSettings
 from ..archive import state_archive
-from ..client._archived import find_archived_run
 from ..client._pacing import read_pacer
-from ..client._read import Snapshot, read_session, state_problem
-from ..client._waiting import check_same_request, idempotency_conflict, unreadable, wait_for_run
+from ..client._read import state_problem
+from ..client._submit import Submission, Submitter
+from ..client._waiting import idempotency_conflict, unreadable, wait_for_run
 from ..lifecycle._expiry import reset_or_delete
-from ..lifecycle._sweeper import ensure_sweepers
-from ..stored._refused import unrecorded_run
-from ..stored._runs import StoredRun, find_stored_run, result_from_stored, stored_bytes
+from ..stored._runs import StoredRun, result_from_stored, stored_bytes
 from ..streams import RunClaim, StreamKey, start_run
 from ._answers import Answers
 from ._history import with_history
@@ -52,7 +49,7 @@ from ._models import (
     TurnSummary,
 )
 from ._problems import json_response, problem_response
-from ._requests import RunCall, check_id, parse_run
+from ._requests import check_id, parse_run
 from ._sse import RunStreams, resume_after, wants_event_stream
 
 log = logging.getLogger("hosting.http")
@@ -93,6 +90,7 @@ class Api:
         self.settings = settings
         self.answers = answers
         self.streams = streams
+        self.submitter = Submitter(list(self.agents), settings.max_session_bytes, log)
         """Serves `Accept: text/event-stream` (hosting.http._sse)."""
 
     def _wait_param(self, req: func.HttpRequest) -> float:
@@ -120,44 +118,22 @@ class Api:
         """POST agents/{agent}/run"""
         agent = hosted_agent(self.agents, req)
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
-        entity_id = df.EntityId(entity_name(agent.name), call.session_id)
         streams = self.streams if wants_event_stream(req) else None
         key = StreamKey(agent.name, call.session_id, call.correlation_id)
         after = resume_after(req) if streams is not None else 0
 
-        def asked(stored_hash: str | None, stored_request: Mapping[str, Any] | None) -> bool:
-            return agent.same_request(call.request, stored_hash, stored_request)
-
-        # Look before sending: a session the entity cannot read is answered 409 at once (no run
-        # id is handed out that would stay pending), and a named run may be a retry of one that
-        # already finished, answered from the history without sending the turn again. A session
-        # id drawn at random for this request names nothing yet, so there is nothing to look at.
-        snapshot = Snapshot(False, None) if call.fresh_session else await read_session(client, entity_id)
-        if snapshot.exists:
-            reason = state_problem(snapshot.document)
-            if reason is not None:
-                raise unreadable(agent.name, call.session_id, reason)
-            done = find_stored_run(snapshot.document, call.correlation_id) if call.retry_safe else None
-            if done is None and call.retry_safe:
-                done = await find_archived_run(
-                    agent.name, call.session_id, snapshot.document, call.correlation_id
-                )
-            if done is None and call.retry_safe:  # discarded (410), or refused by id only
-                done = unrecorded_run(snapshot.document, agent.name, call.session_id, call.correlation_id)
-            if done is not None:
-                check_same_request(done, asked, agent.name, call.session_id)
-                if streams is not None:  # a retry attaches to the finished run's stream
-                    return await streams.open(client, key, after, snapshot)
-                return self._finished(agent.name, call.session_id, done)
-            self._refuse_full_session(agent.name, call, snapshot.document)
-        elif snapshot.deleted and call.retry_safe:  # a retry of a deleted session's run: 410
-            unrecorded_run(snapshot.document, agent.name, call.session_id, call.correlation_id, deleted=True)
+        submission = Submission(
+            agent, call.session_id, call.request, fresh_session=call.fresh_session, retry_safe=call.retry_safe
+        )
+        entity_id, asked = submission.entity_id, submission.same_request
+        prepared = await self.submitter.prepare(client, submission)
+        if prepared.done is not None:
+            if streams is not None:  # a retry attaches to the finished run's stream
+                return await streams.open(client, key, after, prepared.snapshot)
+            return self._finished(agent.name, call.session_id, prepared.done)
 
         async def send() -> None:
-            await client.signal_entity(entity_id, "run", call.request.to_json())
-            log.info(
-                "run %s session %s correlation %s signalled", agent.name, call.session_id, call.correlation_id
-            )
+            await self.submitter.send(client, submission)
 
         with contextlib.ExitStack() as waiting:
             # A JSON request that waits subscribes to the session's wakeups before it sends the
@@ -177,10 +153,7 @@ class Api:
             )
             if pace is not None and sent:
                 pace.sent()
-            # A request that created a session makes sure the agents' expiry sweepers run (once
-            # per process: hosting._sweeper); a session itself costs no orchestration.
-            created = sent and not snapshot.exists
-            watch = partial(ensure_sweepers, client, list(self.agents)) if created else None
+            watch = self.submitter.after_send(client, prepared) if sent else None
             if streams is not None:
                 # Once the stream's first answer event is out: a sweeper's start then does not
                 # compete with the turn's start for the first token.
@@ -202,26 +175,6 @@ class Api:
                 if run is not None:
                     return self._finished(agent.name, call.session_id, run)
         return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
-
-    def _refuse_full_session(self, agent: str, call: RunCall, document: Any) -> None:
-        """409 at once, sending nothing and handing out no run id, when the session is already too
-        full for this request: the entity's own first check (stored + asked bytes over
-        `max_session_bytes`) on what was just read. Retries against a full session therefore never
-        pile up refusal records until even a record no longer fits (which would leave the run
-        without an answer)."""
-        stored = stored_bytes(document)
-        asked = sum(len(m.text.encode("utf-8")) for m in call.request.messages)
-        if stored + asked > self.settings.max_session_bytes:
-            raise ProblemError(
-                ProblemCode.SESSION_TOO_LARGE,
-                f"session {call.session_id!r} of agent {agent!r} holds {stored} bytes; with this "
-                f"request's {asked} it would pass its limit of {self.settings.max_session_bytes} bytes "
-                "(max_session_bytes). Nothing was run or recorded; start a new session (or reset this one)",
-                retryable=False,
-                max_session_bytes=self.settings.max_session_bytes,
-                agent=agent,
-                session_id=call.session_id,
-            )
 
     async def run_status(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}"""
