@@ -3,7 +3,7 @@
 The Python durable client has no entity query, so this calls the extension's own HTTP API
 (`GET entities/{name}?fetchState=..&top=N[&lastOperationTimeTo=T]`, the continuation token in the
 `x-ms-continuation-token` header both ways), the endpoint the .NET client's `ListEntitiesAsync`
-is served by. The sessions list (hosting._sessions) and the expiry sweeper (hosting._sweeper)
+is served by. The sessions list (hosting.http._sessions) and the expiry sweeper (hosting.lifecycle._sweeper)
 both page through it.
 """
 
@@ -15,10 +15,18 @@ from urllib.parse import quote, urlencode
 
 import aiohttp
 
-from .._errors import ProblemCode, ProblemError
+from .._errors import HostingError
 from ._binding import BoundClient
 
 CONTINUATION_HEADER = "x-ms-continuation-token"
+
+
+class NoQueryEndpoint(HostingError):
+    """The durable client binding carries no `rpcBaseUrl`: the entity query cannot be called."""
+
+
+class ContinuationRefused(HostingError):
+    """The durable backend refused a continuation token (it may have expired)."""
 _QUERY_TIMEOUT_SECONDS = 30.0
 
 
@@ -46,12 +54,11 @@ async def query_entities(
 ) -> tuple[list[dict[str, Any]], str | None]:
     """One page of the entities named `entity` (the extension's query items: `entityId`,
     `lastOperationTime`, `state` when fetched), only those last operated on at or before
-    `operated_before` when given, and the backend's token of the next page."""
+    `operated_before` when given, and the backend's token of the next page. Raises
+    `NoQueryEndpoint` and `ContinuationRefused`; the backend's other failures as aiohttp's."""
     base = rpc_base_url(client)
     if base is None:
-        raise ProblemError(
-            ProblemCode.STORAGE_UNAVAILABLE, "the durable client binding carries no rpcBaseUrl to query"
-        )
+        raise NoQueryEndpoint("the durable client binding carries no rpcBaseUrl to query")
     query: dict[str, str | int] = {"fetchState": "true" if fetch_state else "false", "top": top}
     if operated_before is not None:
         query["lastOperationTimeTo"] = operated_before.astimezone(UTC).isoformat()
@@ -60,10 +67,8 @@ async def query_entities(
     timeout = aiohttp.ClientTimeout(total=_QUERY_TIMEOUT_SECONDS)
     async with aiohttp.ClientSession(timeout=timeout) as session, session.get(url, headers=headers) as resp:
         if resp.status == 400 and continuation:
-            raise ProblemError(
-                ProblemCode.INVALID_FIELD,
-                "the durable backend refused the continuation token (it may have expired)",
-                field="continuation",
+            raise ContinuationRefused(
+                "the durable backend refused the continuation token (it may have expired)"
             )
         if resp.status != 200:
             raise aiohttp.ClientResponseError(

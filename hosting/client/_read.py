@@ -11,7 +11,7 @@ import azure.durable_functions as df
 
 from state import StateError, check_state
 
-from ..stored._deleted import is_tombstone
+from ..stored import StoredDocument
 from ._binding import DurableClient
 
 
@@ -19,12 +19,17 @@ from ._binding import DurableClient
 class Snapshot:
     """One read of a session: whether it exists and its state document (parsed JSON).
 
-    A session a delete left a tombstone of (hosting._deleted) does not exist; its `document` is
+    A session a delete left a tombstone of (hosting.stored) does not exist; its `document` is
     the tombstone and `deleted` is set."""
 
     exists: bool
     document: Any
     deleted: bool = False
+
+    @property
+    def stored(self) -> StoredDocument:
+        """The document, read through the one reader of stored documents."""
+        return StoredDocument(self.document)
 
 
 def state_problem(document: Any) -> str | None:
@@ -67,6 +72,6 @@ async def read_session(client: DurableClient, entity_id: df.EntityId) -> Snapsho
             document = json.loads(document)
         except ValueError as error:
             return Snapshot(True, Unparsable(f"the state is not valid JSON: {error}"))
-    if is_tombstone(document):
+    if StoredDocument(document).is_tombstone:
         return Snapshot(False, document, deleted=True)
     return Snapshot(True, document)

@@ -28,16 +28,15 @@ from typing import Any
 import azure.durable_functions as df
 
 from agents import Agent, TurnRequest
+from state import HistoryUnavailable
 
-from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from ..lifecycle._sweeper import ensure_sweepers
-from ..stored._refused import unrecorded_run
-from ..stored._runs import StoredRun, find_stored_run, stored_bytes
+from ..stored import Unrecorded, unrecorded_run
 from ._archived import find_archived_run
 from ._binding import DurableClient
+from ._outcome import PENDING, RunOutcome, SameRequest, finished
 from ._read import Snapshot, read_session, state_problem
-from ._waiting import check_same_request, unreadable
 
 log = logging.getLogger("hosting.client")
 
@@ -81,10 +80,11 @@ class Submission:
 
 @dataclass(frozen=True)
 class Prepared:
-    """What `prepare` found: the session as read, and the finished run the submission names."""
+    """What `prepare` found: the session as read, and the run's outcome so far: pending (send
+    the turn), finished (answer it), or refused (send nothing)."""
 
     snapshot: Snapshot
-    done: StoredRun | None = None
+    outcome: RunOutcome = PENDING
 
     @property
     def creates_session(self) -> bool:
@@ -101,49 +101,40 @@ class Submitter:
         """Where a sent turn is logged (the edge's own logger: hosting.http, hosting.mcp)."""
 
     async def prepare(self, client: DurableClient, submission: Submission) -> Prepared:
-        """Read the session and refuse or answer what must not be sent (see the module)."""
+        """Read the session and find what must not be sent (see the module)."""
         if submission.fresh_session:
             return Prepared(Snapshot(False, None))
         agent, session_id, cid = submission.agent.name, submission.session_id, submission.correlation_id
         snapshot = await read_session(client, submission.entity_id)
+        stored = snapshot.stored
         if snapshot.exists:
             reason = state_problem(snapshot.document)
             if reason is not None:
-                raise unreadable(agent, session_id, reason)
-            done = None
+                return Prepared(snapshot, RunOutcome(unreadable=reason))
             if submission.retry_safe:
-                done = find_stored_run(snapshot.document, cid)
+                done = stored.find_run(cid)
                 if done is None:
-                    done = await find_archived_run(agent, session_id, snapshot.document, cid)
-                if done is None:  # discarded (410), or refused by id only
-                    done = unrecorded_run(snapshot.document, agent, session_id, cid)
-            if done is not None:
-                check_same_request(done, submission.same_request, agent, session_id)
-                return Prepared(snapshot, done)
-            self._refuse_full_session(submission, snapshot.document)
+                    try:
+                        done = await find_archived_run(agent, session_id, stored, cid)
+                    except HistoryUnavailable as error:
+                        return Prepared(snapshot, RunOutcome(history=error))
+                if done is not None:
+                    return Prepared(snapshot, finished(done, submission.same_request))
+                unrecorded = unrecorded_run(stored, cid)  # discarded (410), or refused by id only
+                if unrecorded is not None:
+                    return Prepared(snapshot, _unrecorded(unrecorded, submission.same_request))
+            asked = sum(len(m.text.encode("utf-8")) for m in submission.request.messages)
+            size = stored.size_bytes()
+            # The entity's own first check (stored + asked bytes over `max_session_bytes`): retries
+            # against a full session never pile up refusal records until even a record no longer
+            # fits (which would leave the run without an answer).
+            if size + asked > self.max_session_bytes:
+                return Prepared(snapshot, RunOutcome(full=(size, asked)))
         elif snapshot.deleted and submission.retry_safe:  # a retry of a deleted session's run: 410
-            unrecorded_run(snapshot.document, agent, session_id, cid, deleted=True)
+            unrecorded = unrecorded_run(stored, cid, deleted=True)
+            if unrecorded is not None and unrecorded.discarded:
+                return Prepared(snapshot, RunOutcome(discarded=unrecorded))
         return Prepared(snapshot)
-
-    def _refuse_full_session(self, submission: Submission, document: Any) -> None:
-        """409 when the session is already too full for this request: the entity's own first check
-        (stored + asked bytes over `max_session_bytes`). Retries against a full session therefore
-        never pile up refusal records until even a record no longer fits (which would leave the
-        run without an answer)."""
-        stored = stored_bytes(document)
-        asked = sum(len(m.text.encode("utf-8")) for m in submission.request.messages)
-        if stored + asked > self.max_session_bytes:
-            raise ProblemError(
-                ProblemCode.SESSION_TOO_LARGE,
-                f"session {submission.session_id!r} of agent {submission.agent.name!r} holds {stored} "
-                f"bytes; with this request's {asked} it would pass its limit of {self.max_session_bytes} "
-                "bytes (max_session_bytes). Nothing was run or recorded; start a new session (or reset "
-                "this one)",
-                retryable=False,
-                max_session_bytes=self.max_session_bytes,
-                agent=submission.agent.name,
-                session_id=submission.session_id,
-            )
 
     async def send(self, client: DurableClient, submission: Submission) -> None:
         """Signal the session's entity to run the turn."""
@@ -161,3 +152,9 @@ class Submitter:
         if not prepared.creates_session:
             return None
         return partial(ensure_sweepers, client, self.agents)
+
+
+def _unrecorded(unrecorded: Unrecorded, asked: SameRequest) -> RunOutcome:
+    if unrecorded.run is None:
+        return RunOutcome(discarded=unrecorded)
+    return finished(unrecorded.run, asked)

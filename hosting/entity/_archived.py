@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents import Agent, TurnRequest, turn_result
+from agents import Agent, TurnRequest
 from state import AgentState
 
 from .._errors import RunConflict
 from .._loop import run_sync
 from ..archive import HistoryArchive, archived_run
+from ..stored import StoredDocument
 
 
 def answer_archived(
@@ -21,12 +22,12 @@ def answer_archived(
     Raises `RunConflict` when that id answered a different request, and `state.HistoryUnavailable`
     when its chunk cannot be read (the operation then fails and changes nothing).
     """
-    state_archive = state.to_document()["data"].get("archive")
-    if not isinstance(state_archive, dict) or request.correlation_id not in state_archive.get("runs", {}):
+    document = StoredDocument.of_state(state)
+    if not document.is_archived_run(request.correlation_id):
         return None
-    run = run_sync(lambda: archived_run(archive, entity, key, state_archive, request.correlation_id))
+    run = run_sync(lambda: archived_run(archive, entity, key, document, request.correlation_id))
     if run is None:
         return None
     if not agent.same_request(request, run.request_hash, run.request):
         raise RunConflict(request.correlation_id)
-    return turn_result(run.correlation_id, run.request, run.response).to_json()
+    return run.result().to_json()

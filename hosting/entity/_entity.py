@@ -23,9 +23,15 @@ from .._telemetry import traced_entity_run
 from .._wakeup import session_operation
 from ..archive import HistoryArchive, SessionHistory, default_archive
 from ..lifecycle._ttl import now_iso
-from ..stored._deleted import revived_text, text_is_tombstone
-from ..stored._discarded import reset_text, text_is_discarded
-from ..stored._refused import MAX_REFUSED_BYTES, refused_result, text_is_refused, with_refused
+from ..stored import (
+    MAX_REFUSED_BYTES,
+    StoredDocument,
+    refused_result,
+    reset_text,
+    revived_text,
+    unrecorded_run,
+    with_refused,
+)
 from ..streams import RunEvents, StreamKey, StreamStore
 from ._archived import answer_archived
 from ._context import (
@@ -92,7 +98,7 @@ class AgentEntity:
             self._reset(context)
             context.set_result({"epoch": epoch})
         elif operation == "delete":
-            delete(context)  # leaves a tombstone of the discarded run ids (hosting._deleted)
+            delete(context)  # leaves a tombstone of the discarded run ids (hosting.stored)
         elif operation == "expire":
             expire(context, self.name, self.agent.name)
         elif operation == "get":
@@ -107,13 +113,13 @@ class AgentEntity:
 
     def _reset(self, context: EntityContext) -> None:
         # Load first: a history we cannot read is never replaced, not even by an empty one.
-        text = stored_text(context)
-        if text is not None:
-            load(context)
+        old = None
+        if stored_text(context) is not None:
+            old = StoredDocument.of_state(load(context).state)
         fresh = AgentState.new()
         fresh.last_activity_at = now_iso()
-        # The new history remembers the ids of the runs it discards (hosting._discarded).
-        store_text(context, reset_text(text, fresh))
+        # The new history remembers the ids of the runs it discards (hosting.stored).
+        store_text(context, reset_text(old, fresh))
         cache_load(context, None)
 
     # -- run --------------------------------------------------------------------------------
@@ -133,16 +139,20 @@ class AgentEntity:
         answer = self._answered(loaded, request, context.entity_key)
         if answer is not None:
             return answer
-        if loaded.text and text_is_discarded(loaded.text, request.correlation_id):
+        # The marks, read from the loaded state itself: the stored text is parsed once.
+        marks = StoredDocument.of_state(loaded.state)
+        unrecorded = unrecorded_run(marks, request.correlation_id) if loaded.text else None
+        if unrecorded is not None and unrecorded.discarded:
             # A retry of a run a reset or delete discarded: never run again in the new history
             # (the HTTP side answers 410 run_discarded from the state).
             cid = request.correlation_id
             raise RunDiscarded(f"run {cid!r} was discarded by a reset or delete; not run again")
-        if loaded.text and text_is_refused(loaded.text, request.correlation_id):
+        if unrecorded is not None:
             return refused_result(request.correlation_id).to_json()  # answered by its id alone
-        if loaded.text and text_is_tombstone(loaded.text):
-            # A deleted session's tombstone: a new history starts, still remembering its ids.
-            revived = revived_text(loaded.text)
+        if loaded.text and marks.is_tombstone:
+            # A deleted session's tombstone: a new history starts, still remembering its ids (the
+            # one operation that parses twice: the first turn after a delete).
+            revived = revived_text(marks)
             loaded = Loaded(revived, load_state(revived))
         if unfinished is not None:
             return self._record_failure(context, loaded, request, unfinished)
@@ -152,7 +162,7 @@ class AgentEntity:
             events.begin()
             result = self._run_turn(context, loaded, request, events)
         except Exception as error:
-            # Whatever failed, the run gets a record of its own (hosting._unrecorded): its caller
+            # Whatever failed, the run gets a record of its own (hosting.stored): its caller
             # never waits for an answer that cannot come.
             log.exception("entity %s@%s run %s failed", self.name, context.entity_key, request.correlation_id)
             bug = failure(ProblemCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")

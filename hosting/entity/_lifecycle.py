@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from state import StateError, archive_info
 
 from ..lifecycle._ttl import due_at, now_iso, ttl_for
-from ..stored._deleted import tombstone_text
+from ..stored import StoredDocument, tombstone_text
 from ._context import EntityContext, cache_load, load, store_text, stored_text
 
 log = logging.getLogger("hosting.entity")
@@ -27,11 +27,23 @@ def archive_epoch(context: EntityContext) -> str | None:
     return None if info is None else info.epoch
 
 
+def _stored_document(context: EntityContext) -> StoredDocument | None:
+    """The stored document (None: no state), from the loaded state when this build can read it,
+    else the stored JSON as it is (a delete still remembers the run ids of a newer writer)."""
+    text = stored_text(context)
+    if text is None:
+        return None
+    try:
+        return StoredDocument.of_state(load(context).state)
+    except StateError:
+        return StoredDocument.parse(text)
+
+
 def delete(context: EntityContext) -> None:
     """Delete the session: answer `{"epoch"}` of the archive left behind, and leave a tombstone
-    of the discarded run ids (hosting._deleted), or nothing when there is nothing to remember."""
+    of the discarded run ids (hosting.stored), or nothing when there is nothing to remember."""
     context.set_result({"epoch": archive_epoch(context)})
-    tombstone = tombstone_text(stored_text(context), now_iso())
+    tombstone = tombstone_text(_stored_document(context), now_iso())
     cache_load(context, None)
     if tombstone is None:
         # destruct_on_exit after set_result: set_result would mark the entity as existing.

@@ -26,13 +26,13 @@ from .._errors import ProblemCode, ProblemError
 from .._handlers import Handler
 from .._ids import entity_name
 from .._settings import ApiSettings
-from ..archive import state_archive
+from ..client._outcome import RunOutcome
 from ..client._pacing import read_pacer
 from ..client._read import state_problem
 from ..client._submit import Submission, Submitter
-from ..client._waiting import idempotency_conflict, unreadable, wait_for_run
+from ..client._waiting import wait_for_run
 from ..lifecycle._expiry import reset_or_delete
-from ..stored._runs import StoredRun, result_from_stored, stored_bytes
+from ..stored import StoredDocument, StoredRun, TurnEntry
 from ..streams import RunClaim, StreamKey, start_run
 from ._answers import Answers
 from ._history import with_history
@@ -49,6 +49,7 @@ from ._models import (
     TurnSummary,
 )
 from ._problems import json_response, problem_response
+from ._refusals import idempotency_conflict, refusal, unreadable
 from ._requests import check_id, parse_run
 from ._sse import RunStreams, resume_after, wants_event_stream
 
@@ -110,7 +111,12 @@ class Api:
         return value
 
     def _finished(self, agent: str, session_id: str, run: StoredRun) -> func.HttpResponse:
-        return self.answers.answer(agent, session_id, result_from_stored(run))
+        return self.answers.answer(agent, session_id, run.result())
+
+    def _refuse(self, outcome: RunOutcome, agent: str, session_id: str, correlation_id: str) -> None:
+        problem = refusal(outcome, agent, session_id, correlation_id, self.settings.max_session_bytes)
+        if problem is not None:
+            raise problem
 
     # -- routes -----------------------------------------------------------------------------
 
@@ -127,10 +133,12 @@ class Api:
         )
         entity_id, asked = submission.entity_id, submission.same_request
         prepared = await self.submitter.prepare(client, submission)
-        if prepared.done is not None:
+        self._refuse(prepared.outcome, agent.name, call.session_id, call.correlation_id)
+        done = prepared.outcome.run
+        if done is not None:
             if streams is not None:  # a retry attaches to the finished run's stream
                 return await streams.open(client, key, after, prepared.snapshot)
-            return self._finished(agent.name, call.session_id, prepared.done)
+            return self._finished(agent.name, call.session_id, done)
 
         async def send() -> None:
             await self.submitter.send(client, submission)
@@ -161,7 +169,7 @@ class Api:
             if watch is not None:
                 await watch()
             if pace is not None:
-                run = await wait_for_run(
+                outcome = await wait_for_run(
                     client,
                     entity_id,
                     agent=agent.name,
@@ -172,8 +180,9 @@ class Api:
                     state_checked=True,  # checked above; a session created since is the entity's own
                     pacer=pace,
                 )
-                if run is not None:
-                    return self._finished(agent.name, call.session_id, run)
+                self._refuse(outcome, agent.name, call.session_id, call.correlation_id)
+                if outcome.run is not None:
+                    return self._finished(agent.name, call.session_id, outcome.run)
         return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
 
     async def run_status(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
@@ -184,7 +193,7 @@ class Api:
             req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
         )
         wait = self._wait_param(req)
-        run = await wait_for_run(
+        outcome = await wait_for_run(
             client,
             df.EntityId(entity_name(agent.name), session_id),
             agent=agent.name,
@@ -192,14 +201,15 @@ class Api:
             correlation_id=correlation_id,
             timeout=wait,
         )
-        result = None if run is None else result_from_stored(run)
+        self._refuse(outcome, agent.name, session_id, correlation_id)
+        result = None if outcome.run is None else outcome.run.result()
         return self.answers.status(agent.name, session_id, correlation_id, result)
 
     async def session(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """GET / DELETE agents/{agent}/sessions/{session_id}"""
         agent, session_id, _entity_id, snapshot = await existing_session(self.agents, req, client)
         if req.method.upper() == "DELETE":
-            archived = state_archive(snapshot.document) is not None
+            archived = snapshot.stored.archive is not None
             await reset_or_delete(client, agent.name, session_id, "delete", archived)
             return json_response(
                 SessionActionBody(agent=agent.name, session_id=session_id, status="delete_requested"), 202
@@ -216,7 +226,7 @@ class Api:
         reason = state_problem(snapshot.document)
         if reason is not None:
             raise unreadable(agent.name, session_id, reason)
-        archived = state_archive(snapshot.document) is not None
+        archived = snapshot.stored.archive is not None
         await reset_or_delete(client, agent.name, session_id, "reset", archived)
         return json_response(
             SessionActionBody(agent=agent.name, session_id=session_id, status="reset_requested"), 202
@@ -271,39 +281,27 @@ def describe_agent(agent: Agent, run_url: str) -> AgentInfo:
     )
 
 
+def _turn_summary(turn: TurnEntry) -> TurnSummary:
+    if turn.response is None:
+        return TurnSummary(correlation_id=turn.correlation_id, status="pending", created_at=turn.created_at)
+    failure = turn_result(str(turn.correlation_id or ""), None, turn.response).error
+    return TurnSummary(
+        correlation_id=turn.correlation_id,
+        status="failed" if failure is not None else "succeeded",
+        created_at=turn.created_at,
+        usage=turn.usage,
+        error=None if failure is None else ErrorBody.model_validate(failure.model_dump(mode="json")),
+    )
+
+
 def _session_body(agent: str, session_id: str, document: dict[str, Any]) -> SessionBody:
-    data = document.get("data") or {}
-    history = data.get("conversationHistory") or []
-    turns: list[TurnSummary] = []
-    by_id: dict[str | None, int] = {}
-    for entry in history:
-        if not isinstance(entry, dict):
-            continue
-        cid = entry.get("correlationId")
-        if entry.get("$type") == "request":
-            by_id[cid] = len(turns)
-            turns.append(TurnSummary(correlation_id=cid, status="pending", created_at=entry.get("createdAt")))
-        elif entry.get("$type") == "response":
-            failure = turn_result(str(cid or ""), None, entry).error
-            summary = TurnSummary(
-                correlation_id=cid,
-                status="failed" if failure is not None else "succeeded",
-                created_at=entry.get("createdAt"),
-                usage=entry.get("usage"),
-                error=None if failure is None else ErrorBody.model_validate(failure.model_dump(mode="json")),
-            )
-            index = by_id.pop(cid, None)
-            if index is None:
-                turns.append(summary)
-            else:
-                turns[index] = summary.model_copy(update={"created_at": turns[index].created_at})
-    bag = data.get("stateBag")
+    stored = StoredDocument(document)
     return SessionBody(
         agent=agent,
         session_id=session_id,
-        schema_version=document.get("schemaVersion"),
-        turns=turns,
-        state_bag=bag if isinstance(bag, dict) else {},
+        schema_version=stored.schema_version,
+        turns=[_turn_summary(turn) for turn in stored.turns()],
+        state_bag=stored.state_bag,
         state=document,
-        size_bytes=stored_bytes(document),
+        size_bytes=stored.size_bytes(),
     )

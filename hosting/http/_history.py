@@ -15,15 +15,15 @@ from state import HistoryUnavailable
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._settings import ApiSettings
-from ..archive import Cursor, HistoryArchive, counts, default_archive, history_page
-from ..client._archived import history_unavailable
+from ..archive import Cursor, HistoryArchive, default_archive, history_page
 from ..client._binding import DurableClient
 from ..client._read import state_problem
-from ..client._waiting import unreadable
 from ..lifecycle._ttl import expires_at, ttl_for
+from ..stored import StoredDocument
 from ._lookup import existing_session
 from ._models import HistoryPageBody, SessionBody
 from ._problems import json_response
+from ._refusals import history_unavailable, unreadable
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
@@ -31,7 +31,7 @@ MAX_PAGE = 1000
 
 def with_history(body: SessionBody, settings: ApiSettings, document: Mapping[str, Any]) -> SessionBody:
     """The session body plus its entry counts, history URL and expiry."""
-    total, archived = counts(document)
+    total, archived = StoredDocument(document).counts()
     path = f"agents/{body.agent}/sessions/{body.session_id}/history"
     return body.model_copy(
         update={
@@ -86,7 +86,7 @@ async def history(
             archive or default_archive(),
             entity_name(agent.name),
             session_id,
-            snapshot.document,
+            snapshot.stored,
             cursor,
             limit,
         )

@@ -1,5 +1,5 @@
 """Listing an agent's sessions, a page at a time, from the Durable extension's entity query
-(hosting._entity_query, with the states). The token is handed to callers base64url-wrapped, so
+(hosting.client._query, with the states). The token is handed to callers base64url-wrapped, so
 whatever the backend's token looks like (JSON from Azure Storage, text from the Durable Task Scheduler) it
 travels in a query string and comes back as a header value it cannot break.
 """
@@ -19,8 +19,8 @@ from agents import Agent
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._settings import ApiSettings
-from ..client._query import entity_key, query_entities
-from ..stored._deleted import is_tombstone
+from ..client._query import ContinuationRefused, NoQueryEndpoint, entity_key, query_entities
+from ..stored import StoredDocument, first_text
 from ._lookup import hosted_agent
 from ._models import SessionsPageBody, SessionSummary
 from ._problems import json_response
@@ -72,36 +72,23 @@ def encode_token(token: str | None) -> str | None:
     return base64.urlsafe_b64encode(token.encode("utf-8")).decode("ascii").rstrip("=")
 
 
-def _document(state: Any) -> dict[str, Any] | None:
-    if isinstance(state, str | bytes):
-        try:
-            state = json.loads(state)
-        except ValueError:
-            return None
-    return state if isinstance(state, dict) else None
-
-
-def _preview(entry: dict[str, Any]) -> str | None:
-    for message in entry.get("messages") or []:
-        for content in (message or {}).get("contents") or []:
-            if isinstance(content, dict) and content.get("$type") == "text":
-                text = " ".join(str(content.get("text", "")).split())
-                return text[:117] + "…" if len(text) > 120 else text
-    return None
+def _preview(entry: Mapping[str, Any]) -> str | None:
+    found = first_text(entry)
+    if found is None:
+        return None
+    text = " ".join(found.split())
+    return text[:117] + "…" if len(text) > 120 else text
 
 
 def summarize(key: str, last_operation_time: str | None, state: Any) -> SessionSummary:
     """One row of the list from an entity's query result (its state may be unreadable)."""
     raw = state if isinstance(state, str) else json.dumps(state, ensure_ascii=False)
-    document = _document(state)
-    data = (document or {}).get("data")
-    history = data.get("conversationHistory") if isinstance(data, dict) else None
-    entries = [e for e in history if isinstance(e, dict)] if isinstance(history, list) else []
-    requests = [e for e in entries if e.get("$type") == "request"]
+    document = StoredDocument.parse(state)
+    requests = document.requests() if document is not None else []
     return SessionSummary(
         session_id=key,
         last_operation_time=last_operation_time,
-        schema_version=(document or {}).get("schemaVersion") if document else None,
+        schema_version=document.schema_version if document is not None else None,
         turns=len(requests),
         size_bytes=len(raw.encode("utf-8")) if state is not None else 0,
         first_message=_preview(requests[0]) if requests else None,
@@ -119,7 +106,8 @@ async def query_sessions(
     sessions = []
     for item in items:
         key = entity_key(item)
-        if key is not None and not is_tombstone(_document(item.get("state"))):  # deleted
+        document = StoredDocument.parse(item.get("state"))
+        if key is not None and not (document is not None and document.is_tombstone):  # deleted
             sessions.append(summarize(key, item.get("lastOperationTime"), item.get("state")))
     return sessions, next_token
 
@@ -136,7 +124,13 @@ class SessionsApi:
         agent = hosted_agent(self.agents, req)
         top = page_size(req)
         backend_token = decode_token(req.params.get("continuation"))
-        sessions, next_token = await query_sessions(client, agent.name, top=top, continuation=backend_token)
+        try:
+            found = await query_sessions(client, agent.name, top=top, continuation=backend_token)
+        except NoQueryEndpoint as error:
+            raise ProblemError(ProblemCode.STORAGE_UNAVAILABLE, str(error)) from None
+        except ContinuationRefused as error:
+            raise ProblemError(ProblemCode.INVALID_FIELD, str(error), field="continuation") from None
+        sessions, next_token = found
         continuation = encode_token(next_token)
         next_url = None
         if continuation is not None:

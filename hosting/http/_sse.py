@@ -20,14 +20,14 @@ import azure.functions as func
 from starlette.responses import StreamingResponse
 
 from agents import Agent, TurnResult
+from state import HistoryUnavailable
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from ..client._archived import find_archived_run
 from ..client._read import Snapshot, read_session, state_problem
-from ..client._waiting import unreadable, wait_for_run
-from ..stored._refused import unrecorded_run
-from ..stored._runs import find_stored_run, result_from_stored
+from ..client._waiting import wait_for_run
+from ..stored import unrecorded_run
 from ..streams._events_doc import EVENT_STREAM
 from ..streams._store import (
     RUN_COMPLETED,
@@ -41,6 +41,7 @@ from ..streams._store import (
 from ._answers import Answers
 from ._lookup import hosted_agent
 from ._problems import problem_response
+from ._refusals import discarded_problem, history_unavailable, unreadable
 from ._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
 
 log = logging.getLogger("hosting.streams")
@@ -156,7 +157,7 @@ class RunStreams:
     async def _committed(self, client: Any, key: StreamKey) -> TurnResult | None:
 
         try:
-            run = await wait_for_run(
+            outcome = await wait_for_run(
                 client,
                 df.EntityId(entity_name(key.agent), key.session_id),
                 agent=key.agent,
@@ -168,15 +169,15 @@ class RunStreams:
         except Exception:
             log.warning("stream %s: the stored run could not be read; sending the published answer", key)
             return None
-        return None if run is None else result_from_stored(run)
+        return None if outcome.run is None else outcome.run.result()
 
     async def _stored_result(self, client: Any, key: StreamKey) -> TurnResult | None:
 
         snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
         if not snapshot.exists:
             return None
-        run = find_stored_run(snapshot.document, key.correlation_id)
-        return None if run is None else result_from_stored(run)
+        run = snapshot.stored.find_run(key.correlation_id)
+        return None if run is None else run.result()
 
     # -- responses --------------------------------------------------------------------------
 
@@ -206,22 +207,28 @@ class RunStreams:
             reason = state_problem(snapshot.document) if snapshot.exists else None
             if reason is not None:
                 raise unreadable(key.agent, key.session_id, reason)
+        stored = snapshot.stored
         unrecorded = None
         if snapshot.exists or snapshot.deleted:
             # As the run resource answers: a run a reset or delete discarded is 410 (its events,
             # if still retained, are of a run no longer in the session's history); a refusal
             # kept by id only is its failed answer.
-            unrecorded = unrecorded_run(
-                snapshot.document, key.agent, key.session_id, key.correlation_id, deleted=snapshot.deleted
-            )
+            unrecorded = unrecorded_run(stored, key.correlation_id, deleted=snapshot.deleted)
+            if unrecorded is not None and unrecorded.discarded:
+                raise discarded_problem(
+                    key.agent, key.session_id, key.correlation_id, deleted=unrecorded.deleted
+                )
         if await self.store.exists(key):
             return self.attach(client, key, after)
-        run = find_stored_run(snapshot.document, key.correlation_id) if snapshot.exists else None
+        run = stored.find_run(key.correlation_id) if snapshot.exists else None
         if run is None and snapshot.exists:
             # A finished run whose entries were archived, as the run resource finds it.
-            run = await find_archived_run(key.agent, key.session_id, snapshot.document, key.correlation_id)
-        run = run or unrecorded
-        result = None if run is None else result_from_stored(run)
+            try:
+                run = await find_archived_run(key.agent, key.session_id, stored, key.correlation_id)
+            except HistoryUnavailable as error:
+                raise history_unavailable(error, key.agent, key.session_id) from None
+        run = run or (unrecorded.run if unrecorded is not None else None)
+        result = None if run is None else run.result()
         if result is None:
             raise ProblemError(
                 ProblemCode.RUN_NOT_FOUND,

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .._errors import HostingConfigurationError
+from ..stored import StoredDocument
 
 TTL_ENV = "DURABLE_AGENTS_SESSION_TTL"
 DEFAULT_TTL = timedelta(days=30)
@@ -39,28 +40,9 @@ def ttl_for(agent: str, environ: Mapping[str, str] | None = None) -> timedelta |
     return DEFAULT_TTL
 
 
-def _parse(stamp: Any) -> datetime | None:
-    if not isinstance(stamp, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 def last_activity(document: Any) -> datetime | None:
     """When the session last ran a turn or was reset (`data.lastActivityAt`, else its newest entry)."""
-    data = document.get("data") if isinstance(document, Mapping) else None
-    if not isinstance(data, Mapping):
-        return None
-    moment = _parse(data.get("lastActivityAt"))
-    if moment is None:
-        history = data.get("conversationHistory") or []
-        moment = (
-            _parse(history[-1].get("createdAt")) if history and isinstance(history[-1], Mapping) else None
-        )
-    return moment
+    return StoredDocument(document).last_activity()
 
 
 def due_at(document: Any, ttl: timedelta | None) -> datetime | None:

@@ -27,10 +27,11 @@ from .._errors import ProblemCode, ProblemError
 from .._ids import new_session_id
 from .._settings import max_session_bytes_from_env
 from ..client._binding import DurableClient
+from ..client._outcome import RunOutcome
 from ..client._submit import Submission, Submitter
 from ..client._waiting import wait_for_run
+from ..http._refusals import refusal
 from ..http._requests import check_id
-from ..stored._runs import result_from_stored
 from ._config import QUERY, SESSION_ID, ToolSpec
 
 log = logging.getLogger("hosting.mcp")
@@ -168,16 +169,23 @@ class AgentTool:
                 **ids,
             )
 
+    def _refuse(self, outcome: RunOutcome, session_id: str, correlation_id: str) -> None:
+        limit = self.submitter.max_session_bytes
+        problem = refusal(outcome, self.agent.name, session_id, correlation_id, limit)
+        if problem is not None:
+            raise problem
+
     async def _run(self, call: ToolCall, client: DurableClient) -> str:
         agent = self.agent.name
         submission = Submission(self.agent, call.session_id, call.request, fresh_session=call.new_session)
         entity_id, correlation_id = submission.entity_id, submission.correlation_id
         prepared = await self.submitter.prepare(client, submission)
+        self._refuse(prepared.outcome, call.session_id, correlation_id)
         await self.submitter.send(client, submission)
         watch = self.submitter.after_send(client, prepared)
         if watch is not None:
             await watch()
-        run = await wait_for_run(
+        outcome = await wait_for_run(
             client,
             entity_id,
             agent=agent,
@@ -186,15 +194,16 @@ class AgentTool:
             timeout=self.wait_seconds,
             state_checked=not call.new_session,
         )
+        self._refuse(outcome, call.session_id, correlation_id)
         ids = {"session_id": call.session_id, "correlation_id": correlation_id}
-        if run is None:
+        if outcome.run is None:
             return error_result(
                 f"the {agent} agent is still working after {self.wait_seconds:g} s; the answer will be "
                 f"stored in session {call.session_id} (run {correlation_id})",
                 status="pending",
                 **ids,
             )
-        result = result_from_stored(run)
+        result = outcome.run.result()
         if result.error is not None:
             return error_result(
                 f"the {agent} agent could not answer: {result.error.code}: {result.error.message}",
