@@ -107,14 +107,13 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
             if len(component) > 1:
                 found.append(sorted(component))
 
-    sys.setrecursionlimit(10_000)
     for node in sorted(graph):
         if node not in index:
             visit(node)
     return found
 
 
-def _wire_key_uses(tree: ast.AST) -> int:
+def wire_key_uses(tree: ast.AST) -> int:
     count = 0
     for node in ast.walk(tree):
         keys: list[ast.expr] = []
@@ -153,7 +152,7 @@ def main(root: pathlib.Path) -> None:
     print(f"hosting top-level modules: {len(top)} ({', '.join(top)})")
     readers = {}
     for path in sorted((root / "hosting").rglob("*.py")):
-        uses = _wire_key_uses(ast.parse(path.read_text(encoding="utf-8")))
+        uses = wire_key_uses(ast.parse(path.read_text(encoding="utf-8")))
         if uses:
             readers[str(path.relative_to(root))] = uses
     detail = ", ".join(f"{name} ({n})" for name, n in readers.items())

@@ -9,7 +9,7 @@ encoded as every submission is (hosting.client._submit), through the orchestrati
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, Protocol
 
 import azure.durable_functions as df
 
@@ -21,10 +21,23 @@ from ._telemetry import orchestration_trace_context
 from .client._submit import RUN_OPERATION, session_entity
 
 
+class OrchestrationContext(Protocol):
+    """What the helpers use of the SDK's `DurableOrchestrationContext`."""
+
+    @property
+    def instance_id(self) -> str: ...
+
+    def new_uuid(self) -> str: ...
+
+    def call_entity(self, entityId: df.EntityId, operationName: str, operationInput: Any = None) -> Any: ...
+
+    def signal_entity(self, entityId: df.EntityId, operationName: str, operationInput: Any = None) -> Any: ...
+
+
 class AgentHandle:
     """One hosted agent as seen from an orchestrator; get one with `get_agent(context, name)`."""
 
-    def __init__(self, context: Any, agent_name: str) -> None:
+    def __init__(self, context: OrchestrationContext, agent_name: str) -> None:
         self._context = context
         self.name = agent_name
 
@@ -91,6 +104,6 @@ class AgentHandle:
         return operation.correlation_id
 
 
-def get_agent(context: Any, name: str) -> AgentHandle:
+def get_agent(context: OrchestrationContext, name: str) -> AgentHandle:
     """The hosted agent `name` for use inside an orchestrator function."""
     return AgentHandle(context, name)

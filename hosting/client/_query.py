@@ -16,7 +16,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 
 from .._errors import HostingError
-from ._binding import BoundClient
+from ._binding import BoundClient, DurableClient
 
 CONTINUATION_HEADER = "x-ms-continuation-token"
 
@@ -44,7 +44,7 @@ def entity_key(item: dict[str, Any]) -> str | None:
 
 
 async def query_entities(
-    client: Any,
+    client: DurableClient,
     entity: str,
     *,
     top: int,

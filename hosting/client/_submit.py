@@ -13,14 +13,14 @@ one, in order:
    retry is answered without sending the turn again.
 2. `send`: signal the entity.
 3. `after_send`: a request that created a session makes sure the agents' expiry sweepers run
-   (once per process and backend: hosting.lifecycle._sweeper), so an app reached through any
-   one of its front doors expires its sessions.
+   (`on_new_session`: hosting.lifecycle.ensure_sweepers, once per process and backend), so an
+   app reached through any one of its front doors expires its sessions.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -31,7 +31,6 @@ from agents import Agent, TurnRequest
 from state import HistoryUnavailable
 
 from .._ids import entity_name
-from ..lifecycle._sweeper import ensure_sweepers
 from ..stored import Unrecorded, unrecorded_run
 from ._archived import find_archived_run
 from ._binding import DurableClient
@@ -94,11 +93,18 @@ class Prepared:
 class Submitter:
     """Submits turns to the agents' entities through a durable client."""
 
-    def __init__(self, agents: Sequence[str], max_session_bytes: int, log: logging.Logger = log) -> None:
-        self.agents = list(agents)
+    def __init__(
+        self,
+        max_session_bytes: int,
+        log: logging.Logger = log,
+        on_new_session: Callable[[DurableClient], Awaitable[None]] | None = None,
+    ) -> None:
         self.max_session_bytes = max_session_bytes
         self.log = log
         """Where a sent turn is logged (the edge's own logger: hosting.http, hosting.mcp)."""
+        self.on_new_session = on_new_session
+        """Due once a turn created its session: the app makes sure the expiry sweepers run
+        (hosting.lifecycle.ensure_sweepers)."""
 
     async def prepare(self, client: DurableClient, submission: Submission) -> Prepared:
         """Read the session and find what must not be sent (see the module)."""
@@ -147,11 +153,11 @@ class Submitter:
         )
 
     def after_send(self, client: DurableClient, prepared: Prepared) -> Callable[[], Awaitable[None]] | None:
-        """The work due once a turn was sent: for one that created its session, making sure the
-        agents' expiry sweepers run (a session itself costs no orchestration); else None."""
-        if not prepared.creates_session:
+        """The work due once a turn was sent: for one that created its session, `on_new_session`
+        (the expiry sweepers; a session itself costs no orchestration); else None."""
+        if not prepared.creates_session or self.on_new_session is None:
             return None
-        return partial(ensure_sweepers, client, self.agents)
+        return partial(self.on_new_session, client)
 
 
 def _unrecorded(unrecorded: Unrecorded, asked: SameRequest) -> RunOutcome:

@@ -26,12 +26,14 @@ from .._errors import ProblemCode, ProblemError
 from .._handlers import Handler
 from .._ids import entity_name
 from .._settings import ApiSettings
+from ..client._binding import DurableClient
 from ..client._outcome import RunOutcome
 from ..client._pacing import read_pacer
 from ..client._read import state_problem
 from ..client._submit import Submission, Submitter
 from ..client._waiting import wait_for_run
 from ..lifecycle._expiry import reset_or_delete
+from ..lifecycle._sweeper import sweepers_of
 from ..stored import StoredDocument, StoredRun, TurnEntry
 from ..streams import RunClaim, StreamKey, start_run
 from ._answers import Answers
@@ -91,7 +93,7 @@ class Api:
         self.settings = settings
         self.answers = answers
         self.streams = streams
-        self.submitter = Submitter(list(self.agents), settings.max_session_bytes, log)
+        self.submitter = Submitter(settings.max_session_bytes, log, sweepers_of(list(self.agents)))
         """Serves `Accept: text/event-stream` (hosting.http._sse)."""
 
     def _wait_param(self, req: func.HttpRequest) -> float:
@@ -120,7 +122,9 @@ class Api:
 
     # -- routes -----------------------------------------------------------------------------
 
-    async def run(self, req: func.HttpRequest, client: Any) -> func.HttpResponse | StreamingResponse:
+    async def run(
+        self, req: func.HttpRequest, client: DurableClient
+    ) -> func.HttpResponse | StreamingResponse:
         """POST agents/{agent}/run"""
         agent = hosted_agent(self.agents, req)
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
@@ -185,7 +189,7 @@ class Api:
                     return self._finished(agent.name, call.session_id, outcome.run)
         return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
 
-    async def run_status(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+    async def run_status(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}"""
         agent = hosted_agent(self.agents, req)
         session_id = check_id(req.route_params.get("session_id", ""), "session_id")
@@ -205,7 +209,7 @@ class Api:
         result = None if outcome.run is None else outcome.run.result()
         return self.answers.status(agent.name, session_id, correlation_id, result)
 
-    async def session(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+    async def session(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """GET / DELETE agents/{agent}/sessions/{session_id}"""
         agent, session_id, _entity_id, snapshot = await existing_session(self.agents, req, client)
         if req.method.upper() == "DELETE":
@@ -220,7 +224,7 @@ class Api:
         body = _session_body(agent.name, session_id, snapshot.document)
         return json_response(with_history(body, self.settings, snapshot.document))
 
-    async def session_reset(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+    async def session_reset(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/reset"""
         agent, session_id, _entity_id, snapshot = await existing_session(self.agents, req, client)
         reason = state_problem(snapshot.document)
@@ -232,12 +236,12 @@ class Api:
             SessionActionBody(agent=agent.name, session_id=session_id, status="reset_requested"), 202
         )
 
-    async def list_agents(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+    async def list_agents(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """GET agents"""
         infos = [describe_agent(a, self.settings.url(f"agents/{a.name}/run")) for a in self.agents.values()]
         return json_response(AgentsBody(agents=infos))
 
-    async def health(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+    async def health(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """GET health: configuration valid and the durable backend reachable, checked for real."""
         checks: dict[str, HealthCheck] = {}
         try:

@@ -19,6 +19,7 @@ from agents import Agent
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._settings import ApiSettings
+from ..client._binding import DurableClient
 from ..client._query import ContinuationRefused, NoQueryEndpoint, entity_key, query_entities
 from ..stored import StoredDocument, first_text
 from ._lookup import hosted_agent
@@ -97,7 +98,7 @@ def summarize(key: str, last_operation_time: str | None, state: Any) -> SessionS
 
 
 async def query_sessions(
-    client: Any, agent: str, *, top: int, continuation: str | None
+    client: DurableClient, agent: str, *, top: int, continuation: str | None
 ) -> tuple[list[SessionSummary], str | None]:
     """One page of `agent`'s sessions and the backend's token of the next page."""
     items, next_token = await query_entities(
@@ -119,7 +120,7 @@ class SessionsApi:
         self.agents = agents
         self.settings = settings
 
-    async def list(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
+    async def list(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """GET agents/{agent}/sessions?page_size=N&continuation=T"""
         agent = hosted_agent(self.agents, req)
         top = page_size(req)

@@ -25,6 +25,7 @@ from state import HistoryUnavailable
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from ..client._archived import find_archived_run
+from ..client._binding import DurableClient
 from ..client._read import Snapshot, read_session, state_problem
 from ..client._waiting import wait_for_run
 from ..stored import unrecorded_run
@@ -138,7 +139,7 @@ class RunStreams:
         body = json.loads(response.get_body())
         return (RUN_COMPLETED if response.status_code == 200 else RUN_FAILED), body
 
-    async def _render(self, client: Any, key: StreamKey, event: StreamEvent) -> bytes:
+    async def _render(self, client: DurableClient, key: StreamKey, event: StreamEvent) -> bytes:
         if not event.terminal:
             return sse_frame(event.seq, event.type, event.data)
         # The entity publishes its answer just before the host commits it: wait for the stored
@@ -154,7 +155,7 @@ class RunStreams:
         kind, body = self.terminal(key.agent, key.session_id, result)
         return sse_frame(event.seq, kind, body)
 
-    async def _committed(self, client: Any, key: StreamKey) -> TurnResult | None:
+    async def _committed(self, client: DurableClient, key: StreamKey) -> TurnResult | None:
 
         try:
             outcome = await wait_for_run(
@@ -171,7 +172,7 @@ class RunStreams:
             return None
         return None if outcome.run is None else outcome.run.result()
 
-    async def _stored_result(self, client: Any, key: StreamKey) -> TurnResult | None:
+    async def _stored_result(self, client: DurableClient, key: StreamKey) -> TurnResult | None:
 
         snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
         if not snapshot.exists:
@@ -196,7 +197,7 @@ class RunStreams:
         return StreamingResponse(body, status_code=200, media_type=EVENT_STREAM, headers=self._headers(key))
 
     async def open(
-        self, client: Any, key: StreamKey, after: int, snapshot: Snapshot | None = None
+        self, client: DurableClient, key: StreamKey, after: int, snapshot: Snapshot | None = None
     ) -> StreamingResponse:
         """The stream of a run: its retained events after `after`, then live ones; a finished run
         whose events have expired gets its result as one event; 404 `run_not_found` otherwise.
@@ -243,7 +244,7 @@ class RunStreams:
         yield sse_frame(after + 1, kind, body)
 
     async def _follow(
-        self, client: Any, key: StreamKey, after: int, then: Job | None = None
+        self, client: DurableClient, key: StreamKey, after: int, then: Job | None = None
     ) -> AsyncIterator[bytes]:
         try:
             async for event in self.store.follow(key, after, self.heartbeat_seconds):
@@ -272,7 +273,7 @@ class RunStreams:
 
     # -- handlers ---------------------------------------------------------------------------
 
-    async def get(self, req: func.HttpRequest, client: Any) -> StreamingResponse:
+    async def get(self, req: func.HttpRequest, client: DurableClient) -> StreamingResponse:
         """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}/stream"""
         agent = hosted_agent(self.agents, req)
         session_id = check_id(req.route_params.get("session_id", ""), "session_id")
@@ -282,7 +283,9 @@ class RunStreams:
         after = resume_after(req)
         return await self.open(client, StreamKey(agent.name, session_id, correlation_id), after)
 
-    def attach(self, client: Any, key: StreamKey, after: int, then: Job | None = None) -> StreamingResponse:
+    def attach(
+        self, client: DurableClient, key: StreamKey, after: int, then: Job | None = None
+    ) -> StreamingResponse:
         """The live stream of a declared run (its events after `after`, then as they come);
         `then` is started in the background after the first event past `run.started` (or when
         the stream ends first), off the path to the first token."""

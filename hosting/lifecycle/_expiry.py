@@ -25,6 +25,7 @@ import azure.durable_functions as df
 
 from .._ids import entity_name
 from ..archive import default_archive
+from ..client._binding import DurableClient
 from ._names import CLEANUP, FORGET
 
 log = logging.getLogger("hosting.lifecycle")
@@ -73,7 +74,9 @@ async def forget_activity(spec: dict[str, Any]) -> int:
     return count
 
 
-async def reset_or_delete(client: Any, agent: str, session_id: str, operation: str, archived: bool) -> None:
+async def reset_or_delete(
+    client: DurableClient, agent: str, session_id: str, operation: str, archived: bool
+) -> None:
     """Queue a reset or delete; with archived history, through `dafx_session_cleanup` so the
     chunks are deleted once the entity change is committed."""
     if archived:

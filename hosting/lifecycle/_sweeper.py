@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import azure.durable_functions as df
 
 from .._ids import entity_name
+from ..client._binding import DurableClient
 from ..client._query import entity_key, query_entities, rpc_base_url
 from ._names import EXPIRY, SWEEP, SWEEPER, expiry_instance, sweeper_instance
 from ._ttl import ttl_for
@@ -65,7 +66,7 @@ def sweeper_orchestrator(context: df.DurableOrchestrationContext) -> Generator[A
     return "sleeping"
 
 
-async def sweep_activity(spec: dict[str, Any], client: Any) -> dict[str, Any]:
+async def sweep_activity(spec: dict[str, Any], client: DurableClient) -> dict[str, Any]:
     """Start an expiry check for each of the agent's sessions idle for its TTL; answer the
     interval until the next sweep (None: the TTL is never, the sweeper ends) and how many."""
     agent = spec["agent"]
@@ -92,7 +93,7 @@ async def sweep_activity(spec: dict[str, Any], client: Any) -> dict[str, Any]:
     return {"intervalSeconds": sweep_interval(ttl).total_seconds(), "checked": checked}
 
 
-async def ensure_sweepers(client: Any, agents: Iterable[str]) -> None:
+async def ensure_sweepers(client: DurableClient, agents: Iterable[str]) -> None:
     """Make sure the expiry sweepers of `agents` run: once per process and agent (and again an
     hour later), a start that the backend refuses while the sweeper is already running."""
     now = time.monotonic()
@@ -110,3 +111,13 @@ async def ensure_sweepers(client: Any, agents: Iterable[str]) -> None:
             await client.start_new(SWEEPER, sweeper_instance(agent), spec)
         except Exception as error:  # already running (the usual case), or refused
             log.debug("expiry sweeper of %s not started: %s", agent, error)
+
+
+def sweepers_of(agents: Sequence[str]) -> Callable[[DurableClient], Awaitable[None]]:
+    """What a new session is due: making sure the expiry sweepers of `agents` run."""
+    names = list(agents)
+
+    async def ensure(client: DurableClient) -> None:
+        await ensure_sweepers(client, names)
+
+    return ensure

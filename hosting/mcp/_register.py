@@ -14,6 +14,7 @@ from agents import Agent
 from .._settings import max_session_bytes_from_env
 from ..client._binding import BoundClient, durable_client_input
 from ..client._submit import Submitter
+from ..lifecycle._sweeper import sweepers_of
 from ._config import McpTools, ToolSpec, chosen_agents, tool_spec, wait_seconds_from_env
 from ._tool import AgentTool
 
@@ -51,7 +52,7 @@ def register_mcp_tools(
     wait_seconds = wait_seconds_from_env()
     limit = max_session_bytes_from_env() if max_session_bytes is None else max_session_bytes
     # Every hosted agent's sweepers, as the HTTP API starts them: the app may be reached only here.
-    submitter = Submitter([a.name for a in agents], limit, logging.getLogger("hosting.mcp"))
+    submitter = Submitter(limit, logging.getLogger("hosting.mcp"), sweepers_of([a.name for a in agents]))
     specs = []
     for agent in chosen_agents(agents, mcp_tools):
         spec = tool_spec(agent)

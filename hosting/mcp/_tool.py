@@ -32,6 +32,7 @@ from ..client._submit import Submission, Submitter
 from ..client._waiting import wait_for_run
 from ..http._refusals import refusal
 from ..http._requests import check_id
+from ..lifecycle._sweeper import sweepers_of
 from ._config import QUERY, SESSION_ID, ToolSpec
 
 log = logging.getLogger("hosting.mcp")
@@ -140,7 +141,7 @@ class AgentTool:
         self.agent = agent
         self.spec = spec
         self.wait_seconds = wait_seconds
-        self.submitter = submitter or Submitter([agent.name], max_session_bytes_from_env(), log)
+        self.submitter = submitter or Submitter(max_session_bytes_from_env(), log, sweepers_of([agent.name]))
         """How a call's turn is sent: the same checks and sweeper start as `POST .../run`."""
 
     async def __call__(self, context: Any, client: DurableClient) -> str:
