@@ -6,9 +6,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from state import JSON
+
 from .._ids import ID_PATTERN_TEXT, MAX_ID_LENGTH
 
-JSON = Any
 RunStatus = Literal["pending", "succeeded", "failed"]
 
 _ID_FIELD: dict[str, Any] = {"min_length": 1, "max_length": MAX_ID_LENGTH, "pattern": ID_PATTERN_TEXT}
