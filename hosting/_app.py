@@ -89,7 +89,7 @@ def _register_http(
     route = f"/{route_prefix}/{spec.route}" if route_prefix else f"/{spec.route}"
     wrapped = traced_http(route, guarded(handler))
     function: Any
-    # The Functions HTTP streaming types (hosting/_http_v2.py): what streams in Azure streams locally.
+    # The Functions HTTP streaming types (hosting/http/_edge.py): what streams in Azure streams locally.
     # `context` (the invocation's, with the host's W3C trace context) is passed by the worker to
     # functions that declare it. The worker refuses to load a function whose `context` annotation
     # is anything but azure.functions.Context (not even Optional), hence no default here.
@@ -128,7 +128,7 @@ def _register_entity(app: df.DFApp, agent: Agent, settings: ApiSettings, streams
 
     entity_function.__name__ = "entity_" + agent.name.replace("-", "_")
     # What `app.entity_trigger` declares (the same entityTrigger binding), with the SDK's batch
-    # handler guarded: a batch the SDK itself fails still answers its runs (hosting._entity_batch).
+    # handler guarded: a batch the SDK itself fails still answers its runs (hosting.entity._batch).
     handle = guarded_batch(entity, df.Entity.create(entity_function))
     decorated = app.generic_trigger(arg_name="context", type="entityTrigger", entity_name=entity.name)(handle)
     app.function_name(entity.name)(decorated)

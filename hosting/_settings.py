@@ -24,7 +24,7 @@ MIN_SESSION_BYTES = 1024
 RECORD_HEADROOM_BYTES = 64 * 1024
 """How far past `max_session_bytes` a session may grow by refusals (default limit + headroom =
 1 MiB): compact records of refused turns up to 48 KiB, then only their ids (`data.refusedRuns`,
-at most 16 KiB, hosting._unrecorded), so every refused run keeps an answer."""
+at most 16 KiB, hosting.stored), so every refused run keeps an answer."""
 
 SESSION_LIMIT_ENV = "DURABLE_AGENTS_MAX_SESSION_BYTES"
 

@@ -126,7 +126,7 @@ class AgentEntity:
 
     def fail_run(self, context: EntityContext, error: TurnFailure) -> dict[str, Any]:
         """Answer the `run` operation in `context` without running it: recorded as a failed turn
-        with `error` (hosting._entity_batch, when the SDK failed the batch), unless it has an
+        with `error` (hosting.entity._batch, when the SDK failed the batch), unless it has an
         answer already."""
         return self._run(context, unfinished=error)
 

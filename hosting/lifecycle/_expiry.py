@@ -2,7 +2,7 @@
 entity change that orphaned them is committed.
 
 * `dafx_session_expiry` (`dafx-expiry-{agent}-{session}`): asks the entity to `expire`; when it
-  expired, the chunks go. The agent's sweeper (hosting._sweeper) starts it for a session idle
+  expired, the chunks go. The agent's sweeper (hosting.lifecycle._sweeper) starts it for a session idle
   for its TTL, as a one-shot check (`once`). Watchers that earlier versions started with each
   session (no `once`) keep their old loop: when the session is not idle yet they sleep on a
   durable timer until it would be due and ask again (`continue_as_new`).

@@ -4,7 +4,7 @@
 `dafx_sweep_sessions` activity asks the entity query for the agent's sessions whose last
 operation is at least one TTL old (`lastOperationTimeTo`, so the cost follows the idle sessions,
 not all of them), starts a one-shot `dafx_session_expiry` check for each (the entity decides, and
-the archive goes after its commit: hosting._lifecycle), and answers how long to sleep; the
+the archive goes after its commit: hosting.lifecycle._expiry), and answers how long to sleep; the
 orchestration sleeps on a durable timer and continues as new.
 
 A session therefore costs nothing at its creation: the request path only makes sure, once per
