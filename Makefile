@@ -1,13 +1,28 @@
 # `make run` serves the app locally; `make test` installs everything and runs the whole suite.
-PYTHON ?= python3
+
+# The app runs on Python 3.13 (what Azure's Flex Consumption runs, with the pinned execution runtime);
+# 3.11 is the oldest Python it supports, tested by `make test-lowest`. Each is pyenv's when installed,
+# else the one on PATH; PYTHON=... / PYTHON_LOWEST=... choose others.
+find_python = $(shell p="$$(pyenv prefix $(1) 2>/dev/null)"; if [ -x "$$p/bin/python$(2)" ]; then echo "$$p/bin/python$(2)"; else command -v python$(2); fi)
+# (looked up once, when not given)
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(call find_python,3.13.0,3.13)
+endif
+ifeq ($(origin PYTHON_LOWEST),undefined)
+PYTHON_LOWEST := $(call find_python,3.11.7,3.11)
+endif
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-lowest install services lint typecheck unit bench clean console-assets
+.PHONY: run test test-lowest install services lint typecheck unit e2e-flex deploycheck bench clean console-assets
 
 $(STAMP): requirements.txt requirements-dev.txt
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
+	@test -n "$(PYTHON)" || { echo "Python 3.13 not found: install it (pyenv install 3.13.0), or name one with PYTHON=/path/to/python3.13" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 13) else "$(PYTHON) is Python %d.%d: the app runs on 3.13 (pyenv install 3.13.0)" % sys.version_info[:2])'
+	@# a .venv made with another Python (an older checkout's) is made again
+	@if [ -x $(PY) ] && [ "$$($(PY) -c 'import sys; print(sys.version)')" != "$$($(PYTHON) -c 'import sys; print(sys.version)')" ]; then \
+		echo "$(VENV) runs another Python than $(PYTHON): making it again"; rm -rf $(VENV); fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# pip before 23.3 stops on an 'InconsistentCandidate' resolver error for this set (the
 	# OpenTelemetry packages' ~= pins); a current pip resolves it.
@@ -17,11 +32,13 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 install: $(STAMP)
 
-# The worker setting the HTTP streams types need (build_app refuses to start without it), and the
-# request body limit the app documents (docs/hosting.md "Body limits"), as Azure's app setting;
-# the offline model streams its answer a word every 50 ms, so `curl -N` shows tokens arriving.
+# The app settings local.settings.sample.json gives: the Python worker's threads (one per running
+# sync function or entity batch) and PYTHON_ENABLE_INIT_INDEXING (the HTTP streams types need it;
+# build_app refuses to start without it); the request body limit the app documents
+# (docs/hosting.md "Body limits"), as Azure's app setting; the offline model streams its answer a
+# word every 50 ms, so `curl -N` shows tokens arriving.
 run: install
-	PYTHON_ENABLE_INIT_INDEXING=$${PYTHON_ENABLE_INIT_INDEXING:-1} FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
+	PYTHON_THREADPOOL_THREAD_COUNT=$${PYTHON_THREADPOOL_THREAD_COUNT:-300} PYTHON_ENABLE_INIT_INDEXING=$${PYTHON_ENABLE_INIT_INDEXING:-1} FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
 
 # The real servers the tests start (Redis, Azurite, Chromium): .ci/services.sh installs what is missing.
 services:
@@ -46,16 +63,44 @@ typecheck: install
 unit: install services
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test: lint typecheck unit
+# The end-to-end suite again in Flex Consumption's topology: HTTP/MCP and Durable functions in
+# separate groups of worker processes, two per group (docs/devhost.md "Worker processes").
+e2e-flex: install services
+	DEVHOST_TOPOLOGY=flex FUNCTIONS_WORKER_PROCESS_COUNT=2 $(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
-# The suite again, in a second environment holding the lowest version of every direct requirement
-# that requirements*.txt allow (uv's lowest-direct resolution): those bounds must really work.
-# .ci/run runs it after `make test`.
+test: lint typecheck deploycheck unit e2e-flex
+
+# Azure installs requirements.txt on Linux from prebuilt wheels: every requirement must resolve to
+# wheels for every Python the app supports, or a deployment fails there. Azure's Python images are
+# Debian 12; a manylinux_2_28 target accepts manylinux_2_28 and every older manylinux tag
+# (manylinux2014 included), all of which run there. uv resolves for a Python and platform other than
+# its own, environment markers included (pip's --python-version does not apply to markers: run from
+# 3.13 it would check the 3.13 set of requirements three times), and names the package without wheels.
+DEPLOY_PYTHONS := 3.11 3.12 3.13
+deploycheck: install
+	@for v in $(DEPLOY_PYTHONS); do \
+		echo "deploycheck: requirements.txt as Linux wheels for Python $$v"; \
+		$(PY) -m uv pip compile --quiet --no-header --python-version $$v --python-platform x86_64-manylinux_2_28 \
+			--only-binary :all: requirements.txt -o /dev/null || exit 1; \
+	done
+
+# The suite again, on Python 3.11 (the oldest the app supports) in a second environment holding the
+# lowest version of every direct requirement that requirements*.txt allow (uv's lowest-direct
+# resolution): those bounds must really work. .ci/run runs it after `make test`.
+# On 3.11/3.12 Azure runs the app with its own Python worker, which is not on PyPI; the runtime the
+# app pins for 3.13 is the same indexing and invocation code split out of that worker, so it is added
+# here too (the local host loads the app through it). It declares Requires-Python >=3.13, hence
+# --ignore-requires-python; --no-deps because its dependencies are already installed (azure-functions
+# at its floor; azurefunctions-extensions-base with the HTTP streaming extension), as the import checks.
 LOWEST := .venv-lowest
+RUNTIME_PIN := $(shell sed -n 's/^\(azure-functions-runtime==[^ ;]*\).*/\1/p' requirements.txt)
 test-lowest: install services
+	@test -n "$(PYTHON_LOWEST)" || { echo "Python 3.11 not found: install it (pyenv install 3.11.7), or name one with PYTHON_LOWEST=/path/to/python3.11" >&2; exit 1; }
 	rm -rf $(LOWEST)
-	$(PY) -m uv venv --quiet --python $(PYTHON) $(LOWEST)
+	$(PY) -m uv venv --quiet --python $(PYTHON_LOWEST) $(LOWEST)
 	$(PY) -m uv pip install --quiet --python $(LOWEST)/bin/python --resolution lowest-direct -r requirements-dev.txt
+	$(PY) -m pip --python $(LOWEST)/bin/python install --quiet --disable-pip-version-check --no-deps --ignore-requires-python '$(RUNTIME_PIN)'
+	$(LOWEST)/bin/python -c 'import azure_functions_runtime, azurefunctions.extensions.base'
 	$(LOWEST)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 # The console's browser libraries (marked, DOMPurify, eventsource-parser) from package-lock.json,

@@ -31,7 +31,7 @@ from ._live import announce_calls, announce_results, announce_usage
 from ._model import CallOptions, ModelCaller, now_iso
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint
 from ._structured import ResponseFormat, StructuredOutputError
-from ._telemetry import execute_tool
+from ._telemetry import execute_tool, note_exception_type
 from ._tools import FunctionTool, parse_arguments, to_jsonable
 from ._turns import TurnRequest, TurnResult, answer_text
 from ._unicode import without_lone_surrogates
@@ -251,9 +251,12 @@ class _Turn:
             return FunctionResultContent(call_id=call.call_id, result=result)
         except ToolExecutionError as exc:
             message = str(exc)
-        except TimeoutError:
+            note_exception_type(exc)
+        except TimeoutError as exc:
             message = f"tool {call.name!r} did not finish within {self.agent.tool_timeout} seconds"
+            note_exception_type(exc)
         except Exception as exc:
+            note_exception_type(exc)
             log.info("tool %s raised %s", call.name, exc, exc_info=True)
             message = f"tool {call.name!r} raised {type(exc).__name__}: {exc}"
         text = without_lone_surrogates(f"Error: {message}", f"tool {call.name!r}'s error")

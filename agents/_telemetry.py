@@ -88,9 +88,30 @@ def _parent(trace_context: Mapping[str, str] | None) -> Context | None:
 
 
 def mark_failed(span: Span, error_type: str, description: str | None = None) -> None:
-    """Status ERROR with ``error.type`` (a failure code, a problem code or an exception class)."""
+    """Status ERROR with ``error.type`` (a failure code, a problem code or an exception class).
+
+    ``description`` (a failure's message) goes out only with content capture on: messages quote
+    what the model sent or was sent (a tool's argument, a prompt a model service echoes).
+    """
     span.set_attribute("error.type", error_type)
-    span.set_status(StatusCode.ERROR, description)
+    span.set_status(StatusCode.ERROR, description if capture_content() else None)
+
+
+def mark_raised(span: Span, error: BaseException) -> None:
+    """``mark_failed`` for an exception: its class as ``error.type``; its message and the exception
+    event (message and traceback) only with content capture on. Spans are started with
+    ``record_exception=False, set_status_on_exception=False`` and end through here instead, since
+    the SDK's own recording would export the message whatever the setting."""
+    mark_failed(span, type(error).__qualname__, str(error))
+    if capture_content():
+        span.record_exception(error)
+
+
+def note_exception_type(error: BaseException) -> None:
+    """The class of an exception handled inside the current span (a tool's), as ``exception.type``."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attribute("exception.type", type(error).__qualname__)
 
 
 # -- invoke_agent ------------------------------------------------------------------------------------
@@ -106,7 +127,8 @@ async def invoke_agent(
         f"invoke_agent {agent.name}",
         context=_parent(request.trace_context),
         kind=SpanKind.INTERNAL,
-        record_exception=True,
+        record_exception=False,
+        set_status_on_exception=False,
     ) as span:
         if span.is_recording():
             span.set_attributes(
@@ -122,7 +144,12 @@ async def invoke_agent(
                 span.set_attribute("gen_ai.request.model", agent.model.model)
             if request.orchestration_id:
                 span.set_attribute("dafx.orchestration_id", request.orchestration_id)
-        result = await turn
+        try:
+            result = await turn
+        except BaseException as error:
+            if span.is_recording():
+                mark_raised(span, error)
+            raise
         if span.is_recording():
             usage = result.usage or {}
             _set_usage(span, usage.get("inputTokenCount"), usage.get("outputTokenCount"))
@@ -152,7 +179,7 @@ async def model_call(endpoint: Endpoint, path: str, body: Mapping[str, Any], cal
             raise
         except BaseException as error:
             if span.is_recording():
-                mark_failed(span, type(error).__qualname__, str(error))
+                mark_raised(span, error)
             raise
         if span.is_recording():
             _chat_response(span, output)
@@ -232,7 +259,10 @@ async def execute_tool(
     """Await ``run`` (one tool call; it never raises, failures are error results) in its span."""
     if not tracing_enabled():
         return await run
-    with _tracer.start_as_current_span(f"execute_tool {call.name}", kind=SpanKind.INTERNAL) as span:
+    with _tracer.start_as_current_span(
+        f"execute_tool {call.name}", kind=SpanKind.INTERNAL, record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
         if span.is_recording():
             span.set_attributes(
                 {
@@ -251,6 +281,7 @@ async def execute_tool(
             if capture_content():
                 span.set_attribute("gen_ai.tool.call.result", _json(result.result))
             if (result.model_extra or {}).get("isError"):
+                # The tool's exception class is on the span already (note_exception_type).
                 mark_failed(span, "tool_error", str(result.result)[:200])
         return result
 

@@ -67,6 +67,24 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _cpu(pid: int) -> float:
+    try:
+        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:  # gone meanwhile
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in pathlib.Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found.extend(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return found
+
+
 class Host:
     """`python -m devhost` as a subprocess, stopped with SIGTERM."""
 
@@ -119,10 +137,10 @@ class Host:
         raise SystemExit(f"the host did not start:\n{self.log.read_text()}")
 
     def cpu_seconds(self) -> float:
-        """User plus system CPU time the host process has used so far (Linux /proc)."""
+        """User plus system CPU time the host and its worker processes have used so far (Linux
+        /proc: the children's time counts once they are gone, so live ones are read too)."""
         assert self.proc is not None
-        fields = pathlib.Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return sum(_cpu(pid) for pid in (self.proc.pid, *_children(self.proc.pid)))
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

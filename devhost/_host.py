@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import json
 import logging
 import os
 import pathlib
 import secrets
+import sys
 import threading
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
@@ -18,17 +18,18 @@ from urllib.parse import quote
 from aiohttp import web
 
 from ._errors import DevHostError
+from ._origin import loopback_middleware
 from ._settings import HostSettings
 from .durable_api import RPC_PREFIX, WEBHOOK_PREFIX, DurableApi, management_urls
 from .entities import DEFAULT_MAX_BATCH, DEFAULT_MAX_STATE_BYTES, EntityGateway, EntityStore
-from .functions import KEY_ENV, AppModel, HttpDispatcher, index_app, key_matches, load_app
+from .functions import KEY_ENV, AppModel, HttpDispatcher, index_metadata, key_matches, load_app
 from .mcp import MCP_PREFIX, McpEndpoint, ToolRegistry
 from .orchestrations import OrchestrationEngine
+from .worker import Workers, WorkerSpec, process_count, script_spec, topology_from
 
 T = TypeVar("T")
 DB_NAME = "devhost.db"
 _CONNECTION_NAME = "Storage"
-THREAD_COUNT_ENV = "PYTHON_THREADPOOL_THREAD_COUNT"
 MAX_STATE_ENV = "DEVHOST_MAX_STATE_BYTES"
 
 
@@ -58,14 +59,6 @@ def _entity_concurrency(configured: int | None) -> int:
     return configured or 10 * (os.cpu_count() or 1)
 
 
-def _thread_count() -> int:
-    """Threads for sync functions and entity batches: the Python worker's setting and default."""
-    configured = os.environ.get(THREAD_COUNT_ENV, "")
-    if configured.isdigit() and int(configured) > 0:
-        return int(configured)
-    return min(32, (os.cpu_count() or 1) + 4)
-
-
 class LocalHost:
     """A local Functions + Durable host for one function app (embeddable in tests)."""
 
@@ -80,9 +73,14 @@ class LocalHost:
         project_dir: str | os.PathLike[str] | None = None,
         max_batch: int = DEFAULT_MAX_BATCH,
         max_state_bytes: int | None = None,
-        max_workers: int | None = None,
+        topology: str | None = None,
+        worker_processes: int | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
+        """``app`` is the app's module name (``function_app``; ``module:attr``), loaded by worker
+        processes with the real runtime, or an app object (tests), run by the same runtime in this
+        process. ``topology`` is ``single`` or ``flex`` (default: ``DEVHOST_TOPOLOGY``);
+        ``worker_processes`` per group defaults to ``FUNCTIONS_WORKER_PROCESS_COUNT``."""
         self._app_target = app
         self.data_dir = pathlib.Path(data_dir)
         self.port = port
@@ -95,17 +93,13 @@ class LocalHost:
         self.log = logger or logging.getLogger("devhost")
         # The durable client binding's channel: a fresh key per process, in rpcBaseUrl's path.
         self.rpc_key = secrets.token_urlsafe(24)
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers or _thread_count(), thread_name_prefix="devhost-fn"
-        )
-        # Entity batches (synchronous in the Python SDK) get their own threads, as many as the
-        # extension runs at once: a turn waiting on a model holds one, so a few hung model calls
-        # cannot take the threads other sessions' turns or sync HTTP functions need
-        # (docs/devhost.md "Concurrency").
+        self.topology = topology_from(topology)
+        self.worker_processes = worker_processes or process_count()
+        # Entity batches the host runs at once (maxConcurrentEntityFunctions); in the worker a
+        # sync entity function takes one of the runtime's threads (PYTHON_THREADPOOL_THREAD_COUNT).
         self.entity_concurrency = _entity_concurrency(self.settings.max_concurrent_entity_functions)
-        self._entity_executor = concurrent.futures.ThreadPoolExecutor(
-            self.entity_concurrency, thread_name_prefix="devhost-fn-entity"
-        )
+        self.workers: Workers | None = None
+        self._dispatcher: HttpDispatcher | None = None
         self.model: AppModel | None = None
         self.entities: EntityGateway | None = None
         self.engine: OrchestrationEngine | None = None
@@ -147,23 +141,28 @@ class LocalHost:
     async def _start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        app = load_app(self._app_target)
-        self.model = index_app(app)
+        self.workers = workers = Workers(
+            self._worker_spec(), topology=self.topology, count=self.worker_processes,
+            temp_root=self.data_dir / "instances", log=self.log, timeout=self.settings.function_timeout,
+        )
+        self.model = index_metadata(await workers.start())
         self._store = EntityStore(self.db_path)
         await self._store.run(self._store.open)
         self.entities = EntityGateway(
             store=self._store,
             model=self.model,
-            executor=self._entity_executor,
+            functions=workers,
             logger=self.log,
             max_batch=self.max_batch,
             max_state_bytes=self.max_state_bytes,
+            concurrency=self.entity_concurrency,
         )
         try:
             # HTTP and entities stay usable while the engine cannot start; the endpoints say why.
             self.engine = OrchestrationEngine(
-                db_path=self.db_path, app=app, entities=self.entities, logger=self.log,
-                model=self.model,
+                db_path=self.db_path, workers=workers, model=self.model, entities=self.entities,
+                logger=self.log,
+                max_activities=self.settings.max_concurrent_activity_functions or 10 * (os.cpu_count() or 1),
                 client_binding=lambda binding: self.client_binding(
                     task_hub=binding.get("taskHub"), connection_name=binding.get("connectionName")
                 ),
@@ -180,21 +179,22 @@ class LocalHost:
             logger=self.log,
             rpc_key=self.rpc_key,
         )
-        dispatcher = HttpDispatcher(
+        self._dispatcher = dispatcher = HttpDispatcher(
             functions=self.model.http,
             route_prefix=self.settings.route_prefix,
             function_key=lambda: self.function_key,
             client_binding=lambda binding: self.client_binding(
                 task_hub=binding.get("taskHub"), connection_name=binding.get("connectionName")
             ),
-            executor=self._executor,
-            project_dir=str(self.project_dir),
+            workers=workers,
             logger=self.log,
             log_hidden=(self.rpc_key,),
         )
         # aiohttp's own read limit binds the durable API (the trigger dispatcher reads bodies
         # itself, with the Functions host's limit): its bodies are entity inputs and states.
-        web_app = web.Application(client_max_size=4 * self.max_state_bytes)
+        # Every route, MCP's included, refuses foreign Host and Origin headers on loopback.
+        web_app = web.Application(client_max_size=4 * self.max_state_bytes,
+                                  middlewares=[loopback_middleware(self.host)])
         web_app.add_routes(api.routes())
         if self.model.mcp_tools:
             self.mcp = self._mcp_endpoint(self.model)
@@ -222,19 +222,31 @@ class LocalHost:
         else:
             self.log.warning("orchestrations disabled: %s", self.engine_error)
 
+    def _worker_spec(self) -> WorkerSpec:
+        """How worker processes load the app: its script file, as the runtime imports it."""
+        project = str(self.project_dir)
+        # The worker's sys.path as the host's (the project first), so the app imports what it would.
+        sys_path = [project, *[p for p in sys.path if p and p != project]]
+        if not isinstance(self._app_target, str):
+            app = load_app(self._app_target)
+            return WorkerSpec(function_app_directory=project, app=app, sys_path=sys_path)
+        directory, script = script_spec(self._app_target, self.project_dir)
+        return WorkerSpec(function_app_directory=directory, script_file=script, sys_path=sys_path)
+
     def _mcp_endpoint(self, model: AppModel) -> McpEndpoint:
+        assert self.workers is not None
         tools = ToolRegistry(
             model.mcp_tools,
             client_binding=lambda binding: self.client_binding(
                 task_hub=binding.get("taskHub"), connection_name=binding.get("connectionName")
             ),
-            executor=self._executor,
+            workers=self.workers,
             logger=self.log,
         )
         # The extension's system key (mcp_extension) is the host's one key here; host.json can
         # make the endpoints anonymous as in Azure (extensions.mcp.system.webhookAuthorizationLevel).
         anonymous = self.settings.mcp_anonymous
-        return McpEndpoint(tools, key=lambda: None if anonymous else self.function_key, host=self.host,
+        return McpEndpoint(tools, key=lambda: None if anonymous else self.function_key,
                            logger=self.log, instructions=self.settings.mcp_instructions)
 
     @property
@@ -253,12 +265,14 @@ class LocalHost:
             await self.engine.stop()
         if self.entities is not None:
             await self.entities.stop()
+        if self._dispatcher is not None:
+            await self._dispatcher.close()
+        if self.workers is not None:
+            await self.workers.stop()
         if self._store is not None:
             await self._store.run(self._store.close)
             self._store.shutdown()
             self._store = None
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        self._entity_executor.shutdown(wait=False, cancel_futures=True)
         try:
             from azure.durable_functions.models.utils import http_utils
 

@@ -12,7 +12,6 @@ import re
 import shutil
 import signal
 import sys
-import threading
 import time
 from collections.abc import Sequence
 
@@ -40,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-state-bytes", type=int, default=None,
                         help="largest entity state accepted in bytes (default 1 MiB or "
                         "DEVHOST_MAX_STATE_BYTES)")
+    parser.add_argument("--topology", choices=("single", "flex"), default=None,
+                        help="single (default; DEVHOST_TOPOLOGY): every function in one group of worker "
+                             "processes; flex: HTTP/MCP and Durable functions in separate groups, as Flex "
+                             "Consumption scales them")
     parser.add_argument("--startup-hook", default=None, metavar="MODULE:FUNCTION",
                         help="called before the app is imported; its result's stop() at shutdown "
                         f"(default: {STARTUP_HOOK_ENV}, which local.settings.json may set)")
@@ -63,11 +66,9 @@ async def _serve(host: LocalHost, started: float) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await host.start()
-    # The app is imported and the host is ready: what exists now (the app, the openai and
-    # pydantic types, the SDKs) lives as long as the process. Frozen, it is left out of every
-    # later collection; otherwise each full (gen-2) collection walks it again, a 50-70 ms pause
-    # every few turns on 1,000-entry sessions (3-7 ms frozen; docs/bench.md). Collect first so
-    # the import's own garbage is freed rather than kept forever.
+    # The host is ready: what exists now lives as long as the process, so it is left out of
+    # later collections. (The app lives in the worker processes; function_app.py freezes its
+    # own objects at import, as it does in Azure's worker.)
     gc.collect()
     gc.freeze()
     log = host.log
@@ -146,25 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.max_state_bytes is not None:
             kwargs["max_state_bytes"] = args.max_state_bytes
         host = LocalHost(args.app, data_dir, port=args.port, host=args.host, project_dir=project,
-                         **kwargs)
+                         topology=args.topology, **kwargs)
         try:
             asyncio.run(_serve(host, started))
         finally:
             stop_startup_hook(hook_result)
-        # The pool was shut down without waiting, so idle workers may still be alive for a
-        # moment; let them exit (they do at once) so only threads running a function count.
-        pool = [t for t in threading.enumerate() if t.name.startswith("devhost-fn")]
-        deadline = time.monotonic() + 0.5
-        for thread in pool:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        busy = [t for t in pool if t.is_alive()]
-        if busy:
-            # Their turns are not committed, so they are redelivered at the next start; waiting
-            # for them (a model call can take minutes) would make Ctrl-C hang.
-            log.warning("abandoning %d running function call(s); uncommitted entity operations are "
-                        "redelivered at the next start", len(busy))
-            logging.shutdown()
-            os._exit(0)
     except DevHostError as exc:
         log.error("%s", exc)
         return 2

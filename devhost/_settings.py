@@ -6,12 +6,15 @@ import json
 import logging
 import os
 import pathlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ._errors import DevHostError
 
 DEFAULT_ROUTE_PREFIX = "api"
+# Flex Consumption's functionTimeout when host.json sets none (30 minutes; it may be unbounded).
+DEFAULT_FUNCTION_TIMEOUT = 30 * 60.0
 # `func start` uses this hub name when host.json names none.
 DEFAULT_TASK_HUB = "TestHubName"
 
@@ -24,6 +27,10 @@ class HostSettings:
     task_hub: str = DEFAULT_TASK_HUB
     max_concurrent_entity_functions: int | None = None
     """``durableTask.maxConcurrentEntityFunctions``; None: the extension's default."""
+    max_concurrent_activity_functions: int | None = None
+    """``durableTask.maxConcurrentActivityFunctions``; None: the extension's default (10 per core)."""
+    function_timeout: float | None = DEFAULT_FUNCTION_TIMEOUT
+    """``functionTimeout`` in seconds (None: unbounded, ``-1``); Flex Consumption's default when absent."""
     mcp_instructions: str | None = None  # extensions.mcp.instructions, sent to MCP clients
     mcp_anonymous: bool = False  # extensions.mcp.system.webhookAuthorizationLevel == "Anonymous"
 
@@ -49,17 +56,41 @@ class HostSettings:
         # hubName may be an app-setting expression like %MyTaskHub%.
         if hub.startswith("%") and hub.endswith("%") and len(hub) > 2:
             hub = os.environ.get(hub[1:-1], DEFAULT_TASK_HUB)
-        entities = durable.get("maxConcurrentEntityFunctions")
-        if entities is not None and (isinstance(entities, bool) or not isinstance(entities, int)
-                                     or entities < 1):
-            raise DevHostError(f"{path}: maxConcurrentEntityFunctions must be a positive integer")
+        entities = _positive(durable, "maxConcurrentEntityFunctions", path)
+        activities = _positive(durable, "maxConcurrentActivityFunctions", path)
+        timeout = _function_timeout(data.get("functionTimeout"), path)
         mcp = _obj(extensions.get("mcp"))
         instructions = mcp.get("instructions")
         level = _obj(mcp.get("system")).get("webhookAuthorizationLevel")
         return cls(route_prefix=prefix.strip("/"), task_hub=hub,
                    max_concurrent_entity_functions=entities,
+                   max_concurrent_activity_functions=activities,
+                   function_timeout=timeout,
                    mcp_instructions=instructions if isinstance(instructions, str) else None,
                    mcp_anonymous=isinstance(level, str) and level.lower() == "anonymous")
+
+
+def _function_timeout(value: Any, path: pathlib.Path) -> float | None:
+    """``functionTimeout``: a TimeSpan ``[d.]hh:mm:ss[.fff]``, or ``-1`` for no limit."""
+    if value is None:
+        return DEFAULT_FUNCTION_TIMEOUT
+    if value in (-1, "-1"):
+        return None
+    match = re.fullmatch(r"(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)", str(value).strip())
+    if match is None or int(match.group(3)) >= 60 or float(match.group(4)) >= 60:
+        raise DevHostError(f"{path}: functionTimeout must be a time span like 00:10:00 or -1, not {value!r}")
+    days, hours, minutes, seconds = match.groups()
+    total = int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+    if total <= 0:
+        raise DevHostError(f"{path}: functionTimeout must be longer than zero")
+    return total
+
+
+def _positive(section: dict[str, Any], name: str, path: pathlib.Path) -> int | None:
+    value = section.get(name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise DevHostError(f"{path}: {name} must be a positive integer")
+    return value
 
 
 def _obj(value: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from ._handlers import Handler
 from ._ids import entity_name
 from ._settings import ApiSettings
 from ._telemetry import configure_telemetry, traced_http
+from .archive import policy_from_env
 from .client._binding import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
 from .entity._batch import guarded_batch
@@ -31,6 +32,7 @@ from .http._routes import AGENT_ROUTES, RouteSpec
 from .http._sessions import SessionsApi
 from .http._sse import RunStreams
 from .lifecycle._register import register_lifecycle
+from .lifecycle._ttl import ttl_for
 from .mcp import McpTools, register_mcp_tools
 from .streams import StreamStore, stream_store_from_env
 
@@ -54,6 +56,15 @@ def _check_agents(agents: Sequence[Agent]) -> None:
             raise AgentConfigurationError(f"two agents are named {name!r} (names are case-insensitive)")
         seen.add(name.lower())
         agent.validate()
+
+
+def _check_settings(agents: Sequence[Agent]) -> None:
+    """The numeric settings read only later (by the expiry sweeper, the archive, a session's
+    reads), read now: one out of range stops the app at startup, naming it, instead of failing
+    requests (`HostingConfigurationError`)."""
+    for agent in agents:
+        ttl_for(agent.name)
+    policy_from_env()
 
 
 def _check_extensions(agents: Sequence[Agent], extensions: Sequence[Extension]) -> None:
@@ -160,6 +171,7 @@ def build_app(
     agents = list(agents)
     _check_agents(agents)
     _check_extensions(agents, extensions)
+    _check_settings(agents)
     check_init_indexing()
     configure_telemetry()
     settings = settings or ApiSettings()

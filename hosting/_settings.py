@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 
 from ._errors import HostingConfigurationError
+from ._numbers import number_setting
 
 MAX_BODY_BYTES = 256 * 1024
 """Largest accepted request body (256 KiB); larger bodies get 413 `body_too_large`."""
@@ -29,17 +30,21 @@ at most 16 KiB, hosting.stored), so every refused run keeps an answer."""
 SESSION_LIMIT_ENV = "DURABLE_AGENTS_MAX_SESSION_BYTES"
 
 
+MAX_SESSION_LIMIT_BYTES = 64 * 1024 * 1024
+"""The largest `max_session_bytes` the setting takes (64 MiB: every turn loads the whole state)."""
+
+
 def max_session_bytes_from_env() -> int:
-    """`DURABLE_AGENTS_MAX_SESSION_BYTES` when set, else the default (960 KiB)."""
-    raw = os.environ.get(SESSION_LIMIT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_SESSION_BYTES
-    try:
-        return int(raw)
-    except ValueError:
-        raise HostingConfigurationError(
-            f"{SESSION_LIMIT_ENV} must be a whole number of bytes, not {raw!r}"
-        ) from None
+    """`DURABLE_AGENTS_MAX_SESSION_BYTES` when set (1 KiB to 64 MiB), else the default (960 KiB)."""
+    value = number_setting(
+        os.environ,
+        SESSION_LIMIT_ENV,
+        low=MIN_SESSION_BYTES,
+        high=MAX_SESSION_LIMIT_BYTES,
+        unit="bytes",
+        whole=True,
+    )
+    return DEFAULT_MAX_SESSION_BYTES if value is None else int(value)
 
 
 PUBLIC_BASE_URL_ENV = "DURABLE_AGENTS_PUBLIC_BASE_URL"

@@ -22,7 +22,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, StatusCode
 from starlette.responses import StreamingResponse
 
-from agents import context_from, current_trace_context, mark_failed, tracing_enabled
+from agents import context_from, current_trace_context, mark_failed, mark_raised, tracing_enabled
 
 from ._handlers import ContextHandler, Handler
 
@@ -33,6 +33,11 @@ TRACE_CONTEXT_FIELD = "traceContext"
 
 CONNECTION_STRING_ENV = "APPLICATIONINSIGHTS_CONNECTION_STRING"
 OTLP_ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+SHUTDOWN_FLUSH_SECONDS = 2.0
+"""The longest a stopping process spends sending the spans still queued. A collector that accepts
+and never answers would otherwise hold the exit for the exporter's timeout and its retries (over
+10 s); this stays well inside the grace time a host gives a stopping worker."""
 
 _tracer = trace.get_tracer("hosting")
 _lock = threading.Lock()
@@ -106,8 +111,20 @@ def _add_otlp(environ: Mapping[str, str]) -> None:
         site = environ.get("WEBSITE_SITE_NAME", "").strip() or "durable-agents"
         provider = TracerProvider(resource=Resource.create({} if named else {"service.name": site}))
         trace.set_tracer_provider(provider)
+    class BoundedShutdown(BatchSpanProcessor):
+        """A batch processor whose shutdown (the final flush, at process exit) gives up after
+        `SHUTDOWN_FLUSH_SECONDS`, whoever's provider shuts it down."""
+
+        def shutdown(self) -> None:
+            worker = threading.Thread(target=super().shutdown, name="otlp-shutdown", daemon=True)
+            worker.start()
+            worker.join(SHUTDOWN_FLUSH_SECONDS)
+            if worker.is_alive():
+                log.warning("telemetry: the OTLP collector did not take the last spans within %gs; "
+                            "they are dropped", SHUTDOWN_FLUSH_SECONDS)
+
     # The exporter reads the endpoint, headers, timeout and compression from OTEL_EXPORTER_OTLP_*.
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    provider.add_span_processor(BoundedShutdown(OTLPSpanExporter()))
 
 
 # -- logs ----------------------------------------------------------------------------------------------
@@ -190,7 +207,8 @@ def traced_http(route: str, handler: Handler) -> ContextHandler:
         if not tracing_enabled():
             return await handler(req, client)
         with _tracer.start_as_current_span(
-            f"{req.method} {route}", context=_incoming(req, invocation), kind=SpanKind.SERVER
+            f"{req.method} {route}", context=_incoming(req, invocation), kind=SpanKind.SERVER,
+            record_exception=False, set_status_on_exception=False,
         ) as span:
             if span.is_recording():
                 span.set_attributes(
@@ -199,7 +217,12 @@ def traced_http(route: str, handler: Handler) -> ContextHandler:
                 agent = req.route_params.get("agent")
                 if agent:
                     span.set_attribute("gen_ai.agent.name", agent)
-            response = await handler(req, client)
+            try:
+                response = await handler(req, client)
+            except BaseException as error:
+                if span.is_recording():
+                    mark_raised(span, error)
+                raise
             if span.is_recording():
                 _http_outcome(span, response)
             return response
@@ -237,7 +260,8 @@ def traced_entity_run(
         return run()
     carried = operation_input.get(TRACE_CONTEXT_FIELD) if isinstance(operation_input, Mapping) else None
     with _tracer.start_as_current_span(
-        f"{entity} run", context=context_from(carried), kind=SpanKind.CONSUMER
+        f"{entity} run", context=context_from(carried), kind=SpanKind.CONSUMER,
+        record_exception=False, set_status_on_exception=False,
     ) as span:
         if span.is_recording():
             span.set_attributes(
@@ -255,8 +279,9 @@ def traced_entity_run(
                 span.set_attribute("dafx.correlation_id", correlation)
         try:
             result = run()
-        except Exception as exc:
-            span.set_attribute("error.type", type(exc).__qualname__)
+        except BaseException as exc:
+            if span.is_recording():
+                mark_raised(span, exc)
             raise
         error = result.get("error") if result.get("status") == "failed" else None
         if isinstance(error, Mapping) and span.is_recording():

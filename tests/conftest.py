@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 os.environ["DURABLE_AGENTS_ALLOW_MODEL_REQUESTS"] = "0"
+# The app settings local.settings.sample.json gives (and Azure needs): sync functions, entity
+# batches among them, take one of the Python worker's threads each, and the worker's default is
+# only min(32, CPUs + 4); a turn waiting on its model holds its thread.
+os.environ.setdefault("PYTHON_THREADPOOL_THREAD_COUNT", "300")
 
 # As local.settings.sample.json and Azure set it: build_app refuses to start without it (the HTTP
 # streams types need it); hosts the tests start as subprocesses inherit it.

@@ -10,7 +10,6 @@ operations whose turn was not committed.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import logging
 import time
@@ -21,6 +20,7 @@ from typing import Any
 
 from .._errors import EntityBatchAborted, EntityIdError
 from ..functions import AppModel
+from ..worker import FunctionTimedOut, Workers, invocation
 from ._store import EntityStore, Message, NewMessage, StoredResult
 
 DEFAULT_MAX_BATCH = 50
@@ -120,14 +120,17 @@ class EntityGateway:
         *,
         store: EntityStore,
         model: AppModel,
-        executor: concurrent.futures.Executor,
+        functions: Workers,
         logger: logging.Logger,
         max_batch: int = DEFAULT_MAX_BATCH,
         max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
+        concurrency: int = 32,
     ) -> None:
         self._store = store
         self._model = model
-        self._executor = executor
+        self._functions = functions
+        # Entity batches running at once: host.json's maxConcurrentEntityFunctions.
+        self._slots = asyncio.Semaphore(max(1, concurrency))
         self._log = logger
         self.max_batch = max(1, max_batch)
         self.max_state_bytes = max_state_bytes
@@ -156,6 +159,11 @@ class EntityGateway:
         tasks = list(self._workers.values())
         if tasks:
             _, still_running = await asyncio.wait(tasks, timeout=timeout)
+            if still_running:
+                # Their batches are not committed, so they are redelivered at the next start;
+                # waiting for them (a model call can take minutes) would make Ctrl-C hang.
+                self._log.warning("abandoning %d running function call(s); uncommitted entity operations "
+                                  "are redelivered at the next start", len(still_running))
             for task in still_running:
                 task.cancel()
             await asyncio.gather(*still_running, return_exceptions=True)
@@ -370,8 +378,20 @@ class EntityGateway:
             }
         )
         try:
-            loop = asyncio.get_running_loop()
-            raw = await loop.run_in_executor(self._executor, entity.func, request)
+            call = invocation.request(entity.function_id, {entity.param: invocation.string(request)})
+            async with self._slots:
+                try:
+                    answer = await self._functions.invoke("entityTrigger", call)
+                except FunctionTimedOut as timed_out:
+                    # The extension commits a batch whose invocation timed out as every operation
+                    # failed, the state unchanged, and does not run it again.
+                    self._log.error("entity %s@%s: %s; its %d operation(s) failed", name, key, timed_out,
+                                    len(messages))
+                    failed = json.dumps(f"the entity function ran past functionTimeout: {timed_out}")
+                    return state, [_Outcome(True, failed, 0) for _ in messages], []
+            raw = invocation.text_of(invocation.returned(answer))
+            if raw is None:
+                raise ValueError("the entity function returned nothing")
             response = json.loads(raw)
             results = response["results"]
             if not isinstance(results, list) or len(results) != len(messages):

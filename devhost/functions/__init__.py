@@ -1,13 +1,13 @@
-"""The app's functions: loading the FunctionApp, indexing it once, route templates, HTTP triggers, keys."""
+"""The app's functions: their index (from the worker's metadata), route templates, HTTP triggers, keys."""
 
-from ._http_trigger import KEY_ENV, HttpDispatcher, InvocationContext, key_matches, to_aiohttp
+from ._http_trigger import KEY_ENV, HttpDispatcher, key_matches, to_aiohttp
 from ._index import (
     AppModel,
     HttpFunction,
     McpToolFunction,
     NamedFunction,
     ensure_importable,
-    index_app,
+    index_metadata,
     list_functions,
     load_app,
 )
@@ -18,13 +18,12 @@ __all__ = [
     "AppModel",
     "HttpDispatcher",
     "HttpFunction",
-    "InvocationContext",
     "McpToolFunction",
     "NamedFunction",
     "RouteTemplate",
     "compile_route",
     "ensure_importable",
-    "index_app",
+    "index_metadata",
     "key_matches",
     "list_functions",
     "load_app",

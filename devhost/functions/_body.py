@@ -3,7 +3,8 @@
 The host's app setting ``FUNCTIONS_REQUEST_BODY_SIZE_LIMIT`` (bytes, default 100 MiB as in Azure)
 bounds every trigger's body, anonymous routes included: a declared ``Content-Length`` over it is
 refused before a byte is read, and a chunked body is refused as soon as it passes the limit, so no
-caller can make the host hold more than the limit per request.
+caller can make the host hold more than the limit per request. The limit binds every method, and
+whether or not the function reads the body, as the host's does.
 """
 
 from __future__ import annotations

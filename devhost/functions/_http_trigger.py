@@ -1,67 +1,24 @@
-"""HTTP triggers: route, authorize and invoke the user's function like the Python worker."""
+"""HTTP triggers: route and authorize as the Functions host does, then invoke in a worker."""
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
-import functools
 import hmac
 import logging
-import threading
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
-import azure.functions as func
 from aiohttp import web
 
 from .._problems import problem
 from .._redact import loggable_url
+from ..worker import FunctionFailed, FunctionTimedOut, TypedData, WorkerDied, Workers, invocation
 from ._body import BodyTooLarge, body_limit_from_env, read_limited
-from ._http_stream import serve_streaming
+from ._http_proxy import HttpProxy
 from ._index import HttpFunction
 from ._trace_context import InvocationTraceContext, invocation_trace_context
 
 KEY_ENV = "DEVHOST_FUNCTION_KEY"
-
-
-class InvocationContext(func.Context):
-    """The ``context`` argument the worker passes to functions that declare one."""
-
-    def __init__(
-        self, function_name: str, function_directory: str, trace_context: InvocationTraceContext | None = None
-    ) -> None:
-        self._invocation_id = str(uuid.uuid4())
-        self._function_name = function_name
-        self._function_directory = function_directory
-        self._trace_context = trace_context
-        self._tls = threading.local()
-
-    @property
-    def invocation_id(self) -> str:
-        return self._invocation_id
-
-    @property
-    def thread_local_storage(self) -> Any:
-        return self._tls
-
-    @property
-    def function_name(self) -> str:
-        return self._function_name
-
-    @property
-    def function_directory(self) -> str:
-        return self._function_directory
-
-    @property
-    def trace_context(self) -> Any:  # InvocationTraceContext (None only when built without one)
-        return self._trace_context
-
-    @property
-    def retry_context(self) -> Any:
-        return None
 
 
 def key_matches(request: web.Request, key: str | None) -> bool:
@@ -74,25 +31,22 @@ def key_matches(request: web.Request, key: str | None) -> bool:
     return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), key.encode())
 
 
-def to_aiohttp(result: Any) -> web.Response:
-    """Turn what the function returned into the HTTP answer, unchanged."""
-    if result is None:
+def to_aiohttp(data: TypedData | None) -> web.Response:
+    """The HTTP answer from the function's returned ``RpcHttp`` (its status, headers and body)."""
+    if data is None:
         return web.Response(status=204)
-    if isinstance(result, str | bytes):
-        result = func.HttpResponse(result)
-    if not isinstance(result, func.HttpResponse):
-        raise TypeError(f"HTTP function returned {type(result).__name__}, not an HttpResponse")
-    response = web.Response(status=result.status_code, body=result.get_body())
-    has_type = False
-    for name, value in result.headers.items():
-        if name.lower() == "content-type":
-            has_type = True
+    kind = data.WhichOneof("data")
+    if kind != "http" or data.http is None:
+        raise FunctionFailed(f"the HTTP function returned {kind} data, not an HTTP response")
+    answer = data.http
+    body = answer.body
+    raw: bytes = b""
+    if body is not None:
+        text = invocation.text_of(body) if body.WhichOneof("data") != "bytes" else None
+        raw = body.bytes if text is None and body.bytes is not None else (text or "").encode()
+    response = web.Response(status=int(answer.status_code or 200), body=raw)
+    for name, value in answer.headers.items():
         response.headers.add(name, value)
-    if not has_type:
-        # Same rule as azure.functions' HttpResponseConverter.
-        mimetype = str(result.mimetype)
-        text = mimetype.startswith("text/")
-        response.headers["Content-Type"] = f"{mimetype}; charset={result.charset}" if text else mimetype
     return response
 
 
@@ -106,8 +60,7 @@ class HttpDispatcher:
         route_prefix: str,
         function_key: Callable[[], str | None],
         client_binding: Callable[[dict[str, Any]], str],
-        executor: concurrent.futures.Executor,
-        project_dir: str,
+        workers: Workers,
         logger: logging.Logger,
         log_hidden: tuple[str, ...] = (),
         max_body_bytes: int | None = None,
@@ -116,11 +69,14 @@ class HttpDispatcher:
         self._prefix = route_prefix.strip("/")
         self._key = function_key
         self._client_binding = client_binding
-        self._executor = executor
-        self._project_dir = project_dir
+        self._workers = workers
+        self._proxy = HttpProxy(logger)
         self._log = logger
         self._log_hidden = log_hidden
         self._max_body = max_body_bytes if max_body_bytes is not None else body_limit_from_env()
+
+    async def close(self) -> None:
+        await self._proxy.close()
 
     def _strip_prefix(self, path: str) -> str | None:
         path = path.strip("/")
@@ -159,37 +115,18 @@ class HttpDispatcher:
         )
         return response
 
-    def _bindings(self, function: HttpFunction, trace: InvocationTraceContext) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {}
+    def _inputs(
+        self, request: web.Request, function: HttpFunction, params: dict[str, str], body: bytes | None
+    ) -> dict[str, TypedData]:
+        inputs = {
+            function.request_param: invocation.http(
+                method=request.method, url=str(request.url), headers=request.headers,
+                query=request.query, params=params, body=body,
+            )
+        }
         for param, binding in function.client_params.items():
-            kwargs[param] = self._client_binding(binding)
-        if function.wants_context:
-            kwargs["context"] = InvocationContext(function.name, self._project_dir, trace)
-        return kwargs
-
-    async def _streaming(
-        self,
-        request: web.Request,
-        function: HttpFunction,
-        params: dict[str, str],
-        trace: InvocationTraceContext,
-    ) -> web.StreamResponse:
-        """A function on the HTTP streaming types: its response goes out as it is produced."""
-        kwargs = self._bindings(function, trace)
-
-        async def call(framework_request: Any) -> Any:
-            kwargs[function.request_param] = framework_request
-            if function.is_async:
-                return await function.func(**kwargs)
-            loop = asyncio.get_running_loop()
-            bound = functools.partial(contextvars.copy_context().run, function.func, **kwargs)
-            return await loop.run_in_executor(self._executor, bound)
-
-        try:
-            return await serve_streaming(request, params, call)
-        except Exception as exc:
-            self._log.exception("function %s failed", function.name)
-            return problem(500, "function_failed", f"function {function.name!r} raised {type(exc).__name__}")
+            inputs[param] = invocation.string(self._client_binding(binding))
+        return inputs
 
     async def _handle(self, request: web.Request, trace: InvocationTraceContext) -> web.StreamResponse:
         found = self.resolve(request.method.upper(), request.raw_path.split("?", 1)[0])
@@ -210,34 +147,28 @@ class HttpDispatcher:
         if function.auth_level != "anonymous" and not key_matches(request, self._key()):
             return problem(401, "unauthorized", "a valid function key is required (code= query "
                            "parameter or x-functions-key header)")
-        if function.streaming:
-            declared = request.content_length
-            if declared is not None and declared > self._max_body:
-                # Refused unread, as for any trigger; a chunked body is bounded by what the app reads.
-                return BodyTooLarge(declared, self._max_body).response()
-            return await self._streaming(request, function, params, trace)
         try:
             body = await read_limited(request, self._max_body)
         except BodyTooLarge as refused:
             return refused.response()
-        req = func.HttpRequest(
-            method=request.method,
-            url=str(request.url),
-            headers=dict(request.headers),
-            params=dict(request.query),
-            route_params=params,
-            body=body,
-        )
-        kwargs = {**self._bindings(function, trace), function.request_param: req}
         try:
-            if function.is_async:
-                result = await function.func(**kwargs)
-            else:
-                loop = asyncio.get_running_loop()
-                call = functools.partial(contextvars.copy_context().run, function.func, **kwargs)
-                result = await loop.run_in_executor(self._executor, call)
-            return to_aiohttp(result)
-        except Exception as exc:
-            self._log.exception("function %s failed", function.name)
+            worker = await self._workers.group("httpTrigger").pick()
+            if worker.http_uri:
+                # The worker serves HTTP streams: the invocation carries the route and the request
+                # itself is proxied to the worker's own HTTP server, as the Functions host does.
+                call = invocation.request(function.function_id, self._inputs(request, function, params, None),
+                                          trace_parent=trace.trace_parent, trace_state=trace.trace_state)
+                return await self._proxy.forward(request, body, worker, call)
+            call = invocation.request(function.function_id, self._inputs(request, function, params, body),
+                                      trace_parent=trace.trace_parent, trace_state=trace.trace_state)
+            return to_aiohttp(invocation.returned(await worker.invoke(call)))
+        except FunctionFailed as exc:
+            self._log.error("function %s failed: %s\n%s", function.name, exc.message, exc.stack_trace)
+            raised = exc.message.split(":", 1)[0]
+            return problem(500, "function_failed", f"function {function.name!r} raised {raised}")
+        except FunctionTimedOut as exc:
+            return problem(500, "function_failed", f"function {function.name!r} failed: {exc}")
+        except WorkerDied as exc:
+            self._log.error("function %s failed: %s", function.name, exc)
             return problem(500, "function_failed",
-                           f"function {function.name!r} raised {type(exc).__name__}")
+                           f"function {function.name!r} failed: its worker process exited")

@@ -1,19 +1,17 @@
-"""Find the function app and what it registers, the way the Python worker indexes it."""
+"""The app's functions as the worker reports them, indexed for dispatch; app objects for tests."""
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import sys
 import types
-import typing
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import AppLoadError
-from ._http_stream import streaming_request_type
+from ..worker import RpcFunctionMetadata
 from ._routes import RouteTemplate, compile_route, sort_key
 
 
@@ -22,15 +20,12 @@ class HttpFunction:
     """One HTTP-triggered function."""
 
     name: str
-    func: Callable[..., Any]
+    function_id: str
     route: RouteTemplate
     methods: frozenset[str] | None  # None: every method
     auth_level: str  # anonymous | function | admin
     request_param: str
     client_params: dict[str, dict[str, Any]]  # param -> durableClient binding
-    wants_context: bool
-    is_async: bool
-    streaming: bool = False  # takes the HTTP streaming extension's request type (_http_stream.py)
 
 
 @dataclass
@@ -39,9 +34,8 @@ class NamedFunction:
 
     name: str  # the name clients use (binding's entity/orchestration/activity name or function name)
     function_name: str
-    func: Callable[..., Any]
+    function_id: str
     param: str
-    is_async: bool
     # param -> durableClient binding (activities may carry one, as any Functions function may)
     client_params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -51,21 +45,19 @@ class McpToolFunction:
     """One MCP tool trigger function (the Azure Functions MCP extension's ``mcpToolTrigger``)."""
 
     name: str
-    func: Callable[..., Any]
+    function_id: str
     tool_name: str
     description: str
     tool_properties: str | None  # the binding's JSON list of properties
     use_result_schema: bool
     trigger_param: str
     client_params: dict[str, dict[str, Any]]
-    is_async: bool
 
 
 @dataclass
 class AppModel:
-    """What the app registers, indexed for dispatch."""
+    """What the app registers (as the worker's functions metadata reports it), indexed for dispatch."""
 
-    app: Any
     http: list[HttpFunction] = field(default_factory=list)
     entities: dict[str, NamedFunction] = field(default_factory=dict)  # key: lower-case name
     orchestrators: dict[str, NamedFunction] = field(default_factory=dict)
@@ -102,10 +94,6 @@ def load_app(target: Any) -> Any:
     return module
 
 
-def _raw_bindings(function: Any) -> list[dict[str, Any]]:
-    return [json.loads(b) for b in function.get_raw_bindings()]
-
-
 def list_functions(app: Any) -> list[Any]:
     """``app.get_functions()``, callable more than once.
 
@@ -121,75 +109,56 @@ def list_functions(app: Any) -> list[Any]:
         app.functions_bindings = saved
 
 
-def _annotation(func: Callable[..., Any], param: str) -> Any:
-    """A parameter's type as the worker resolves it (postponed annotations evaluated)."""
-    try:
-        return typing.get_type_hints(func).get(param)
-    except Exception:  # an annotation that does not resolve: the worker treats it as untyped
-        return None
-
-
-def index_app(app: Any) -> AppModel:
-    """Index every function of ``app`` by trigger type."""
-    model = AppModel(app=app)
-    try:
-        functions = list_functions(app)
-    except Exception as exc:
-        raise AppLoadError(f"app.get_functions() failed: {exc!r}") from exc
+def index_metadata(functions: Iterable[RpcFunctionMetadata]) -> AppModel:
+    """Index the functions the worker reported (its ``FunctionMetadataResponse``) by trigger type."""
+    model = AppModel()
     for function in functions:
-        name = function.get_function_name()
-        func = function.get_user_function()
-        is_async = inspect.iscoroutinefunction(func)
-        bindings = _raw_bindings(function)
+        name = function.name
+        bindings = [json.loads(raw) for raw in function.raw_bindings]
         trigger = next((b for b in bindings if str(b.get("type", "")).endswith("Trigger")), None)
         if trigger is None:
             model.unsupported.append(f"{name}: no trigger binding")
             continue
         kind = trigger["type"]
         param = trigger["name"]
+        clients = {b["name"]: b for b in bindings if b.get("type") == "durableClient"}
         extra = sorted({str(b.get("type")) for b in bindings} - _SERVED_BINDINGS)
         if extra:
             model.unsupported.append(f"{name}: bindings {', '.join(extra)} are not provided")
+        fid = function.function_id
         if kind == "httpTrigger":
             methods = trigger.get("methods")
             model.http.append(
                 HttpFunction(
                     name=name,
-                    func=func,
+                    function_id=fid,
                     route=compile_route(trigger.get("route") or name),
                     methods=frozenset(m.upper() for m in methods) if methods else None,
                     auth_level=str(trigger.get("authLevel", "function")).lower(),
                     request_param=param,
-                    client_params={
-                        b["name"]: b for b in bindings if b.get("type") == "durableClient"
-                    },
-                    wants_context="context" in inspect.signature(func).parameters,
-                    is_async=is_async,
-                    streaming=streaming_request_type(_annotation(func, param)),
+                    client_params=clients,
                 )
             )
         elif kind == "entityTrigger":
             ent_name = trigger.get("entityName") or name
-            model.entities[ent_name.lower()] = NamedFunction(ent_name, name, func, param, is_async)
+            model.entities[ent_name.lower()] = NamedFunction(ent_name, name, fid, param)
         elif kind == "orchestrationTrigger":
             orch_name = trigger.get("orchestration") or name
-            model.orchestrators[orch_name] = NamedFunction(orch_name, name, func, param, is_async)
+            model.orchestrators[orch_name] = NamedFunction(orch_name, name, fid, param)
         elif kind == "activityTrigger":
             act_name = trigger.get("activity") or name
-            clients = {b["name"]: b for b in bindings if b.get("type") == "durableClient"}
-            model.activities[act_name] = NamedFunction(act_name, name, func, param, is_async, clients)
+            model.activities[act_name] = NamedFunction(act_name, name, fid, param, clients)
         elif kind == "mcpToolTrigger":
             model.mcp_tools.append(
                 McpToolFunction(
                     name=name,
-                    func=func,
+                    function_id=fid,
                     tool_name=str(trigger.get("toolName") or name),
                     description=str(trigger.get("description") or ""),
                     tool_properties=trigger.get("toolProperties"),
                     use_result_schema=bool(trigger.get("useResultSchema")),
                     trigger_param=param,
-                    client_params={b["name"]: b for b in bindings if b.get("type") == "durableClient"},
-                    is_async=is_async,
+                    client_params=clients,
                 )
             )
         else:

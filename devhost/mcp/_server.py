@@ -7,7 +7,9 @@
   client gave one, as the extension's does.
 
 Every path under ``/runtime/webhooks/mcp`` requires the extension's system key (the host's key
-stands for it locally) as the ``x-functions-key`` header or the ``code`` query parameter.
+stands for it locally) as the ``x-functions-key`` header or the ``code`` query parameter. Foreign
+``Host`` and ``Origin`` headers are refused before any of this, by the host's one rule for every
+route (``devhost._origin``), so the SDK's own DNS-rebinding check stays off.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from aiohttp import web
 from mcp.server.lowlevel import Server
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 
 from .._asgi import Message, Receive, Scope, Send, serve_asgi
 from .._problems import problem
@@ -42,18 +43,6 @@ SERVER_NAME = "Azure Functions MCP server"
 SERVER_VERSION = "1.0.0"
 
 _SESSION_IN_ENDPOINT = re.compile(rb"(session_id=[0-9a-f]+)")
-
-
-def _security(host: str) -> TransportSecuritySettings | None:
-    """DNS-rebinding protection while the host listens on loopback only (a web page must not reach
-    it through a name that resolves to 127.0.0.1); a host on another interface accepts any Host."""
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        return None
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-    )
 
 
 def _request_facts(ctx: Any) -> tuple[str, str | None]:
@@ -85,7 +74,7 @@ class McpEndpoint:
     """The MCP extension emulation: mount it on the host's aiohttp app, start it, stop it."""
 
     def __init__(
-        self, tools: ToolRegistry, *, key: Callable[[], str | None], host: str,
+        self, tools: ToolRegistry, *, key: Callable[[], str | None],
         logger: logging.Logger, instructions: str | None = None,
     ) -> None:
         self.tools = tools
@@ -95,11 +84,8 @@ class McpEndpoint:
             SERVER_NAME, version=SERVER_VERSION, instructions=instructions,
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
         )
-        security = _security(host)
-        self._manager = StreamableHTTPSessionManager(
-            app=self.server, stateless=True, security_settings=security,
-        )
-        self._sse = SseServerTransport(MESSAGE_PATH, security_settings=security)
+        self._manager = StreamableHTTPSessionManager(app=self.server, stateless=True)
+        self._sse = SseServerTransport(MESSAGE_PATH)
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
 

@@ -14,10 +14,6 @@ What the Azure Functions MCP extension does with a ``mcpToolTrigger`` (docs/mcp.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
-import functools
 import json
 import logging
 from collections.abc import Callable
@@ -28,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
 from ..functions import McpToolFunction
+from ..worker import Workers, invocation
 
 ClientBinding = Callable[[dict[str, Any]], str]
 
@@ -103,12 +100,12 @@ class ToolRegistry:
         functions: list[McpToolFunction],
         *,
         client_binding: ClientBinding,
-        executor: concurrent.futures.Executor,
+        workers: Workers,
         logger: logging.Logger,
     ) -> None:
         self._by_name = {f.tool_name: f for f in functions}
         self._client_binding = client_binding
-        self._executor = executor
+        self._workers = workers
         self._log = logger
 
     @property
@@ -151,16 +148,13 @@ class ToolRegistry:
             "clientinfo": client_info,
             "transport": {"name": transport, "sessionId": session_id, "properties": {}},
         }
-        kwargs: dict[str, Any] = {function.trigger_param: json.dumps(context, ensure_ascii=False)}
+        inputs = {function.trigger_param: invocation.string(json.dumps(context, ensure_ascii=False))}
         for param, binding in function.client_params.items():
-            kwargs[param] = self._client_binding(binding)
+            inputs[param] = invocation.string(self._client_binding(binding))
         try:
-            if function.is_async:
-                value = await function.func(**kwargs)
-            else:
-                call = functools.partial(contextvars.copy_context().run, function.func, **kwargs)
-                value = await asyncio.get_running_loop().run_in_executor(self._executor, call)
-            return to_call_result(value, function.use_result_schema)
+            call = invocation.request(function.function_id, inputs)
+            answer = await self._workers.invoke("mcpToolTrigger", call)
+            return to_call_result(invocation.text_of(invocation.returned(answer)), function.use_result_schema)
         except (ValueError, ValidationError):
             self._log.exception("MCP tool %s (function %s) returned an unusable result",
                                 params.name, function.name)

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from ..functions import AppModel, index_app
+from ..functions import AppModel
+from ..worker import WorkerDied, Workers
 from ._episodes import Episodes
 from ._functions import ClientBinding, DurableFunctions
 from ._replay import parse_time
@@ -43,28 +44,30 @@ class OrchestrationEngine:
         self,
         *,
         db_path: pathlib.Path,
-        app: Any,
+        workers: Workers,
+        model: AppModel,
         entities: EntityRuntime,
         logger: logging.Logger,
-        model: AppModel | None = None,
         client_binding: ClientBinding | None = None,
+        max_activities: int = 10,
     ) -> None:
-        """``model`` is the host's index of ``app``; without it (tests) the app is indexed here.
-        ``client_binding`` makes a durableClient binding's JSON for activities that take one."""
+        """``model`` is the host's index of the app, whose functions run in ``workers``;
+        ``client_binding`` makes a durableClient binding's JSON for activities that take one;
+        ``max_activities`` is host.json's maxConcurrentActivityFunctions."""
         self._store = OrchestrationStore(db_path)
-        functions = DurableFunctions.of(model if model is not None else index_app(app))
+        functions = DurableFunctions.of(model)
         self._functions = functions
         self._log = logger
         self._db = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="devhost-orch")
-        self._pool = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="devhost-activity")
         self._transitions = Transitions(self._store, logger)
-        self._episodes = Episodes(self._store, self._transitions, functions, logger)
+        self._episodes = Episodes(self._store, self._transitions, functions, workers, logger)
         self._runner = WorkRunner(
             store=self._store,
             states=self._transitions,
             functions=functions,
             entities=entities,
-            pool=self._pool,
+            workers=workers,
+            max_activities=max_activities,
             run=self._run,
             wake=self._wake,
             log=logger,
@@ -87,6 +90,7 @@ class OrchestrationEngine:
     async def start(self) -> None:
         """Open the tables and resume what a previous run left: inbox messages and work."""
         self._stopping = False
+        self._episodes.loop = asyncio.get_running_loop()
         await self._run(self._store.open)
         work = await self._run(self._store.all_work)
         for item in work:
@@ -106,7 +110,6 @@ class OrchestrationEngine:
         self._work.clear()
         await self._run(self._store.close)
         self._db.shutdown(wait=True)
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._db, fn, *args)
@@ -193,6 +196,12 @@ class OrchestrationEngine:
                 fx = await self._run(self._episodes.episode, iid)
             except asyncio.CancelledError:
                 raise
+            except WorkerDied as exc:
+                # As DTFx does when the worker goes away mid-episode: nothing was recorded, so the
+                # same messages run again once a worker is back.
+                self._log.warning("orchestration %s: %s; the episode runs again", iid, exc)
+                asyncio.get_running_loop().call_later(0.5, self._wake, iid)
+                continue
             except Exception as exc:
                 # A bug of ours or an unreadable row: fail the instance visibly rather than
                 # retrying the same messages forever.

@@ -9,12 +9,16 @@ far are remembered per execution, so the actions beyond them in a replay's answe
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import logging
 import uuid
 from datetime import datetime
 from typing import Any
 
+from ..functions import NamedFunction
+from ..worker import FunctionFailed, Workers, invocation
 from ._functions import DurableFunctions
 from ._replay import (
     UPPER_SCHEMA_VERSION,
@@ -49,12 +53,15 @@ class Episodes:
         store: OrchestrationStore,
         transitions: Transitions,
         functions: DurableFunctions,
+        workers: Workers,
         log: logging.Logger,
     ) -> None:
         self._store = store
         self._transitions = transitions
         self._functions = functions
+        self._workers = workers
         self._log = log
+        self.loop: asyncio.AbstractEventLoop | None = None  # the engine's, set when it starts
         # The replay schema offered to the SDK (tests also run the oldest, list-of-lists one).
         self.replay_schema = UPPER_SCHEMA_VERSION
 
@@ -125,7 +132,25 @@ class Episodes:
             played=len(history),
             schema=self.replay_schema,
         )
-        return now, full, run_episode(orchestrator.func, context)
+        return now, full, run_episode(functools.partial(self._invoke, orchestrator), context)
+
+    def _invoke(self, orchestrator: NamedFunction, context: Any) -> str:
+        """One orchestrator invocation in a worker, from the engine's database thread.
+
+        A failing orchestrator raises with the runtime's message (the exception's type, then its
+        text, which carries the SDK's out-of-process state after its marker).
+        """
+        if self.loop is None:
+            raise RuntimeError("the orchestration engine is not running")
+        call = invocation.request(orchestrator.function_id,
+                                  {orchestrator.param: invocation.string(context.body)})
+        invoked = self._workers.invoke("orchestrationTrigger", call)
+        pending = asyncio.run_coroutine_threadsafe(invoked, self.loop)
+        try:
+            answer = invocation.text_of(invocation.returned(pending.result()))
+        except FunctionFailed as exc:
+            raise RuntimeError(exc.message) from None
+        return answer if answer is not None else "null"
 
     def _record(
         self,

@@ -1,20 +1,13 @@
-"""Orchestrators and activities by the names callers use; running an activity as the worker does."""
+"""Orchestrators and activities by the names callers use; running an activity in a worker."""
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import functools
-import inspect
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from azure.functions import meta
-from azure.functions.durable_functions import ActivityTriggerConverter
-
 from ..functions import AppModel, NamedFunction
+from ..worker import FunctionFailed, FunctionTimedOut, WorkerDied, Workers, invocation
 
 
 @dataclass
@@ -63,33 +56,27 @@ ClientBinding = Callable[[dict[str, Any]], str]
 async def run_activity(
     activity: NamedFunction,
     input_text: str | None,
-    executor: concurrent.futures.Executor,
+    workers: Workers,
     client_binding: ClientBinding | None = None,
 ) -> str:
-    """Run ``activity`` with its JSON input text; return the result JSON text.
+    """Run ``activity`` in a worker with its JSON input text; return the result JSON text.
 
-    Input and output go through the worker's own ``activityTrigger`` converter, so values
-    decode and encode exactly as on Azure. Async functions run on the loop, others on the pool.
-    A durableClient input binding gets ``client_binding``'s JSON, as an HTTP function's does.
+    The input goes as the extension sends it (JSON text) and the runtime's ``activityTrigger``
+    converter decodes and encodes it, exactly as on Azure. A durableClient input binding gets
+    ``client_binding``'s JSON, as an HTTP function's does.
     """
-    datum = meta.Datum(type="json", value=input_text if input_text is not None else "null")
+    inputs = {activity.param: invocation.json_text(input_text if input_text is not None else "null")}
+    if activity.client_params:
+        if client_binding is None:
+            raise ActivityFailed("this host gives activities no durable client binding", "")
+        for param, binding in activity.client_params.items():
+            inputs[param] = invocation.string(client_binding(binding))
+    call = invocation.request(activity.function_id, inputs)
     try:
-        value = ActivityTriggerConverter.decode(datum, trigger_metadata=None)
-        kwargs: dict[str, Any] = {activity.param: value}
-        if activity.client_params:
-            if client_binding is None:
-                raise RuntimeError("this host gives activities no durable client binding")
-            for param, binding in activity.client_params.items():
-                kwargs[param] = client_binding(binding)
-        if inspect.iscoroutinefunction(activity.func):
-            result = await activity.func(**kwargs)
-        else:
-            loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(executor, functools.partial(activity.func, **kwargs))
-        encoded = ActivityTriggerConverter.encode(result, expected_type=None)
-    except Exception as exc:
-        raise ActivityFailed(
-            f"Activity function '{activity.name}' failed: {type(exc).__name__}: {exc}",
-            "".join(traceback.format_exception(exc)),
-        ) from exc
-    return str(encoded.value)
+        result = invocation.text_of(invocation.returned(await workers.invoke("activityTrigger", call)))
+    except FunctionFailed as exc:
+        reason = f"Activity function '{activity.name}' failed: {exc.message}"
+        raise ActivityFailed(reason, exc.stack_trace) from exc
+    except (WorkerDied, FunctionTimedOut) as exc:
+        raise ActivityFailed(f"Activity function '{activity.name}' failed: {exc}", "") from exc
+    return result if result is not None else "null"

@@ -18,6 +18,8 @@ from typing import Any
 
 from azure.functions._durable_functions import OrchestrationContext
 
+from ..worker import WorkerDied
+
 # Newest replay schema of the installed SDK (ReplaySchema.V3): flat action lists with
 # WhenAll/WhenAny compound actions. Long-timer splitting stays off because we pass no
 # maximumShortTimerDuration, as the Durable Task Scheduler and MSSQL backends do.
@@ -247,6 +249,8 @@ def run_episode(handle: Any, context_json: str) -> EpisodeResult:
     """
     try:
         answer = handle(OrchestrationContext(context_json))
+    except WorkerDied:
+        raise  # not the orchestrator's failure: the episode is run again on a new worker
     except Exception as exc:
         text = str(exc)
         message, marker, data = text.partition(OUT_OF_PROC_MARKER)

@@ -4,7 +4,6 @@ retried sub-orchestrations. Each returns the inbox message its completion produc
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import inspect
 import json
 import logging
@@ -12,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Protocol
 
+from ..worker import Workers
 from ._functions import ActivityFailed, ClientBinding, DurableFunctions, run_activity
 from ._replay import EventType, event, parse_time, utcnow
 from ._runtime_status import RuntimeStatus
@@ -48,7 +48,8 @@ class WorkRunner:
         states: Transitions,
         functions: DurableFunctions,
         entities: EntityRuntime,
-        pool: concurrent.futures.Executor,
+        workers: Workers,
+        max_activities: int,
         run: Callable[..., Awaitable[Any]],
         wake: Callable[[str], None],
         log: logging.Logger,
@@ -60,7 +61,9 @@ class WorkRunner:
         self._states = states
         self._functions = functions
         self._entities = entities
-        self._pool = pool
+        self._workers = workers
+        # Activities running at once: host.json's maxConcurrentActivityFunctions.
+        self._activity_slots = asyncio.Semaphore(max(1, max_activities))
         self._run = run
         self._wake = wake
         self._call_takes_request_id = "request_id" in inspect.signature(entities.call).parameters
@@ -173,7 +176,8 @@ class WorkRunner:
                     raise ActivityFailed(
                         f"The function '{p['name']}' doesn't exist or is not an activity.", ""
                     )
-                result = await run_activity(activity, p["input"], self._pool, self._client_binding)
+                async with self._activity_slots:
+                    result = await run_activity(activity, p["input"], self._workers, self._client_binding)
                 attempts.append({"ok": True, "result": result})
                 break
             except ActivityFailed as exc:

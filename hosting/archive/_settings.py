@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from state import ArchivePolicy
 
 from .._errors import HostingConfigurationError
+from .._numbers import number_setting
 from ._azure import AzureBlobChunkStore, BlobConnection
 from ._store import ChunkStore, FileChunkStore
 
@@ -39,17 +40,13 @@ plus its latest turn."""
 DEFAULT_KEEP_BYTES = ArchivePolicy().keep_bytes
 
 
+MAX_POLICY_BYTES = 64 * 1024 * 1024
+"""The largest size either setting takes (a state over it would not load in time for a turn)."""
+
+
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise HostingConfigurationError(f"{name} must be a whole number of bytes, not {raw!r}") from None
-    if value < 1024:
-        raise HostingConfigurationError(f"{name} must be at least 1024, not {value}")
-    return value
+    value = number_setting(env, name, low=1024, high=MAX_POLICY_BYTES, unit="bytes", whole=True)
+    return default if value is None else int(value)
 
 
 def policy_from_env(environ: Mapping[str, str] | None = None) -> ArchivePolicy:

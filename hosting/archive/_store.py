@@ -11,10 +11,33 @@ import asyncio
 import os
 import pathlib
 import re
+from collections.abc import Callable, Iterator
 from typing import Protocol
 from urllib.parse import quote
 
 _SEGMENT = re.compile(r"[A-Za-z0-9._~%-]+")
+_CAPITAL = re.compile(r"[A-Z]")
+_MARKED = re.compile(r"\^([a-z])")
+_FILE_NAME = re.compile(r"(?:[a-z0-9._~%-]|\^[a-z])+")
+
+LAYOUT = "^v2"
+"""The folder of the file store's case-proof layout. Chunks written before it sit directly under
+the root, named as their paths; no path segment holds a '^', so the two never meet."""
+
+
+def file_name(segment: str) -> str:
+    """A chunk path segment as a file name no file system folds into another's: each capital
+    letter as '^' and the letter in lower case ('^' is never in a chunk path). Session ids
+    `Alice` and `alice` would otherwise share a folder on macOS and Windows, and one session's
+    orphan cleanup would delete the other's chunks."""
+    return _CAPITAL.sub(lambda capital: "^" + capital[0].lower(), segment)
+
+
+def segment_of(name: str) -> str | None:
+    """The chunk path segment `file_name` mapped to `name`; None for a name it never makes."""
+    if _FILE_NAME.fullmatch(name) is None:
+        return None
+    return _MARKED.sub(lambda marked: marked[1].upper(), name)
 
 
 class ChunkStore(Protocol):
@@ -79,10 +102,12 @@ class FileChunkStore:
         self.root = root.resolve()
 
     def _file(self, path: str) -> pathlib.Path:
-        parts = path.split("/")
-        if not parts or not all(_SEGMENT.fullmatch(p) and p not in (".", "..") for p in parts):
-            raise ValueError(f"not a chunk path: {path!r}")
-        return self.root.joinpath(*parts)
+        return self.root.joinpath(LAYOUT, *(file_name(p) for p in _parts(path)))
+
+    def _legacy_file(self, path: str) -> pathlib.Path:
+        """Where the earlier layout (the path as it is) kept the chunk: read, listed and deleted
+        there too, so a store written before keeps working."""
+        return self.root.joinpath(*_parts(path))
 
     def describe(self) -> str:
         return f"files under {self.root}"
@@ -109,30 +134,55 @@ class FileChunkStore:
             os.close(directory)
 
     async def get(self, path: str) -> bytes | None:
-        file = self._file(path)
-        try:
-            return await asyncio.to_thread(file.read_bytes)
-        except FileNotFoundError:
-            return None
+        for file in (self._file(path), self._legacy_file(path)):
+            # A chunk's name is its digest, checked on reading: the earlier layout's folder on a
+            # case-insensitive system can only yield this very chunk or nothing.
+            try:
+                return await asyncio.to_thread(file.read_bytes)
+            except FileNotFoundError:
+                continue
+        return None
 
     async def delete(self, path: str) -> None:
         await asyncio.to_thread(self._file(path).unlink, True)
+        await asyncio.to_thread(self._legacy_file(path).unlink, True)
 
     async def list_paths(self, prefix: str) -> list[str]:
         return await asyncio.to_thread(self._list, prefix)
 
     def _list(self, prefix: str) -> list[str]:
-        folder, _, start = prefix.rpartition("/")
-        base = self._file(folder) if folder else self.root
-        if not base.is_dir():
-            return []
-        out: list[str] = []
-        for dirpath, _dirs, files in os.walk(base):
-            for name in files:
-                if name.startswith("."):
-                    continue  # a write in progress
-                relative = pathlib.Path(dirpath, name).relative_to(self.root).as_posix()
-                if relative.startswith(prefix):
-                    out.append(relative)
-        del start
-        return sorted(out)
+        folder = prefix.rpartition("/")[0]
+        parts = _parts(folder) if folder else []
+        found = set(_walk(self.root / LAYOUT, [file_name(p) for p in parts], segment_of))
+        found.update(_walk(self.root, parts, lambda name: name if name != LAYOUT else None))
+        return sorted(path for path in found if path.startswith(prefix))
+
+
+def _parts(path: str) -> list[str]:
+    parts = path.split("/")
+    if not parts or not all(_SEGMENT.fullmatch(p) and p not in (".", "..") for p in parts):
+        raise ValueError(f"not a chunk path: {path!r}")
+    return parts
+
+
+def _walk(top: pathlib.Path, folders: list[str], segment: Callable[[str], str | None]) -> Iterator[str]:
+    """The chunk paths of the files below `top/folders...`, each file name turned back into its
+    segment by `segment` (None: not a chunk's). Folders are matched by their names as stored, not
+    as the file system would resolve them: on a case-insensitive system the earlier layout's
+    `s-Alice` must not list `s-alice`."""
+    base = top
+    for name in folders:
+        try:
+            entries = os.listdir(base)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        if name not in entries:
+            return
+        base = base / name
+    for dirpath, dirs, files in os.walk(base):
+        dirs[:] = [name for name in dirs if segment(name) is not None]  # the other layout's tree
+        segments = [segment(name) or "" for name in pathlib.Path(dirpath).relative_to(top).parts]
+        for name in files:
+            last = None if name.startswith(".") else segment(name)  # "." : a write in progress
+            if last is not None:
+                yield "/".join([*segments, last])

@@ -52,7 +52,7 @@ from ._models import (
 )
 from ._problems import json_response, problem_response
 from ._refusals import idempotency_conflict, refusal, unreadable
-from ._requests import check_id, parse_run
+from ._requests import RunCall, check_id, parse_run
 from ._sse import RunStreams, resume_after, wants_event_stream
 
 log = logging.getLogger("hosting.http")
@@ -101,7 +101,8 @@ class Api:
         if raw is None:
             return 0.0
         try:
-            value = float(raw)
+            # ASCII only, as every number a caller sends: float() also reads other scripts' digits.
+            value = float(raw) if raw.isascii() else -1.0
         except ValueError:
             value = -1.0
         if not 0 <= value <= self.settings.max_poll_wait_seconds or value != value:
@@ -128,6 +129,29 @@ class Api:
         """POST agents/{agent}/run"""
         agent = hosted_agent(self.agents, req)
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
+        signalled = asyncio.Event()
+        try:
+            return await self._run(req, client, agent, call, signalled)
+        except Exception as error:
+            # Once the turn is sent, the caller must get its ids whatever fails next (an outage,
+            # a bug): without them a retry runs the turn again, in a new session. Problems the
+            # handler raises on purpose carry what the caller needs already.
+            if not signalled.is_set() or isinstance(error, ProblemError):
+                raise
+            log.exception(
+                "run %s session %s correlation %s: failed after the turn was sent; answered 202",
+                agent.name, call.session_id, call.correlation_id,
+            )
+            return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
+
+    async def _run(
+        self,
+        req: func.HttpRequest,
+        client: DurableClient,
+        agent: Agent,
+        call: RunCall,
+        signalled: asyncio.Event,
+    ) -> func.HttpResponse | StreamingResponse:
         streams = self.streams if wants_event_stream(req) else None
         key = StreamKey(agent.name, call.session_id, call.correlation_id)
         after = resume_after(req) if streams is not None else 0
@@ -146,6 +170,7 @@ class Api:
 
         async def send() -> None:
             await self.submitter.send(client, submission)
+            signalled.set()
 
         with contextlib.ExitStack() as waiting:
             # A JSON request that waits subscribes to the session's wakeups before it sends the

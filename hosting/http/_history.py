@@ -14,6 +14,7 @@ from state import HistoryUnavailable
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
+from .._numbers import whole_number
 from .._settings import ApiSettings
 from ..archive import Cursor, HistoryArchive, default_archive, history_page
 from ..client._binding import DurableClient
@@ -47,11 +48,12 @@ def _limit(req: func.HttpRequest) -> int:
     raw = req.params.get("limit")
     if raw is None:
         return DEFAULT_PAGE
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= MAX_PAGE):
+    limit = whole_number(raw, 6)
+    if limit is None or not 1 <= limit <= MAX_PAGE:
         raise ProblemError(
             ProblemCode.INVALID_FIELD, f"'limit' must be a whole number from 1 to {MAX_PAGE}", field="limit"
         )
-    return int(raw)
+    return limit
 
 
 def _cursor(req: func.HttpRequest) -> Cursor | None:

@@ -18,6 +18,7 @@ from agents import Agent
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
+from .._numbers import whole_number
 from .._settings import ApiSettings
 from ..client._binding import DurableClient
 from ..client._query import ContinuationRefused, NoQueryEndpoint, entity_key, query_entities
@@ -36,13 +37,14 @@ def page_size(req: func.HttpRequest) -> int:
     raw = req.params.get("page_size")
     if raw is None:
         return DEFAULT_PAGE_SIZE
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE_SIZE:
+    size = whole_number(raw, 3)
+    if size is None or not 1 <= size <= MAX_PAGE_SIZE:
         raise ProblemError(
             ProblemCode.INVALID_FIELD,
             f"'page_size' must be a whole number from 1 to {MAX_PAGE_SIZE}",
             field="page_size",
         )
-    return int(raw)
+    return size
 
 
 def decode_token(token: str | None) -> str | None:

@@ -24,6 +24,7 @@ from state import HistoryUnavailable
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
+from .._numbers import whole_number
 from ..client._archived import find_archived_run
 from ..client._binding import DurableClient
 from ..client._read import Snapshot, read_session, state_problem
@@ -97,14 +98,14 @@ def resume_after(req: func.HttpRequest) -> int:
     name, raw = ("Last-Event-ID", header) if header is not None else ("after", req.params.get("after"))
     if raw is None or (raw.strip() == "" and name == "Last-Event-ID"):
         return 0
-    text = raw.strip()
-    if not text.isascii() or not text.isdigit() or len(text) > MAX_EVENT_ID_DIGITS:
+    after = whole_number(raw.strip(), MAX_EVENT_ID_DIGITS)
+    if after is None:
         raise ProblemError(
             ProblemCode.INVALID_FIELD,
             f"'{name}' must be the id of an event of this run (a whole number from 0)",
             field=name,
         )
-    return int(text)
+    return after
 
 
 def sse_frame(event_id: int, kind: str, data: dict[str, Any]) -> bytes:

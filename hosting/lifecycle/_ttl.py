@@ -2,8 +2,8 @@
 
 `DURABLE_AGENTS_SESSION_TTL` (app-wide) and `DURABLE_AGENTS_SESSION_TTL__<agent>` (one agent) are
 seconds of idleness after which a session (its entity and its archived chunks) is deleted;
-default 30 days, `0` never. Idle time counts from the state's `lastActivityAt` (the last turn
-or reset).
+default 30 days, `0` never, at most a century. Idle time counts from the state's
+`lastActivityAt` (the last turn or reset).
 """
 
 from __future__ import annotations
@@ -13,30 +13,23 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .._errors import HostingConfigurationError
+from .._numbers import number_setting
 from ..stored import StoredDocument
 
 TTL_ENV = "DURABLE_AGENTS_SESSION_TTL"
 DEFAULT_TTL = timedelta(days=30)
-
-
-def _seconds(name: str, raw: str) -> timedelta | None:
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
-        raise HostingConfigurationError(f"{name} must be a number of seconds (0: never expire), not {raw!r}")
-    return None if value == 0 else timedelta(seconds=value)
+MAX_TTL_SECONDS = 100 * 365 * 86_400
+"""A century: an expiry time stays a date (a TTL past year 9999 broke every read of the session)."""
 
 
 def ttl_for(agent: str, environ: Mapping[str, str] | None = None) -> timedelta | None:
-    """How long `agent`'s sessions may stay idle (None: forever)."""
+    """How long `agent`'s sessions may stay idle (None: forever); `HostingConfigurationError` for
+    a setting out of range (`build_app` asks for every agent, so that happens at startup)."""
     env = os.environ if environ is None else environ
     for name in (f"{TTL_ENV}__{agent}", TTL_ENV):
-        raw = env.get(name, "").strip()
-        if raw:
-            return _seconds(name, raw)
+        seconds = number_setting(env, name, low=0, high=MAX_TTL_SECONDS, unit="seconds (0: never expire)")
+        if seconds is not None:
+            return None if seconds == 0 else timedelta(seconds=seconds)
     return DEFAULT_TTL
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from agents import Agent, AgentConfigurationError
 
-from .._errors import HostingConfigurationError
+from .._numbers import number_setting
 
 MCP_TOOLS_ENV = "DURABLE_AGENTS_MCP_TOOLS"
 """App setting choosing the agents exposed as MCP tools: `all`, `none`, or agent names
@@ -21,6 +21,9 @@ MCP_WAIT_ENV = "DURABLE_AGENTS_MCP_WAIT_SECONDS"
 DEFAULT_WAIT_SECONDS = 230.0
 # 230 s is how long Azure's front end keeps an unanswered HTTP request open; a turn still running
 # then is answered as such (with its session and run ids), not cut off.
+MIN_WAIT_SECONDS = 0.1
+MAX_WAIT_SECONDS = 3600.0
+"""An hour: past any front end's patience; the range keeps a typo from meaning forever or never."""
 
 FUNCTION_PREFIX = "mcptool_"
 """Function names of the tool triggers: `mcptool_{agent}` (`-` in agent names becomes `_`)."""
@@ -122,15 +125,8 @@ def tool_spec(agent: Agent) -> ToolSpec:
 def wait_seconds_from_env() -> float:
     """`DURABLE_AGENTS_MCP_WAIT_SECONDS` when set, else the default (230 s).
 
-    Raises `HostingConfigurationError` (at startup) for a value that is not a positive number.
+    Raises `HostingConfigurationError` (at startup) for a value outside 0.1 s to an hour.
     """
-    raw = os.environ.get(MCP_WAIT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_WAIT_SECONDS
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise HostingConfigurationError(f"{MCP_WAIT_ENV} must be a positive number of seconds, not {raw!r}")
-    return value
+    value = number_setting(os.environ, MCP_WAIT_ENV, low=MIN_WAIT_SECONDS, high=MAX_WAIT_SECONDS,
+                           unit="seconds")
+    return DEFAULT_WAIT_SECONDS if value is None else value

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .._errors import HostingConfigurationError
+from .._numbers import number_setting
 
 RUN_STARTED = "run.started"
 RUN_RESTARTED = "run.restarted"
@@ -118,16 +118,8 @@ class StreamStore(Protocol):
 
 def seconds_from_env(name: str, default: float, low: float, high: float) -> float:
     """A number of seconds from the setting `name` (from `low` to `high`), else `default`."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not low <= value <= high:
-        raise HostingConfigurationError(f"{name} must be from {low:g} to {high:g} seconds, not {raw!r}")
-    return value
+    value = number_setting(os.environ, name, low=low, high=high, unit="seconds")
+    return default if value is None else value
 
 
 def retention_from_env() -> float:

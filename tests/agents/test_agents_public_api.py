@@ -40,6 +40,7 @@ EXPECTED = {
     "current_trace_context",
     "failure",
     "mark_failed",
+    "mark_raised",
     "tool",
     "tracing_enabled",
     "turn_result",

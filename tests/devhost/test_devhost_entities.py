@@ -316,3 +316,49 @@ async def test_the_entity_query_bounds_the_last_operation_time(
     assert await keys(lastOperationTimeTo=naive_utc) == ["t-old"]
     async with http.get(f"{host.rpc_base_url}entities/counter", params={"lastOperationTimeTo": "soon"}) as r:
         assert r.status == 400
+
+
+async def test_a_batch_past_function_timeout_fails_every_operation_and_restarts_the_worker(
+    tmp_path: pathlib.Path,
+) -> None:
+    """As in Azure: past host.json's functionTimeout the host restarts the worker process, and the
+    Durable extension commits the batch as every operation failed, the state unchanged, without
+    running it again."""
+    (tmp_path / "host.json").write_text(json.dumps({"version": "2.0", "functionTimeout": "00:00:02"}))
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="")
+    await server.start()
+    try:
+        gateway, workers = server.entities, server.workers
+        assert gateway is not None and workers is not None
+        assert (await gateway.call("@counter@t", "append", "kept"))[0]
+        before = await gateway.read_state("@counter@t")
+        marker = tmp_path / "started.txt"
+        ok, error = await gateway.call(
+            "@counter@t", "slow_append", {"sleep": 30, "item": "never", "marker": str(marker)}
+        )
+        assert not ok and "functionTimeout" in str(error)
+        assert await gateway.read_state("@counter@t") == before  # nothing of the batch was stored
+        assert marker.read_text() == "started\n"  # it ran once and was not run again
+        # The host restarts the worker; the next operation runs on the new one.
+        assert (await gateway.call("@counter@t", "append", "after"))[0]
+        assert workers.restarts == 1
+        exists, text = await gateway.read_state("@counter@t")
+        assert exists and json.loads(text or "null")["log"] == ["kept", "after"]
+    finally:
+        await server.stop()
+
+
+async def test_an_operation_that_changes_nothing_still_counts_as_activity(host: LocalHost) -> None:
+    """The entity query's lastOperationTime moves with every operation, as the extension's does:
+    idle expiry reads it, so a session only read from is not idle."""
+    gateway = host.entities
+    assert gateway is not None
+    assert (await gateway.call("@counter@active", "add", 1))[0]
+    [first] = (await gateway.list_entities("counter", fetch_state=True, after=("counter", "acti")))[:1]
+    assert first["entityId"]["key"] == "active"
+    await asyncio.sleep(0.05)
+    # "fail" raises inside the entity: the operation fails and the state is left as it was.
+    assert not (await gateway.call("@counter@active", "fail", "x"))[0]
+    [second] = (await gateway.list_entities("counter", fetch_state=True, after=("counter", "acti")))[:1]
+    assert second["state"] == first["state"]
+    assert second["lastOperationTime"] > first["lastOperationTime"]

@@ -192,8 +192,32 @@ async def test_port_in_use_fails_cleanly(host: LocalHost, tmp_path: pathlib.Path
 async def test_bad_app_target(tmp_path: pathlib.Path) -> None:
     from devhost import AppLoadError
 
-    with pytest.raises(AppLoadError, match="defines no FunctionApp"):
+    # A package module is no script file: the worker imports the app from <name>.py.
+    with pytest.raises(AppLoadError, match=r"script file json\.py"):
         await LocalHost("json", tmp_path / "d", project_dir=tmp_path).start()
+    # A script without a FunctionApp: the runtime's own message.
+    (tmp_path / "noapp.py").write_text("VALUE = 1\n")
+    with pytest.raises(AppLoadError, match=r"Could not find top level function app instances in noapp\.py"):
+        await LocalHost("noapp", tmp_path / "d", project_dir=tmp_path).start()
+
+
+async def test_a_function_the_runtime_refuses_stops_startup_with_its_message(tmp_path: pathlib.Path) -> None:
+    """The worker fails the whole metadata request at the first function it cannot load; so does
+    the host's startup, with the runtime's message naming the function."""
+    from devhost import AppLoadError
+
+    (tmp_path / "refused_app.py").write_text(
+        "from typing import Any\n"
+        "import azure.functions as func\n"
+        "import azure.durable_functions as df\n"
+        "app = df.DFApp()\n"
+        "@app.activity_trigger(input_name='spec')\n"
+        "def tally(spec: dict[str, Any]) -> int:\n"
+        "    return 1\n"
+    )
+    with pytest.raises(AppLoadError, match="cannot load the tally function") as raised:
+        await LocalHost("refused_app", tmp_path / "d", project_dir=tmp_path).start()
+    assert "invalid non-type annotation" in str(raised.value)
 
 
 async def test_stop_does_not_wait_long_for_in_flight_requests(tmp_path: pathlib.Path) -> None:

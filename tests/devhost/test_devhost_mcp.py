@@ -19,7 +19,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from devhost import LocalHost
-from devhost.functions import index_app, load_app
 from devhost.mcp import MCP_PREFIX, input_schema, to_call_result
 
 KEY = "mcp-test-key"
@@ -119,8 +118,15 @@ async def test_a_foreign_host_header_is_refused_on_loopback(mcp_host: LocalHost)
     headers = {"x-functions-key": KEY, "Host": "evil.example",
                "Accept": "application/json, text/event-stream"}
     url = f"{mcp_host.url}{MCP_PREFIX}"
-    async with aiohttp.ClientSession() as http, http.post(url, json=body, headers=headers) as answer:
-        assert answer.status in (403, 421)
+    async with aiohttp.ClientSession() as http:
+        # The host's one rule for every route: a foreign Host is 421, a foreign Origin 403.
+        async with http.post(url, json=body, headers=headers) as answer:
+            assert answer.status == 421
+            assert (await answer.json(content_type=None))["code"] == "misdirected_request"
+        foreign_page = {**headers, "Host": f"127.0.0.1:{mcp_host.port}", "Origin": "http://evil.example"}
+        async with http.post(url, json=body, headers=foreign_page) as answer:
+            assert answer.status == 403
+            assert (await answer.json(content_type=None))["code"] == "foreign_origin"
 
 
 async def test_an_open_sse_stream_costs_no_cpu(mcp_host: LocalHost) -> None:
@@ -139,8 +145,12 @@ async def test_without_tool_triggers_there_is_no_mcp_endpoint(host: LocalHost) -
         assert answer.status == 404
 
 
-def test_index_reads_the_tool_trigger_binding() -> None:
-    model = index_app(load_app("mcp_app"))
+async def test_index_reads_the_tool_trigger_binding(tmp_path: pathlib.Path) -> None:
+    server = LocalHost("mcp_app", tmp_path / "data", port=0, function_key=KEY, project_dir=tmp_path)
+    await server.start()
+    await server.stop()
+    model = server.model
+    assert model is not None
     tools = {f.tool_name: f for f in model.mcp_tools}
     assert tools["rich"].use_result_schema and not tools["echo"].use_result_schema
     assert tools["echo"].trigger_param == "context" and tools["echo"].name == "echo_tool"

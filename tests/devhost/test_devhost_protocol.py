@@ -7,33 +7,20 @@ import json
 import logging
 import os
 import pathlib
-from typing import Any
 
 import pytest
 
-from devhost import LocalHost, encode_input
+from devhost import LocalHost
 from devhost._settings import HostSettings, load_local_settings
 
 
 async def test_signals_emitted_by_an_entity_are_queued(host: LocalHost) -> None:
     """An entity's batch output may carry signals (other SDKs emit them); they are delivered."""
     assert host.model is not None and host.entities is not None
-    seen: list[dict[str, Any]] = []
-
-    def forwarding_entity(context: str) -> str:
-        request = json.loads(context)
-        seen.append(request)
-        return json.dumps({
-            "entityExists": True,
-            "entityState": json.dumps({"forwarded": len(request["batch"])}),
-            "results": [{"isError": False, "result": "null", "duration": 0} for _ in request["batch"]],
-            "signals": [{"target": {"name": "Counter", "key": "target"}, "name": "add",
-                         "input": encode_input(5)}],
-        })
-
-    host.model.entities["forwarder"].func = forwarding_entity
     assert await host.entities.call("@forwarder@one", "go", {"x": 1}) == (True, None)
-    request = seen[0]
+    exists, forwarded = await host.entities.read_state("@forwarder@one")
+    assert exists
+    request = json.loads(forwarded or "null")["request"]
     assert request["self"] == {"name": "forwarder", "key": "one"}
     assert request["exists"] is False and request["state"] is None
     assert request["batch"][0]["name"] == "go"

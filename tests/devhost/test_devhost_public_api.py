@@ -27,6 +27,7 @@ def test_subpackage_public_names() -> None:
     import devhost.functions
     import devhost.mcp
     import devhost.orchestrations
+    import devhost.worker
 
     assert sorted(devhost.durable_api.__all__) == [
         "DurableApi", "Engine", "RPC_PREFIX", "WEBHOOK_PREFIX", "management_urls",
@@ -36,10 +37,16 @@ def test_subpackage_public_names() -> None:
         "NewMessage", "StoredResult", "encode_input", "make_entity_id", "parse_entity_id",
     ]
     assert sorted(devhost.functions.__all__) == [
-        "AppModel", "HttpDispatcher", "HttpFunction", "InvocationContext", "KEY_ENV", "McpToolFunction",
+        "AppModel", "HttpDispatcher", "HttpFunction", "KEY_ENV", "McpToolFunction",
         "NamedFunction",
-        "RouteTemplate", "compile_route", "ensure_importable", "index_app", "key_matches",
+        "RouteTemplate", "compile_route", "ensure_importable", "index_metadata", "key_matches",
         "list_functions", "load_app", "sort_key", "to_aiohttp",
+    ]
+    assert sorted(devhost.worker.__all__) == [
+        "FunctionFailed", "Group", "INIT_INDEXING_ENV", "InProcessWorker", "InvocationRequest",
+        "InvocationResponse", "PROCESS_COUNT_ENV", "ProcessWorker", "RpcFunctionMetadata", "TOPOLOGY_ENV",
+        "Topology", "TypedData", "WorkerDied", "WorkerGroup", "WorkerSpec", "Workers", "group_for",
+        "groups_of", "invocation", "process_count", "script_spec", "topology_from",
     ]
     assert sorted(devhost.orchestrations.__all__) == [
         "EntityRuntime", "OrchestrationEngine", "RuntimeStatus", "TERMINAL_STATUSES",
@@ -48,7 +55,8 @@ def test_subpackage_public_names() -> None:
         "MCP_PREFIX", "MESSAGE_PATH", "McpEndpoint", "SSE_PATH", "ToolRegistry", "input_schema",
         "serve_asgi", "to_call_result",
     ]
-    packages = (devhost.durable_api, devhost.entities, devhost.functions, devhost.mcp, devhost.orchestrations)
+    packages = (devhost.durable_api, devhost.entities, devhost.functions, devhost.mcp, devhost.orchestrations,
+                devhost.worker)
     for package in packages:
         for name in package.__all__:
             assert getattr(package, name) is not None

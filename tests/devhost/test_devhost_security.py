@@ -86,7 +86,7 @@ async def test_secrets_never_logged(keyed: LocalHost, http: aiohttp.ClientSessio
 @pytest.mark.parametrize("raw_key", [b"\xff\xfe", "\u00e9t\u00e9".encode(), "\u00e9".encode("latin-1")])
 async def test_non_ascii_function_key_is_a_401_problem(keyed: LocalHost, raw_key: bytes) -> None:
     for path in (b"/api/secure", b"/runtime/webhooks/durabletask/instances"):
-        head = await _raw_request(keyed.port, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n"
+        head = await _raw_request(keyed.port, b"GET " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                   b"x-functions-key: " + raw_key + b"\r\nConnection: close\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 401"), head[:200]
         assert b"application/problem+json" in head
@@ -131,7 +131,7 @@ async def test_body_limit_is_enforced_while_reading(tmp_path: pathlib.Path, http
         async with http.post(f"{server.url}/api/echo", data=b"x" * (256 * 1024)) as r:
             assert r.status == 201  # at the limit: served (echo answers 201)
         # Declared too large: refused before a byte of the body is read (the socket stays open).
-        head = await _raw_request(server.port, b"POST /api/echo HTTP/1.1\r\nHost: x\r\n"
+        head = await _raw_request(server.port, b"POST /api/echo HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                   b"Content-Length: 104857600\r\nConnection: close\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 413"), head[:100]
         assert b'"body_too_large"' in head
@@ -154,5 +154,38 @@ async def test_body_limit_is_enforced_while_reading(tmp_path: pathlib.Path, http
         assert statuses == [413] * 8
         # 8 x 40 MiB were sent; the host held at most the limit per request.
         assert grown < 40 * 1024 * 1024, f"RSS grew by {grown / 2**20:.0f} MiB"
+    finally:
+        await server.stop()
+
+
+async def _chunked(size: int, block: int = 64 * 1024) -> AsyncIterator[bytes]:
+    for _ in range(size // block):
+        yield b"z" * block
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+async def test_the_body_limit_binds_every_method_of_a_streaming_function(
+    tmp_path: pathlib.Path, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    # As the Functions host: the limit is the host's, whatever the method and whether or not the
+    # function reads the body (a GET handler never does).
+    monkeypatch.setenv("FUNCTIONS_REQUEST_BODY_SIZE_LIMIT", str(256 * 1024))
+    server = LocalHost("stream_app", tmp_path / "d", project_dir=tmp_path, function_key="")
+    await server.start()
+    path = "/api/peek" if method == "GET" else "/api/size"
+    try:
+        try:
+            async with http.request(method, server.url + path, data=_chunked(50 * 1024 * 1024)) as r:
+                status, body = r.status, await r.text()
+        except aiohttp.ClientError as exc:  # the host answered and closed while the client was sending
+            status, body = 413, repr(exc)
+        assert status == 413, body
+        # Under the limit, the body still reaches the function, chunked or declared.
+        async with http.post(server.url + "/api/size", data=_chunked(256 * 1024)) as r:
+            assert (r.status, await r.text()) == (200, str(256 * 1024))
+        async with http.post(server.url + "/api/size", data=b"x" * 1000) as r:
+            assert (r.status, await r.text()) == (200, "1000")
+        async with http.get(server.url + "/api/peek", data=b"x" * 1000) as r:
+            assert (r.status, await r.text()) == (200, "peeked")
     finally:
         await server.stop()

@@ -7,6 +7,7 @@ in memory, one operation at a time per entity), so these tests exercise the engi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import pathlib
@@ -19,7 +20,9 @@ from typing import Any
 import pytest
 
 from devhost import list_functions
+from devhost.functions import index_metadata
 from devhost.orchestrations._engine import OrchestrationEngine
+from devhost.worker import Topology, Workers, WorkerSpec
 
 APPS = pathlib.Path(__file__).parent / "apps"
 if str(APPS) not in sys.path:
@@ -77,14 +80,25 @@ def gateway() -> BatchGateway:
     return BatchGateway(orch_app.app)
 
 
-@pytest.fixture
-async def engine(tmp_path: pathlib.Path, gateway: BatchGateway) -> AsyncIterator[OrchestrationEngine]:
-    eng = OrchestrationEngine(db_path=tmp_path / "host.db", app=orch_app.app, entities=gateway, logger=LOG)
+@contextlib.asynccontextmanager
+async def started_engine(db: pathlib.Path, gateway: BatchGateway) -> AsyncIterator[OrchestrationEngine]:
+    """An engine whose orchestrators and activities run through the runtime (in this process)."""
+    spec = WorkerSpec(function_app_directory=str(APPS), app=orch_app.app)
+    workers = Workers(spec, topology=Topology.SINGLE, count=1, temp_root=db.parent, log=LOG)
+    model = index_metadata(await workers.start())
+    eng = OrchestrationEngine(db_path=db, workers=workers, model=model, entities=gateway, logger=LOG)
     await eng.start()
     try:
         yield eng
     finally:
         await eng.stop()
+        await workers.stop()
+
+
+@pytest.fixture
+async def engine(tmp_path: pathlib.Path, gateway: BatchGateway) -> AsyncIterator[OrchestrationEngine]:
+    async with started_engine(tmp_path / "host.db", gateway) as eng:
+        yield eng
 
 
 async def wait_for(
@@ -303,8 +317,8 @@ async def test_non_determinism_is_reported(engine: OrchestrationEngine) -> None:
 
 async def test_restart_resumes_work(tmp_path: pathlib.Path, gateway: BatchGateway) -> None:
     db = tmp_path / "host.db"
-    first = OrchestrationEngine(db_path=db, app=orch_app.app, entities=gateway, logger=LOG)
-    await first.start()
+    stack = contextlib.AsyncExitStack()
+    first = await stack.enter_async_context(started_engine(db, gateway))
     orch_app.GATES.pop("restart", None)
     orch_app.CALLS.pop("gated:restart", None)
     iid = await first.start_new("gate_keeper", "restart-1", "restart")
@@ -316,23 +330,19 @@ async def test_restart_resumes_work(tmp_path: pathlib.Path, gateway: BatchGatewa
     assert orch_app.CALLS.get("gated:restart") == 1
     timer_iid = await first.start_new("sleeper", "restart-2", 0.3)
     await wait_for(first, timer_iid, ("Running",))
-    await first.stop()  # the activity is still blocked: its result is never delivered
+    await stack.aclose()  # the activity is still blocked: its result is never delivered
 
     blocked = orch_app.GATES["restart"]
     orch_app.GATES["restart"] = threading.Event()
     orch_app.GATES["restart"].set()
-    second = OrchestrationEngine(db_path=db, app=orch_app.app, entities=gateway, logger=LOG)
-    await second.start()
-    blocked.set()  # the first run's thread finishes; nobody listens to it any more
-    try:
+    async with started_engine(db, gateway) as second:
+        blocked.set()  # the first run's thread finishes; nobody listens to it any more
         status = await wait_for(second, iid)
         assert status["runtimeStatus"] == "Completed", status
         assert status["output"] == "passed restart"
         assert orch_app.CALLS["gated:restart"] == 2  # re-issued once after the restart
         slept = await wait_for(second, timer_iid)
         assert slept["runtimeStatus"] == "Completed"
-    finally:
-        await second.stop()
 
 
 async def test_sub_orchestration_retries(engine: OrchestrationEngine) -> None:

@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import pathlib
+import re
 import signal
 import socket
 import subprocess
@@ -52,6 +53,10 @@ def host_env(model_base_url: str | None, function_key: str | None = FUNCTION_KEY
         env.update(OPENAI_BASE_URL=model_base_url, OPENAI_API_KEY="e2e-key", OPENAI_CHAT_MODEL_ID="e2e-model")
     if function_key:
         env["DEVHOST_FUNCTION_KEY"] = function_key
+    # The topology the suite runs in (`make test` runs it in both: single, and flex with two
+    # worker processes per group).
+    if os.environ.get("DEVHOST_TOPOLOGY"):
+        env["DEVHOST_TOPOLOGY"] = os.environ["DEVHOST_TOPOLOGY"]
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     return env
 
@@ -122,6 +127,11 @@ class HostProcess:
             time.sleep(0.05)
         self.kill()
         raise AssertionError(f"the host did not start in {timeout}s:\n{self.log()}")
+
+    def worker_pids(self, group: str = "") -> list[int]:
+        """The worker processes the host started so far (from its log), oldest first."""
+        found = re.findall(r"worker (\S+) started \(pid (\d+)\)", self.log())
+        return [int(pid) for name, pid in found if name.startswith(group)]
 
     def kill(self) -> None:
         """SIGKILL: no cleanup of any kind runs in the host."""

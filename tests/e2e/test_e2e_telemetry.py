@@ -7,7 +7,10 @@ from __future__ import annotations
 import asyncio
 import gzip
 import pathlib
+import socket
+import threading
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
@@ -194,3 +197,56 @@ async def test_without_a_caller_trace_the_host_starts_one_per_request(
     lines = traced_host.log().splitlines()
     request_line = next(line for line in lines if "POST /api/agents/assistant/run ->" in line)
     assert request_line.endswith(f"trace={http_span.trace_id}")
+
+
+@pytest.fixture
+def silent_collector() -> Iterator[int]:
+    """A port that accepts connections and never answers (a hung collector)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    accepted: list[socket.socket] = []
+    stop = False
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop:
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop = True
+        thread.join(5)
+        for connection in accepted:
+            connection.close()
+        server.close()
+
+
+def test_a_hung_collector_does_not_hold_the_shutdown(
+    silent_collector: int, model_server: ModelServer, tmp_path: pathlib.Path
+) -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{silent_collector}",
+        "OTEL_BSP_SCHEDULE_DELAY": "600000",  # the spans wait for the final flush at shutdown
+    }
+    host = HostProcess(tmp_path / "data", model_server.base_url, tmp_path / "host.log", extra_env=env)
+    host.start()
+    try:
+        with urllib.request.urlopen(f"{host.url}/api/health", timeout=10) as answer:
+            assert answer.status == 200  # a traced request: a span waits in the exporter's queue
+        assert host.proc is not None
+        started = time.monotonic()
+        host.proc.terminate()
+        host.proc.wait(30)
+        took = time.monotonic() - started
+    finally:
+        host.kill()
+    # The unbounded flush took the exporter's 10 s timeout and more; the host's grace is 3 s
+    # for in-flight requests, and the flush is bounded well inside a worker's grace time.
+    assert took < 6, f"SIGTERM took {took:.1f}s:\n{host.log()[-2000:]}"

@@ -78,6 +78,37 @@ async def weather_api(model: ModelServer, tmp_path: pathlib.Path) -> AsyncIterat
         await host.stop()
 
 
+CARD = "4111-1111-1111-1111"
+
+
+@tool
+def charge(card: str) -> str:
+    """Charge a card."""
+    raise ValueError(f"card {card} was declined")
+
+
+@pytest.fixture
+async def card_api(model: ModelServer, tmp_path: pathlib.Path) -> AsyncIterator[Api]:
+    from devhost import LocalHost
+
+    settings = ModelSettings(
+        model="test-model", base_url=model.base_url, api_key="k", retry=RetryPolicy(max_attempts=1)
+    )
+    app = build_app([Agent(name="shop", instructions="Charge cards.", model=settings, tools=[charge])])
+    host = LocalHost(app, tmp_path / "devhost", project_dir=ROOT)
+    await host.start()
+    try:
+        yield Api(app, host.client_binding())
+    finally:
+        await host.stop()
+
+
+def _exported_text(span: ReadableSpan) -> str:
+    """Everything of a span an exporter sends that could carry text."""
+    events = [(e.name, dict(e.attributes or {})) for e in span.events]
+    return repr((span.name, span.status.description, dict(span.attributes or {}), events))
+
+
 def _one(spans: list[ReadableSpan], name: str) -> ReadableSpan:
     found = [s for s in spans if s.name == name]
     assert len(found) == 1, f"{name}: {[s.name for s in spans]}"
@@ -252,3 +283,36 @@ def test_http_functions_declare_the_context_the_worker_passes(hosted_app: Any) -
         user = function.get_user_function()
         # The worker loads a function only if `context` is annotated exactly azure.functions.Context.
         assert typing.get_type_hints(user)["context"] is func.Context, function.get_function_name()
+
+
+async def test_with_capture_off_no_message_reaches_a_span(
+    card_api: Api, model: ModelServer, spans: InMemorySpanExporter
+) -> None:
+    # A tool error's message carries the model's argument; a model error's message may quote the
+    # prompt. Only error types go out.
+    model.script(Reply.tool_call("charge", {"card": CARD}, call_id="c1"),
+                 Reply.error(400, f"the prompt mentions {CARD}", code="invalid_request_error"))
+    response = await card_api.post("/api/agents/shop/run", json_body={"message": "Charge my card"})
+    assert response.status >= 400, response.body
+    finished = list(spans.get_finished_spans())
+    tool_span = _one(finished, "execute_tool charge")
+    assert tool_span.status.status_code == StatusCode.ERROR
+    assert tool_span.attributes is not None and tool_span.attributes["error.type"] == "tool_error"
+    assert tool_span.attributes["exception.type"] == "ValueError"
+    chats = [s for s in finished if s.name == "chat test-model"]
+    assert [s.status.status_code for s in chats] == [StatusCode.UNSET, StatusCode.ERROR]
+    assert len(finished) >= 6
+    for span in finished:
+        assert CARD not in _exported_text(span), span.name
+        assert span.status.description is None, (span.name, span.status.description)
+
+
+async def test_with_capture_on_a_failure_keeps_its_message(
+    card_api: Api, model: ModelServer, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    model.script(Reply.tool_call("charge", {"card": CARD}, call_id="c1"), Reply.text("Declined."))
+    response = await card_api.post("/api/agents/shop/run", json_body={"message": "Charge my card"})
+    assert response.status == 200, response.body
+    tool_span = _one(list(spans.get_finished_spans()), "execute_tool charge")
+    assert CARD in (tool_span.status.description or ""), tool_span.status

@@ -155,9 +155,17 @@ def failing_flow(context: df.DurableOrchestrationContext) -> Any:
     return None
 
 
-@app.entity_trigger(context_name="context", entity_name="forwarder")
-def forwarder_entity(context: df.DurableEntityContext) -> None:
-    context.set_state(context.get_state(lambda: 0) + 1)
+@app.generic_trigger(arg_name="context", type="entityTrigger", entityName="forwarder")
+def forwarder_entity(context: func.EntityContext) -> str:
+    """A raw batch handler (as other SDKs write them): its batch output carries a signal."""
+    request = json.loads(context.body)
+    return json.dumps({
+        "entityExists": True,
+        "entityState": json.dumps({"forwarded": len(request["batch"]), "request": request}),
+        "results": [{"isError": False, "result": "null", "duration": 0} for _ in request["batch"]],
+        "signals": [{"target": {"name": "Counter", "key": "target"}, "name": "add",
+                     "input": json.dumps(json.dumps(5))}],
+    })
 
 
 @app.timer_trigger(schedule="0 */5 * * * *", arg_name="timer", run_on_startup=False)

@@ -53,14 +53,30 @@ onUnauthorized((error) => {
 
 // -- routing ------------------------------------------------------------------------------------
 
-/** Parts of the hash route: "#/chat/assistant/s1" -> ["chat", "assistant", "s1"]. */
+/** Parts of the hash route: "#/chat/assistant/s1" -> ["chat", "assistant", "s1"]; null when a part
+ * is not valid %-escaped UTF-8 (a hand-edited or truncated link), which names no view. */
 function parts() {
-  return location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  try {
+    return location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  } catch (error) {
+    if (error instanceof URIError) return null;
+    throw error;
+  }
 }
 
+/** The view for an address the console has no view for. */
+const notFound = {
+  render(container) {
+    container.append(
+      h("h2", {}, "Page not found"),
+      h("p#not-found", {}, "The console has no view at this address. ", h("a", { href: "#/agents" }, "Show the agents")),
+    );
+  },
+};
+
 async function route() {
-  const [section = "agents", ...rest] = parts();
-  const view = ROUTES[section] || agents;
+  const [section = "agents", ...rest] = parts() || ["not-found"];
+  const view = Object.hasOwn(ROUTES, section) ? ROUTES[section] : notFound;
   if (typeof cleanup === "function") cleanup();
   cleanup = null;
   for (const link of document.querySelectorAll("nav a[data-section]")) {

@@ -1,0 +1,102 @@
+"""HTTP streams: the request goes to the worker's own HTTP server, as the Functions host proxies it.
+
+A worker whose runtime serves HTTP streams (the ``HttpUri`` capability it answers worker init
+with) gets each HTTP invocation twice: the invocation message, carrying the route parameters,
+and the request itself forwarded to ``HttpUri`` with the invocation id in ``x-ms-invocation-id``.
+The runtime pairs the two, runs the function and answers the forwarded request with the
+function's response, which goes back to the client chunk by chunk. A client that goes away
+closes the forwarded request, which the function sees as a disconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from .._problems import problem
+from ..worker import FunctionFailed, InvocationRequest, WorkerDied, invocation
+
+INVOCATION_ID_HEADER = "x-ms-invocation-id"
+# Hop-by-hop headers (RFC 9110 7.6.1) and what the forwarder sets itself.
+_NOT_FORWARDED = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+    "transfer-encoding", "upgrade", "host", "content-length",
+})
+_SET_BY_THIS_SERVER = frozenset({"date", "server"})
+
+
+class HttpProxy:
+    """Forwards HTTP invocations to a worker's HTTP server."""
+
+    def __init__(self, log: logging.Logger) -> None:
+        self._log = log
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            # No total timeout: a stream lasts as long as the function writes it.
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+                auto_decompress=False,
+                connector=aiohttp.TCPConnector(limit=0, force_close=False),
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def forward(
+        self, request: web.Request, body: bytes, worker: Any, call: InvocationRequest
+    ) -> web.StreamResponse:
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
+        headers[INVOCATION_ID_HEADER] = call.invocation_id
+        headers["X-Forwarded-Host"] = request.host
+        headers["X-Forwarded-Proto"] = request.scheme
+        if request.remote:
+            headers["X-Forwarded-For"] = request.remote
+        invoked = asyncio.ensure_future(worker.invoke(call))
+        target = f"{worker.http_uri}{request.raw_path}"
+        response: web.StreamResponse | None = None
+        try:
+            async with self._client().request(
+                request.method, target, headers=headers, data=body, allow_redirects=False
+            ) as upstream:
+                response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+                for name, value in upstream.headers.items():
+                    if name.lower() not in _NOT_FORWARDED | _SET_BY_THIS_SERVER:
+                        response.headers.add(name, value)
+                length = upstream.headers.get("Content-Length")
+                if length is not None and "chunked" not in upstream.headers.get("Transfer-Encoding", ""):
+                    response.content_length = int(length)
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+                await response.write_eof()
+        except (ConnectionResetError, asyncio.CancelledError):
+            # The client went away: leaving the block closes the forwarded request, which the
+            # function sees as a disconnect.
+            invoked.cancel()
+            raise
+        except aiohttp.ClientError as exc:
+            self._log.error("forwarding to %s failed: %s", worker.name, exc)
+            if response is None:
+                invoked.cancel()
+                return problem(500, "function_failed", "the function's worker process did not answer")
+        await self._settle(invoked, call)
+        return response if response is not None else web.Response(status=500)
+
+    async def _settle(self, invoked: asyncio.Future[Any], call: InvocationRequest) -> None:
+        """The invocation's own answer (its failure is logged; the response has gone out)."""
+        try:
+            invocation.returned(await invoked)
+        except FunctionFailed as exc:
+            self._log.error("invocation %s failed: %s\n%s", call.invocation_id, exc.message, exc.stack_trace)
+        except WorkerDied as exc:
+            self._log.error("invocation %s: %s", call.invocation_id, exc)
+        except asyncio.CancelledError:
+            pass

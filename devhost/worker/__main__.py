@@ -1,0 +1,3 @@
+from ._process import main
+
+main()
