@@ -1,7 +1,7 @@
 """In-process wakeups: a writer in this process wakes the readers of a topic at once.
 
 Two users: stream readers (hosting.streams: a writer appended events) and callers waiting for a
-run (`hosting._waiting`: the entity finished an operation of their session). Readers still poll,
+run (`hosting.client.wait_for_run`: the entity finished an operation of their session). Readers still poll,
 so a writer in another process (another instance in Azure) is seen within their poll interval;
 a writer in the same process (the local host, or a single-instance app, runs entities and HTTP
 in one worker process) wakes them at once. Safe from any thread and any event loop.

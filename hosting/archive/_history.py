@@ -35,6 +35,7 @@ from state import (
 )
 
 from .._loop import run_sync
+from ..stored import StoredDocument
 from ._store import ChunkStore, chunk_path, delete_prefix, epoch_prefix, session_prefix
 
 log = logging.getLogger("hosting.archive")
@@ -189,8 +190,7 @@ class SessionHistory:
         self._archive = archive
         self._entity = entity
         self._key = key
-        raw = state.to_document()["data"].get("archive")
-        self._state_archive: Mapping[str, Any] | None = raw if isinstance(raw, Mapping) else None
+        self._state_archive: Mapping[str, Any] | None = StoredDocument.of_state(state).archive
 
     async def entries(self) -> list[Any]:
         """Every archived entry, oldest first."""
