@@ -23,7 +23,6 @@ import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import httpx
 import httpx2
@@ -60,7 +59,8 @@ class Smoke:
         self.agent: str = args.agent or ""
         self.session = ""
         headers = {"x-functions-key": self.key} if self.key else {}
-        self.http = httpx.AsyncClient(base_url=self.base, headers=headers, timeout=httpx.Timeout(30, read=180))
+        timeout = httpx.Timeout(30, read=180)
+        self.http = httpx.AsyncClient(base_url=self.base, headers=headers, timeout=timeout)
         self.failures = 0
         self.ran = 0
 
@@ -109,7 +109,8 @@ class Smoke:
         events: list[str] = []
         body = {"message": "Say hello again.", "session_id": self.session}
         headers = {"Accept": "text/event-stream"}
-        async with self.http.stream("POST", f"/api/agents/{self.agent}/run", json=body, headers=headers) as answer:
+        run = f"/api/agents/{self.agent}/run"
+        async with self.http.stream("POST", run, json=body, headers=headers) as answer:
             expect(answer.status_code == 200, f"a streamed turn answered {answer.status_code}")
             expect(answer.headers.get("content-type", "").startswith("text/event-stream"),
                    f"not an event stream: {answer.headers.get('content-type')}")
@@ -159,7 +160,8 @@ class Smoke:
         again = await self.http.post(
             f"/api/agents/{self.agent}/run", json={"message": "After the reset.", "session_id": self.session}
         )
-        expect(again.status_code == 200, f"the turn after the reset answered {again.status_code}: {again.text[:300]}")
+        expect(again.status_code == 200,
+               f"the turn after the reset answered {again.status_code}: {again.text[:300]}")
         session = await self.http.get(f"/api/agents/{self.agent}/sessions/{self.session}")
         expect(session.status_code == 200, f"reading the session answered {session.status_code}")
         entries = session.json()["entries"]
@@ -189,7 +191,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--url", required=True, help="the app's base URL, e.g. https://<app>.azurewebsites.net")
     parser.add_argument("--key", default="", help="a function key (none for a local host without keys)")
-    parser.add_argument("--system-key", default="", help="the durabletask_extension system key (default: --key)")
+    parser.add_argument("--system-key", default="",
+                        help="the durabletask_extension system key (default: --key)")
     parser.add_argument("--mcp-key", default="", help="the mcp_extension system key (default: --key)")
     parser.add_argument("--agent", default="", help="the agent to check (default: the first listed)")
     return asyncio.run(Smoke(parser.parse_args()).run())
