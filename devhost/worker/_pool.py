@@ -195,7 +195,11 @@ class ProcessWorker:
         except (ConnectionError, OSError) as exc:
             self._requests.waiting.pop(message.request_id, None)
             raise WorkerDied(f"{self.name} (pid {self.pid}) is gone: {exc}") from exc
-        return await future
+        try:
+            return await future
+        finally:
+            # Answered, or abandoned by its caller (cancelled): either way nothing waits for it now.
+            self._requests.waiting.pop(message.request_id, None)
 
     async def invoke(self, request: InvocationRequest) -> InvocationResponse:
         self.in_flight += 1

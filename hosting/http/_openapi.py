@@ -61,6 +61,24 @@ def _path_schema(name: str, agent_names: Sequence[str]) -> dict[str, Any]:
     return {"type": "string"}
 
 
+_RUNTIME_NOT_FOUND = {
+    "type": "object",
+    "properties": {"detail": {"type": "string", "const": "Not Found"}},
+    "required": ["detail"],
+}
+
+
+def _runtime_not_found(responses: dict[str, Any]) -> None:
+    """A path the Functions host routes to the app but the Python runtime's HTTP streams server
+    (FastAPI) cannot (a control character such as an encoded newline in a path segment) is
+    answered by that server, before the app runs: 404 `{"detail": "Not Found"}`, in Azure as on
+    the local host. Documented so that clients expect it."""
+    entry = responses.setdefault(
+        "404", {"description": "no such resource", "content": {}}
+    )
+    entry["content"]["application/json"] = {"schema": _RUNTIME_NOT_FOUND}
+
+
 def _operation(spec: RouteSpec, op: Operation, agent_names: Sequence[str]) -> dict[str, Any]:
     params: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": _path_schema(name, agent_names)}
@@ -87,6 +105,8 @@ def _operation(spec: RouteSpec, op: Operation, agent_names: Sequence[str]) -> di
         else:
             content = {"application/json": {"schema": {"type": "object"}}}
         responses[str(response.status)] = {"description": response.description, "content": content}
+    if spec.path_params:
+        _runtime_not_found(responses)
     document: dict[str, Any] = {
         "operationId": f"{spec.function}_{op.method.lower()}",
         "summary": op.summary,

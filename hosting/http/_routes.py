@@ -93,6 +93,8 @@ _DOWN = UNAVAILABLE
 _ID_SCHEMA: dict[str, object] = {"type": "string", "pattern": ID_PATTERN_TEXT}
 _KEY_SCHEMA: dict[str, object] = {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN_TEXT}
 _EVENT_ID_SCHEMA: dict[str, object] = {"type": "string", "pattern": "^[0-9]{1,16}$"}
+# An empty Last-Event-ID means "from the start": an EventSource sends one after an event without an id.
+_LAST_EVENT_ID_SCHEMA: dict[str, object] = {"type": "string", "pattern": "^([0-9]{1,16})?$"}
 
 AGENT_ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec(
@@ -147,7 +149,7 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                     Param(
                         "Last-Event-ID",
                         "With `Accept: text/event-stream`: resume after this event id.",
-                        _EVENT_ID_SCHEMA,
+                        _LAST_EVENT_ID_SCHEMA,
                     ),
                 ),
             ),
@@ -194,7 +196,11 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                 ),
                 query=(Param("after", "Resume after this event id (as Last-Event-ID).", _EVENT_ID_SCHEMA),),
                 headers=(
-                    Param("Last-Event-ID", "Resume after this event id (wins over after).", _EVENT_ID_SCHEMA),
+                    Param(
+                        "Last-Event-ID",
+                        "Resume after this event id (wins over after).",
+                        _LAST_EVENT_ID_SCHEMA,
+                    ),
                 ),
             ),
         ),
