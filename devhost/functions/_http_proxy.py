@@ -43,11 +43,14 @@ class HttpProxy:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            # No total timeout: a stream lasts as long as the function writes it.
+            # No total timeout: a stream lasts as long as the function writes it. A connection per
+            # request: the worker's server closes idle connections after a few seconds, and a pooled
+            # one it closed just as it was reused would fail a request it never saw (a loopback
+            # connection costs far less than the invocation).
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
                 auto_decompress=False,
-                connector=aiohttp.TCPConnector(limit=0, force_close=False),
+                connector=aiohttp.TCPConnector(limit=0, force_close=True),
             )
         return self._session
 
