@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ._host import LocalHost
     from ._main import main
     from .entities._gateway import EntityGateway, encode_input, make_entity_id, parse_entity_id
-    from .functions._index import list_functions
+    from .worker import list_functions
 
 _WHERE = {
     "AppLoadError": "._errors",
@@ -27,7 +27,7 @@ _WHERE = {
     "encode_input": ".entities._gateway",
     "make_entity_id": ".entities._gateway",
     "parse_entity_id": ".entities._gateway",
-    "list_functions": ".functions._index",
+    "list_functions": ".worker",
 }
 
 __all__ = [

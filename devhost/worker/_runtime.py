@@ -92,7 +92,7 @@ class RuntimeHandlers:
         try:
             load_binding_registry()
             directory = envelope.request.worker_init_request.function_app_directory  # type: ignore[union-attr]
-            functions = _functions_of(self._app)
+            functions = list_functions(self._app)
             _decide_http_streams(functions)
             results, _ = process_indexed_function(protos, registry, functions, directory)
             handle_event._metadata_result = results
@@ -147,8 +147,13 @@ def _takes_stream_request(function: Any, ext_base: Any) -> bool:
     return False
 
 
-def _functions_of(app: Any) -> list[Any]:
-    """``app.get_functions()``, callable more than once (the FunctionApp refuses a second call)."""
+def list_functions(app: Any) -> list[Any]:
+    """``app.get_functions()``, callable more than once.
+
+    The FunctionApp records the names it returned and refuses a second call as duplicates (the
+    worker indexes an app once); an in-process worker indexes the app again at each start, and
+    tests list the same app's functions, so the record is set aside for each call and put back.
+    """
     saved = getattr(app, "functions_bindings", None)
     app.functions_bindings = None
     try:

@@ -47,7 +47,7 @@ def test_subpackage_public_names() -> None:
         "InvocationRequest",
         "InvocationResponse", "PROCESS_COUNT_ENV", "ProcessWorker", "RpcFunctionMetadata", "TOPOLOGY_ENV",
         "Topology", "TypedData", "WorkerDied", "WorkerGroup", "WorkerSpec", "Workers", "group_for",
-        "groups_of", "invocation", "process_count", "script_spec", "topology_from",
+        "groups_of", "invocation", "list_functions", "process_count", "script_spec", "topology_from",
     ]
     assert sorted(devhost.orchestrations.__all__) == [
         "EntityRuntime", "OrchestrationEngine", "RuntimeStatus", "TERMINAL_STATUSES",
