@@ -19,7 +19,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from .._problems import problem
-from ..worker import FunctionFailed, InvocationRequest, WorkerDied, invocation
+from ..worker import FunctionFailed, InvocationRequest, Worker, WorkerDied, invocation
 
 INVOCATION_ID_HEADER = "x-ms-invocation-id"
 # How long the invocation's own answer may lag behind its finished response. The runtime answers
@@ -59,7 +59,7 @@ class HttpProxy:
             await self._session.close()
 
     async def forward(
-        self, request: web.Request, body: bytes, worker: Any, call: InvocationRequest
+        self, request: web.Request, body: bytes, worker: Worker, call: InvocationRequest
     ) -> web.StreamResponse:
         # A multidict: a header the client sent twice (Cookie, X-Forwarded-For) reaches it twice.
         headers = CIMultiDict((k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED)

@@ -71,6 +71,8 @@ def process_count() -> int:
 
 
 class Worker(Protocol):
+    """What the group and the host's HTTP proxy use of a worker, in a process or in-process."""
+
     name: str
     http_uri: str | None
     in_flight: int
@@ -79,6 +81,8 @@ class Worker(Protocol):
     def alive(self) -> bool: ...
 
     async def start(self) -> list[RpcFunctionMetadata]: ...
+
+    async def request(self, message: StreamingMessage) -> StreamingMessage: ...
 
     async def invoke(self, request: InvocationRequest) -> InvocationResponse: ...
 
@@ -115,7 +119,7 @@ class _Requests:
                 future.set_exception(error)
 
 
-async def _initialise(worker: Any, spec: WorkerSpec) -> list[RpcFunctionMetadata]:
+async def _initialise(worker: Worker, spec: WorkerSpec) -> list[RpcFunctionMetadata]:
     init = await worker.request(StreamingMessage(worker_init_request=WorkerInitRequest(
         host_version="devhost", function_app_directory=spec.function_app_directory,
         worker_directory=spec.function_app_directory)))
@@ -131,7 +135,7 @@ async def _initialise(worker: Any, spec: WorkerSpec) -> list[RpcFunctionMetadata
     return list(metadata.function_metadata_results or [])
 
 
-async def _invoke(worker: Any, request: InvocationRequest) -> InvocationResponse:
+async def _invoke(worker: Worker, request: InvocationRequest) -> InvocationResponse:
     """One invocation on ``worker``, counted while in flight (the group picks the least busy)."""
     worker.in_flight += 1
     try:
@@ -281,15 +285,14 @@ class WorkerGroup:
         self.spec = spec
         self.count = count if spec.app is None else 1  # one runtime per process
         self._log = log
-        self.workers: list[Any] = []
+        self.workers: list[Worker] = []
         self.metadata: list[RpcFunctionMetadata] = []
         self.restarts = 0
         self._stopping = False
         self._watchers: set[asyncio.Task[None]] = set()
-        self._ready = asyncio.Event()
         self._numbers = itertools.count(1)
 
-    def _new_worker(self) -> Any:
+    def _new_worker(self) -> Worker:
         label = f"{self.name}-worker-{next(self._numbers)}"
         if self.spec.app is not None:
             return InProcessWorker(self.spec, label)
@@ -305,10 +308,9 @@ class WorkerGroup:
         self.metadata = results[0]  # type: ignore[assignment]
         for worker in workers:
             self._watch(worker)
-        self._ready.set()
         return self.metadata
 
-    def _watch(self, worker: Any) -> None:
+    def _watch(self, worker: Worker) -> None:
         if isinstance(worker, ProcessWorker):
             task = asyncio.create_task(self._restart_when_exited(worker))
             self._watchers.add(task)
@@ -336,7 +338,7 @@ class WorkerGroup:
             self._watch(replacement)
             return
 
-    async def pick(self, timeout: float = 30.0) -> Any:
+    async def pick(self, timeout: float = 30.0) -> Worker:
         """The live worker with the fewest invocations in flight (waits while all restart)."""
         deadline = asyncio.get_running_loop().time() + timeout
         while True:

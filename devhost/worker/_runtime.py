@@ -9,14 +9,11 @@ this module.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import _messages as protos
 from ._messages import StatusResult, StreamingMessage
-
-log = logging.getLogger("devhost.worker")
 
 
 @dataclass
@@ -160,12 +157,3 @@ def list_functions(app: Any) -> list[Any]:
         return list(app.get_functions())
     finally:
         app.functions_bindings = saved
-
-
-def worker_environment_ok() -> str | None:
-    """Why the runtime cannot start here, or None."""
-    try:
-        _runtime()
-    except ImportError as exc:
-        return f"azure-functions-runtime is not installed ({exc})"
-    return None

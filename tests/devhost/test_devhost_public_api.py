@@ -46,7 +46,7 @@ def test_subpackage_public_names() -> None:
         "FunctionFailed", "FunctionTimedOut", "Group", "INIT_INDEXING_ENV", "InProcessWorker",
         "InvocationRequest",
         "InvocationResponse", "PROCESS_COUNT_ENV", "ProcessWorker", "RpcFunctionMetadata", "TOPOLOGY_ENV",
-        "Topology", "TypedData", "WorkerDied", "WorkerGroup", "WorkerSpec", "Workers", "group_for",
+        "Topology", "TypedData", "Worker", "WorkerDied", "WorkerGroup", "WorkerSpec", "Workers", "group_for",
         "groups_of", "invocation", "list_functions", "process_count", "script_spec", "topology_from",
     ]
     assert sorted(devhost.orchestrations.__all__) == [
