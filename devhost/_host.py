@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 # thread while the worker processes start: whether the app has tool triggers is known only from
 # the workers' metadata, and the import costs nothing on the startup's critical path.
 _MCP_PACKAGE = "devhost.mcp"
+# CPython before 3.12 keeps the compiler's AST recursion depth per interpreter, not per thread, so
+# compiling on two threads at once can leave it wrong ("AST constructor recursion depth mismatch"
+# on every later compile; python/cpython#106905): there the import waits for the metadata.
+_IMPORT_ON_A_THREAD = sys.version_info >= (3, 12)
 
 T = TypeVar("T")
 DB_NAME = "devhost.db"
@@ -148,9 +152,12 @@ class LocalHost:
             self._worker_spec(), topology=self.topology, count=self.worker_processes,
             temp_root=self.data_dir / "instances", log=self.log, timeout=self.settings.function_timeout,
         )
-        metadata, _ = await asyncio.gather(
-            workers.start(), asyncio.to_thread(importlib.import_module, _MCP_PACKAGE)
-        )
+        if _IMPORT_ON_A_THREAD:
+            metadata, _ = await asyncio.gather(
+                workers.start(), asyncio.to_thread(importlib.import_module, _MCP_PACKAGE)
+            )
+        else:
+            metadata = await workers.start()
         self.model = index_metadata(metadata)
         self._store = EntityStore(self.db_path)
         await self._store.run(self._store.open)

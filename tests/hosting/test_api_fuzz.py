@@ -403,6 +403,11 @@ def test_bad_ids_in_paths_are_problems_that_touch_nothing(
     body = b'{"approved": true}' if path.endswith("/approval") else b""
     before = settled(live_host.db_path)
     response = _request(live_host, method, path, body, {"Content-Type": "application/json"})
+    if "\n" in bad and response.status_code == 404 and response.content == b'{"detail":"Not Found"}':
+        # Documented in the OpenAPI document: the Python runtime's HTTP streams server answers a
+        # segment holding a newline itself, before the app runs (in Azure too).
+        _assert_rejection_left_state(live_host.db_path, before, f"{method} {path}", 404)
+        return
     problem = check_problem(response.status_code, response.headers.get("content-type", ""), response.content)
     # An encoded '/' may split the segment so no route fits (as on the Functions host): a 404
     # problem from the router. Anything else is a 400 naming the id.
