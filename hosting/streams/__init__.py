@@ -8,6 +8,7 @@ from ._admission import start_run
 from ._publisher import RunEvents
 from ._settings import (
     PATH_ENV,
+    REDIS_CLUSTER_ENV,
     REDIS_ENTRA_ENV,
     REDIS_ENV,
     EntraIdCredentials,
@@ -29,6 +30,7 @@ from ._store import (
     StreamEvent,
     StreamKey,
     StreamStore,
+    StreamStoreUnavailable,
     retention_from_env,
 )
 
@@ -36,6 +38,7 @@ __all__ = [
     "DEFAULT_RETENTION_SECONDS",
     "EVENT_STREAM",
     "PATH_ENV",
+    "REDIS_CLUSTER_ENV",
     "REDIS_ENTRA_ENV",
     "REDIS_ENV",
     "RETENTION_ENV",
@@ -53,6 +56,7 @@ __all__ = [
     "StreamEvent",
     "StreamKey",
     "StreamStore",
+    "StreamStoreUnavailable",
     "default_stream_path",
     "resume_after",
     "retention_from_env",
