@@ -61,7 +61,15 @@ from ._waiting import (
     wait_for_run,
 )
 from .archive import state_archive
-from .streams import RunClaim, RunStreams, StreamKey, resume_after, start_run, wants_event_stream
+from .streams import (
+    RunClaim,
+    RunStreams,
+    StreamKey,
+    StreamStoreUnavailable,
+    resume_after,
+    start_run,
+    wants_event_stream,
+)
 
 log = logging.getLogger("hosting.http")
 
@@ -133,6 +141,10 @@ def guarded(handler: Handler) -> Handler:
             return await handler(req, client)
         except ProblemError as problem:
             return problem_response(problem)
+        except StreamStoreUnavailable as error:
+            log.warning("stream store unavailable: %s", error)
+            retry = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
+            return problem_response(ProblemError(ProblemCode.STORAGE_UNAVAILABLE, str(error), headers=retry))
         except (TimeoutError, aiohttp.ClientError, ConnectionError) as error:
             log.warning("durable backend unreachable: %s", error)
             return problem_response(
@@ -322,6 +334,7 @@ class Api:
                 same=lambda request_hash: asked(request_hash, None),
                 conflict=lambda: idempotency_conflict(agent.name, call.session_id, call.correlation_id),
                 send=send,
+                streamed=streams is not None,
             )
             if pace is not None and sent:
                 pace.sent()
@@ -496,6 +509,11 @@ class Api:
             checks["storage"] = HealthCheck(
                 ok=False, detail=f"durable backend unreachable: {type(error).__name__}: {error}"
             )
+        if self.streams is not None:
+            try:
+                checks["stream_store"] = HealthCheck(ok=True, detail=await self.streams.store.ping())
+            except StreamStoreUnavailable as error:
+                checks["stream_store"] = HealthCheck(ok=error.retry_after is None, detail=str(error))
         healthy = all(c.ok for c in checks.values())
         body = HealthBody(status="healthy" if healthy else "unhealthy", checks=checks)
         return json_response(body, 200 if healthy else 503)
