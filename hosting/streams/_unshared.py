@@ -40,7 +40,8 @@ class UnsharedStreamStore:
         return None
 
     async def opening(self, key: StreamKey) -> tuple[RunClaim | None, StreamEvent | None]:
-        return None, None
+        # Nobody can read the run: the entity need not stream the model for it.
+        return RunClaim(None, live=False), None
 
     async def release(self, key: StreamKey) -> None:
         return None
