@@ -40,7 +40,10 @@ from ._store import READ_BATCH, RunClaim, StreamConflict, StreamEvent, StreamKey
 T = TypeVar("T")
 
 COMMAND_CONNECTIONS = 100
-"""Most connections one event loop opens for short commands (a full pool answers 503)."""
+"""Most connections one event loop opens for short commands."""
+COMMAND_WAIT_SECONDS = 5.0
+"""How long a command waits for one of them (a burst of readers replaying at once) before the
+store is unavailable (503 with Retry-After)."""
 READER_CONNECTIONS = 200
 """Most connections one event loop holds for blocking reads (one per run being read there); a
 run's readers past it wait for one, with heartbeats meanwhile."""
@@ -93,6 +96,9 @@ class _Clients:
     commands: Any  # aioredis.Redis or aioredis.RedisCluster
     readers: Any
     tails: dict[str, _Tail]
+    slots: asyncio.Semaphore
+    """One per command connection: a command waits for a free one (the pools of redis-py, the
+    cluster's too, refuse at once when full)."""
 
 
 class _Tail:
@@ -161,6 +167,7 @@ class RedisStreamStore:
         cluster: bool | None = None,
         prefix: str = "dafx:",
         command_connections: int = COMMAND_CONNECTIONS,
+        command_wait: float = COMMAND_WAIT_SECONDS,
     ) -> None:
         self.url = url
         self.retention = retention
@@ -169,6 +176,7 @@ class RedisStreamStore:
         """True/False as configured; None: asked of the server once."""
         self._credentials = credential_provider
         self._command_connections = command_connections
+        self._command_wait = command_wait
         self._clients_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Clients] = (
             weakref.WeakKeyDictionary()
         )
@@ -211,7 +219,8 @@ class RedisStreamStore:
             )
             readers = aioredis.Redis(connection_pool=pool)
         with self._lock:
-            made = self._clients_by_loop.setdefault(loop, _Clients(commands, readers, {}))
+            fresh = _Clients(commands, readers, {}, asyncio.Semaphore(self._command_connections))
+            made = self._clients_by_loop.setdefault(loop, fresh)
         if made.commands is not commands:  # another task of this loop made them first
             await commands.aclose()
             await readers.aclose()
@@ -220,7 +229,18 @@ class RedisStreamStore:
     async def _run(self, command: Callable[[Any], Awaitable[T]]) -> T:
         """`command(client)` on the loop's command client, Redis errors as `StreamStoreUnavailable`."""
         clients = await self._clients()
-        return await _guard(command(clients.commands))
+        try:
+            async with asyncio.timeout(self._command_wait):
+                await clients.slots.acquire()
+        except TimeoutError:
+            raise StreamStoreUnavailable(
+                f"the stream store (Redis): all {self._command_connections} connections of this "
+                f"process stayed in use for {self._command_wait:g} s"
+            ) from None
+        try:
+            return await _guard(command(clients.commands))
+        finally:
+            clients.slots.release()
 
     # -- keys -------------------------------------------------------------------------------
 

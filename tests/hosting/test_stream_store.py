@@ -268,16 +268,31 @@ async def test_idle_sqlite_readers_do_not_poll_and_still_see_other_processes(tmp
 
 
 async def test_a_full_redis_pool_is_unavailable_for_a_while_not_a_failure(redis_url: str) -> None:
-    store = RedisStreamStore(redis_url, retention=60, command_connections=1)
+    store = RedisStreamStore(redis_url, retention=60, command_connections=2, command_wait=0.2)
     k = key()
     await store.declare(k)
-    pool = (await store._clients()).commands.connection_pool
-    held = await pool.get_connection()  # every command connection is in use
+    clients = await store._clients()
+    for _ in range(2):  # every command connection is in use
+        await clients.slots.acquire()
     try:
         with pytest.raises(StreamStoreUnavailable, match="Redis") as raised:
             await store.claim(k, RunClaim(None))
         assert raised.value.retry_after
     finally:
-        await pool.release(held)
+        for _ in range(2):
+            clients.slots.release()
     assert await store.claim(k, RunClaim(None)) is not None  # declared above: claimed already
     await store.aclose()
+
+
+async def test_three_hundred_readers_of_one_run_at_once(store: StreamStore) -> None:
+    k = key()
+    await store.declare(k)
+    readers = [asyncio.create_task(collect(store, k, 0)) for _ in range(300)]
+    await asyncio.sleep(0.5)
+    # Admission meanwhile: readers hold none of the connections it needs.
+    assert await asyncio.wait_for(store.claim(key(), RunClaim(None)), 2) is None
+    await store.append_many(k, [StreamEvent(1, "run.started", {}), delta(2)])
+    await store.append(k, StreamEvent(3, "run.completed", {}))
+    got = await asyncio.wait_for(asyncio.gather(*readers), 10)
+    assert all([e.seq for e in events] == [1, 2, 3] for events in got)
