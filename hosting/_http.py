@@ -513,6 +513,8 @@ class Api:
             try:
                 checks["stream_store"] = HealthCheck(ok=True, detail=await self.streams.store.ping())
             except StreamStoreUnavailable as error:
+                # A dependency that is down makes the app unhealthy; a stream store that is not
+                # configured (Azure without Redis) only turns streaming off, which the detail says.
                 checks["stream_store"] = HealthCheck(ok=error.retry_after is None, detail=str(error))
         healthy = all(c.ok for c in checks.values())
         body = HealthBody(status="healthy" if healthy else "unhealthy", checks=checks)
