@@ -15,7 +15,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-lowest install services lint typecheck unit e2e-flex deploycheck bench clean console-assets
+.PHONY: run test test-lowest install services lint typecheck unit e2e-flex smoke smoke-local deploycheck iac-check bench clean console-assets
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -n "$(PYTHON)" || { echo "Python 3.13 not found: install it (pyenv install 3.13.0), or name one with PYTHON=/path/to/python3.13" >&2; exit 1; }
@@ -32,11 +32,13 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 install: $(STAMP)
 
-# The Python worker's threads (one per running sync function or entity batch) as the app
-# settings give them (local.settings.sample.json); the request body limit the app documents (docs/hosting.md "Body limits"), as Azure's app setting;
-# the offline model streams its answer a word every 50 ms, so `curl -N` shows tokens arriving.
+# The app settings local.settings.sample.json gives: the Python worker's threads (one per running
+# sync function or entity batch) and PYTHON_ENABLE_INIT_INDEXING (the HTTP streams types need it;
+# build_app refuses to start without it); the request body limit the app documents
+# (docs/hosting.md "Body limits"), as Azure's app setting; the offline model streams its answer a
+# word every 50 ms, so `curl -N` shows tokens arriving.
 run: install
-	PYTHON_THREADPOOL_THREAD_COUNT=$${PYTHON_THREADPOOL_THREAD_COUNT:-300} FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
+	PYTHON_THREADPOOL_THREAD_COUNT=$${PYTHON_THREADPOOL_THREAD_COUNT:-300} PYTHON_ENABLE_INIT_INDEXING=$${PYTHON_ENABLE_INIT_INDEXING:-1} FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
 
 # The real servers the tests start (Redis, Azurite, Chromium): .ci/services.sh installs what is missing.
 services:
@@ -66,7 +68,16 @@ unit: install services
 e2e-flex: install services
 	DEVHOST_TOPOLOGY=flex FUNCTIONS_WORKER_PROCESS_COUNT=2 $(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
-test: lint typecheck deploycheck unit e2e-flex
+# A deployed app's first check: make smoke URL=https://<app>.azurewebsites.net KEY=<function key>
+# [SYSTEM_KEY=<durabletask_extension key>] [MCP_KEY=<mcp_extension key>] (docs/deploy.md).
+smoke: install
+	$(PY) .ci/smoke.py --url "$(URL)" --key "$(KEY)" --system-key "$(SYSTEM_KEY)" --mcp-key "$(MCP_KEY)"
+
+# The same checks against the local host in the flex topology.
+smoke-local: install
+	PY=$(PY) bash .ci/smoke-local.sh
+
+test: lint typecheck deploycheck iac-check unit e2e-flex smoke-local
 
 # Azure installs requirements.txt on Linux from prebuilt wheels: every requirement must resolve to
 # wheels for every Python the app supports, or a deployment fails there. Azure's Python images are
@@ -81,6 +92,28 @@ deploycheck: install
 		$(PY) -m uv pip compile --quiet --no-header --python-version $$v --python-platform x86_64-manylinux_2_28 \
 			--only-binary :all: requirements.txt -o /dev/null || exit 1; \
 	done
+
+# The deployment kit (azure.yaml, infra/, .github/workflows/), checked without Azure: every .bicep
+# file parses (pycep-parser), checkov's Azure policies and this app's own (infra/policies/: identity-only
+# storage and Redis, Python 3.13 with a user-assigned identity) pass on infra/ (a check skipped inline
+# says why), and actionlint and zizmor pass on the workflows. The tools live in an environment of their own
+# (requirements-iac.txt), made with the default python3: checkov pins its own pycep-parser and many
+# other packages. Offline: checkov's --skip-download leaves out its calls to Prisma Cloud, zizmor's
+# --offline its GitHub lookups. What these checks cannot catch: docs/deploy.md.
+IAC_VENV := .venv-iac
+IAC_STAMP := $(IAC_VENV)/.installed
+$(IAC_STAMP): requirements-iac.txt
+	rm -rf $(IAC_VENV)
+	python3 -m venv $(IAC_VENV)
+	$(IAC_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-iac.txt
+	touch $(IAC_STAMP)
+
+iac-check: $(IAC_STAMP)
+	$(IAC_VENV)/bin/python .ci/bicep_parse.py infra
+	$(IAC_VENV)/bin/checkov --directory infra --framework bicep --external-checks-dir infra/policies \
+		--skip-download --quiet --compact
+	$(IAC_VENV)/bin/actionlint .github/workflows/*.yml
+	$(IAC_VENV)/bin/zizmor --offline .github/workflows
 
 # The suite again, on Python 3.11 (the oldest the app supports) in a second environment holding the
 # lowest version of every direct requirement that requirements*.txt allow (uv's lowest-direct
@@ -115,4 +148,4 @@ bench: install
 	$(PY) bench/stream_bench.py
 
 clean:
-	rm -rf $(VENV) $(LOWEST) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LOWEST) $(IAC_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -15,7 +15,8 @@ from ._context import ContextProvider, check_source_id
 from ._context_policy import ArchivedHistory, ContextPolicy, FullHistory, TokenBudget
 from ._errors import AgentConfigurationError
 from ._events import TurnEventSink
-from ._runner import record_failed_turn, request_identity, run_turn, same_request
+from ._identity import request_identity, same_request
+from ._runner import record_failed_turn, run_turn
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint, supports_responses
 from ._structured import ResponseFormat, agent_response_format
 from ._telemetry import invoke_agent
@@ -184,14 +185,14 @@ class Agent:
         """The hash a run of ``request`` is recorded under (`requestHash`): its messages, the
         response format in effect and its options. Compare it to a stored run's hash to tell a
         retry of the same request from a different one under the same correlation id."""
-        return request_identity(self, request)
+        return request_identity(self.format, request)
 
     def same_request(
         self, request: TurnRequest, stored_hash: str | None, stored_request: Mapping[str, Any] | None
     ) -> bool:
         """Whether a stored run (its `requestHash`; its request entry when no hash was stored)
         asked what ``request`` asks. False only when it provably asked something else."""
-        return same_request(self, request, stored_hash, stored_request)
+        return same_request(self.format, request, stored_hash, stored_request)
 
     def record_failure(self, state: AgentState, request: TurnRequest, error: TurnFailure) -> TurnResult:
         """Record ``request`` in ``state`` as a failed turn with ``error`` without calling a model (the

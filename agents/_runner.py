@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from state import (
     JSON,
-    AgentRequest,
     AgentResponse,
     AgentState,
     ChatMessage,
@@ -20,27 +19,58 @@ from state import (
     TextContent,
     TurnFailure,
     Usage,
-    request_hash,
 )
 
 from ._context import ContextProvider, ProviderContext, ProviderStateError
-from ._context_policy import ArchivedHistory, context_history
+from ._context_policy import ArchivedHistory, ContextPolicy, context_history
 from ._convert import RAW_ARGUMENTS, Message, add_usage
 from ._errors import AgentConfigurationError, FailureCode, ModelCallError, ToolExecutionError, failure
 from ._events import EventEmitter, TurnEventSink
+from ._identity import format_of, request_entry, request_identity
 from ._live import announce_calls, announce_results, announce_usage
 from ._model import CallOptions, ModelCaller, now_iso
-from ._settings import ModelSettings, resolve_endpoint
+from ._settings import HistoryMode, ModelSettings, resolve_endpoint
 from ._structured import ResponseFormat, StructuredOutputError
 from ._telemetry import execute_tool, note_exception_type
 from ._tools import FunctionTool, parse_arguments, to_jsonable
 from ._turns import TurnRequest, TurnResult, answer_text
 from ._unicode import without_lone_surrogates
 
-if TYPE_CHECKING:
-    from ._agent import Agent
-
 log = logging.getLogger("agents")
+
+
+class TurnAgent(Protocol):
+    """What a turn reads of its agent (`agents.Agent` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def instructions(self) -> str: ...
+
+    @property
+    def model(self) -> ModelSettings: ...
+
+    @property
+    def tools(self) -> Sequence[FunctionTool | Callable[..., Any]]: ...
+
+    @property
+    def context_providers(self) -> Sequence[ContextProvider]: ...
+
+    @property
+    def history_mode(self) -> HistoryMode: ...
+
+    @property
+    def max_tool_rounds(self) -> int: ...
+
+    @property
+    def tool_timeout(self) -> float | None: ...
+
+    @property
+    def context(self) -> ContextPolicy: ...
+
+    @property
+    def format(self) -> ResponseFormat | None: ...
 
 
 class _TurnFailed(Exception):
@@ -53,7 +83,7 @@ class _TurnFailed(Exception):
 
 @dataclass
 class _Turn:
-    agent: Agent
+    agent: TurnAgent
     state: AgentState
     request: TurnRequest
     request_messages: list[ChatMessage]
@@ -260,55 +290,6 @@ def _tools_by_name(tools: Sequence[FunctionTool]) -> dict[str, FunctionTool]:
     return by_name
 
 
-def _request_entry(request: TurnRequest, response_format: ResponseFormat | None) -> AgentRequest:
-    created = now_iso()
-    return AgentRequest(
-        correlation_id=request.correlation_id,
-        created_at=created,
-        messages=[
-            ChatMessage(
-                role=m.role,
-                contents=[TextContent(text=m.text)],
-                author_name=m.author_name,
-                created_at=created,
-            )
-            for m in request.messages
-        ],
-        response_type="json" if response_format is not None else "text",
-        response_schema=response_format.schema if response_format is not None else None,
-        orchestration_id=request.orchestration_id,
-    )
-
-
-def _format_of(agent: Agent, request: TurnRequest) -> ResponseFormat | None:
-    if request.response_format is None:
-        return agent.format
-    try:
-        return ResponseFormat.parse(request.response_format)
-    except ValueError:
-        return None  # a failure may be about this very format; the turn is recorded anyway
-
-
-def request_identity(agent: Agent, request: TurnRequest) -> str:
-    """What ``request`` asks of ``agent``, as the hash stored in the run's record (`requestHash`):
-    its messages, the response format in effect and its options. A retry under the same
-    correlation id must hash the same; anything else is another request."""
-    entry = _request_entry(request, _format_of(agent, request))
-    return request_hash(entry.model_dump(mode="json", by_alias=True, exclude_none=True), request.options)
-
-
-def same_request(
-    agent: Agent, request: TurnRequest, stored_hash: str | None, stored_request: Mapping[str, Any] | None
-) -> bool:
-    """Whether a stored run (its `requestHash`, or its request entry when an older writer stored
-    no hash) asked what ``request`` asks; False only when it provably asked something else."""
-    if stored_hash is None:
-        if stored_request is None:
-            return True  # nothing stored to compare with
-        stored_hash = request_hash(stored_request)
-    return stored_hash == request_identity(agent, request)
-
-
 def _error_message(agent_name: str, error: TurnFailure) -> ChatMessage:
     # The error content keeps reference-format readers informed; `failure` is what we act on.
     return ChatMessage(
@@ -326,7 +307,7 @@ def _error_message(agent_name: str, error: TurnFailure) -> ChatMessage:
 
 
 def record_failed_turn(
-    agent: Agent, state: AgentState, request: TurnRequest, error: TurnFailure
+    agent: TurnAgent, state: AgentState, request: TurnRequest, error: TurnFailure
 ) -> TurnResult:
     """Record ``request`` in ``state`` as a failed turn with ``error``, without calling a model: the
     request entry and a response entry holding only the error, as ``run_turn`` records a failure."""
@@ -334,7 +315,7 @@ def record_failed_turn(
     if done is not None:
         return done
     message = _error_message(agent.name, error)
-    state.append_request(_request_entry(request, _format_of(agent, request)))
+    state.append_request(request_entry(request, format_of(agent.format, request)))
     state.append_response(
         AgentResponse(
             correlation_id=request.correlation_id,
@@ -342,13 +323,13 @@ def record_failed_turn(
             messages=[message],
             failure=error,
         ),
-        request_hash=request_identity(agent, request),
+        request_hash=request_identity(agent.format, request),
     )
     return _recorded(state, request.correlation_id)
 
 
 async def run_turn(
-    agent: Agent,
+    agent: TurnAgent,
     state: AgentState,
     request: TurnRequest,
     archive: ArchivedHistory | None = None,
@@ -362,8 +343,8 @@ async def run_turn(
     response_format = (
         ResponseFormat.parse(request.response_format) if request.response_format is not None else agent.format
     )
-    request_entry = _request_entry(request, response_format)
-    request_messages = list(request_entry.messages)
+    entry = request_entry(request, response_format)
+    request_messages = list(entry.messages)
     turn = _Turn(
         agent,
         state,
@@ -395,9 +376,9 @@ async def run_turn(
         usage=turn.usage,
         failure=error,
     )
-    state.append_request(request_entry)
+    state.append_request(entry)
     try:
-        state.append_response(response_entry, request_hash=request_identity(agent, request))
+        state.append_response(response_entry, request_hash=request_identity(agent.format, request))
     except Exception as exc:  # never leave a request without its response
         log.exception("could not record the response of turn %s", request.correlation_id)
         error = failure(FailureCode.INTERNAL_ERROR, f"the turn's response could not be recorded: {exc}")
@@ -413,7 +394,7 @@ async def run_turn(
                 messages=messages,
                 failure=error,
             ),
-            request_hash=request_identity(agent, request),
+            request_hash=request_identity(agent.format, request),
         )
     if error is None and agent.history_mode == "service":
         state.service_thread_id = turn.service_thread_id

@@ -16,36 +16,43 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Awaitable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, StatusCode
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from state import ChatMessage, FunctionCallContent, FunctionResultContent, TextContent
 
 from ._errors import ModelCallError
+from ._trace_context import context_from
 
 if TYPE_CHECKING:
-    from ._agent import Agent
-    from ._settings import Endpoint
+    from ._settings import Endpoint, ModelSettings
     from ._tools import FunctionTool
     from ._turns import TurnRequest, TurnResult
 
 T = TypeVar("T")
 
+
+class DescribedAgent(Protocol):
+    """What the `invoke_agent` span records of an agent."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def model(self) -> ModelSettings: ...
+
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """Set to ``true`` to record message content on the spans (off by default: prompts and answers
 may hold personal data)."""
 
-TRACE_CONTEXT_KEYS = ("traceparent", "tracestate")
-"""The W3C trace context fields carried across the durable hop (in a turn request's JSON)."""
-MAX_TRACE_FIELD = 512  # W3C: tracestate is at most 512 characters; traceparent is 55
-
 _tracer = trace.get_tracer("agents")  # a proxy: follows whatever provider is set later
-_w3c = TraceContextTextMapPropagator()
 _PROVIDERS = {"openai": "openai", "azure": "azure.ai.openai"}
 
 
@@ -71,42 +78,6 @@ def tracing_enabled() -> bool:
 def capture_content() -> bool:
     """Whether message content goes on the spans (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`)."""
     return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
-
-
-# -- W3C trace context ------------------------------------------------------------------------------
-
-
-def clean_trace_context(value: Any) -> dict[str, str] | None:
-    """The traceparent/tracestate of ``value`` (a JSON object from anywhere), or None.
-
-    Lenient on purpose: a malformed trace context must never fail a turn, so anything that is
-    not a short string is dropped rather than refused."""
-    if not isinstance(value, Mapping):
-        return None
-    kept = {
-        key: item
-        for key in TRACE_CONTEXT_KEYS
-        if isinstance(item := value.get(key), str) and 0 < len(item) <= MAX_TRACE_FIELD
-    }
-    return kept if "traceparent" in kept else None
-
-
-def current_trace_context() -> dict[str, str] | None:
-    """The current span's W3C trace context (``{"traceparent", "tracestate"?}``), None without one."""
-    carrier: dict[str, str] = {}
-    _w3c.inject(carrier)
-    return carrier or None
-
-
-def context_from(trace_context: Any) -> Context | None:
-    """An OpenTelemetry context whose parent is the span the W3C trace context ``trace_context``
-    (``{"traceparent", "tracestate"?}``, from anywhere) names; None when it names none."""
-    cleaned = clean_trace_context(trace_context)
-    if cleaned is None:
-        return None
-    found = _w3c.extract(cleaned)
-    # An unparsable traceparent extracts to an empty context, which would make a root span.
-    return found if trace.get_current_span(found).get_span_context().is_valid else None
 
 
 def _parent(trace_context: Mapping[str, str] | None) -> Context | None:
@@ -146,7 +117,9 @@ def note_exception_type(error: BaseException) -> None:
 # -- invoke_agent ------------------------------------------------------------------------------------
 
 
-async def invoke_agent(agent: Agent, request: TurnRequest, turn: Awaitable[TurnResult]) -> TurnResult:
+async def invoke_agent(
+    agent: DescribedAgent, request: TurnRequest, turn: Awaitable[TurnResult]
+) -> TurnResult:
     """Await ``turn`` (one run of ``agent``) inside its ``invoke_agent`` span."""
     if not tracing_enabled():
         return await turn

@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from state import JSON, AgentState, ChatMessage, RunRecord, TurnFailure, Usage, response_failed
+from state import JSON, AgentState, ChatMessage, RunRecord, TurnFailure, response_failed
 
 from ._errors import InvalidTurnRequest
 from ._structured import ResponseFormat, read_json_answer
-from ._telemetry import clean_trace_context
+from ._trace_context import clean_trace_context
 
 TurnStatus = Literal["succeeded", "failed"]
 InputRole = Literal["user", "system", "assistant"]
@@ -141,11 +141,6 @@ def _check_options(options: Mapping[str, Any]) -> None:
         value = options.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise InvalidTurnRequest(f"options.{key}", "must be a positive integer")
-
-
-def usage_json(usage: Usage | None) -> dict[str, Any] | None:
-    """A state Usage as its camelCase wire object."""
-    return usage.model_dump(mode="json", by_alias=True, exclude_none=True) if usage is not None else None
 
 
 @dataclass(frozen=True)

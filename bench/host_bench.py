@@ -113,6 +113,7 @@ class Host:
             OPENAI_API_KEY="bench",
             OPENAI_CHAT_MODEL_ID="bench-model",
             DURABLE_AGENTS_ALLOW_MODEL_REQUESTS="0",
+            PYTHON_ENABLE_INIT_INDEXING="1",
             PYTHONPATH=str(ROOT),
         )
         env.update(self.extra_env)

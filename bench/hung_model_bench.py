@@ -71,6 +71,7 @@ async def main() -> None:
     parser.add_argument("--in-process", action="store_true", help="host, client and model in one process")
     args = parser.parse_args()
     os.environ.setdefault("DURABLE_AGENTS_ALLOW_MODEL_REQUESTS", "0")
+    os.environ.setdefault("PYTHON_ENABLE_INIT_INDEXING", "1")  # build_app needs it, as Azure does
     with ModelServer(mode="scripted") as server, tempfile.TemporaryDirectory() as tmp:
 
         def answer(request: ModelRequest) -> Reply:

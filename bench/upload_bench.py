@@ -65,7 +65,7 @@ async def main() -> None:
     args = parser.parse_args()
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_OPENAI_", "DEVHOST_"))}
-    env.update(PYTHONPATH=str(ROOT), DURABLE_AGENTS_ALLOW_MODEL_REQUESTS="0")
+    env.update(PYTHONPATH=str(ROOT), DURABLE_AGENTS_ALLOW_MODEL_REQUESTS="0", PYTHON_ENABLE_INIT_INDEXING="1")
     env.pop("FUNCTIONS_REQUEST_BODY_SIZE_LIMIT", None)
     if args.limit:
         env["FUNCTIONS_REQUEST_BODY_SIZE_LIMIT"] = str(args.limit)

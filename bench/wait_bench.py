@@ -26,6 +26,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DURABLE_AGENTS_ALLOW_MODEL_REQUESTS", "0")
+os.environ.setdefault("PYTHON_ENABLE_INIT_INDEXING", "1")  # build_app needs it, as Azure does
 
 import azure.durable_functions as df  # noqa: E402
 import azure.functions as func  # noqa: E402
@@ -35,8 +36,7 @@ from agents import Agent, ModelSettings, RetryPolicy  # noqa: E402
 from agents.testing import ModelServer, Reply  # noqa: E402
 from devhost import LocalHost  # noqa: E402
 from hosting import build_app  # noqa: E402
-from hosting._results import find_stored_run  # noqa: E402
-from hosting._waiting import read_session  # noqa: E402
+from hosting.client._read import read_session  # noqa: E402
 from state import AgentRequest, AgentResponse, AgentState, ChatMessage, TextContent, dump_state  # noqa: E402
 
 
@@ -133,7 +133,7 @@ async def main() -> None:
                 for _ in range(30):
                     started = time.perf_counter()
                     snapshot = await read_session(client, entity)
-                    find_stored_run(snapshot.document, f"c{turns - 1}")
+                    snapshot.stored.find_run(f"c{turns - 1}")
                     times.append((time.perf_counter() - started) * 1000)
                 size = len(_history(turns)) // 1024
                 print(
@@ -150,7 +150,7 @@ async def main() -> None:
                 for _ in range(30):
                     started = time.perf_counter()
                     snapshot = await read_session(client, entity)
-                    assert find_stored_run(snapshot.document, last) is not None
+                    assert snapshot.stored.find_run(last) is not None
                     times.append((time.perf_counter() - started) * 1000)
                 print(
                     f"one poll read, archived session of {entries:>7,} entries "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -12,7 +13,7 @@ import secrets
 import sys
 import threading
 from collections.abc import Coroutine, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from aiohttp import web
@@ -23,9 +24,16 @@ from ._settings import HostSettings
 from .durable_api import RPC_PREFIX, WEBHOOK_PREFIX, DurableApi, management_urls
 from .entities import DEFAULT_MAX_BATCH, DEFAULT_MAX_STATE_BYTES, EntityGateway, EntityStore
 from .functions import KEY_ENV, AppModel, HttpDispatcher, index_metadata, key_matches, load_app
-from .mcp import MCP_PREFIX, McpEndpoint, ToolRegistry
 from .orchestrations import OrchestrationEngine
 from .worker import Workers, WorkerSpec, process_count, script_spec, topology_from
+
+if TYPE_CHECKING:
+    from .mcp import McpEndpoint
+
+# The MCP extension's endpoints (the mcp SDK: over half a second of imports) load on another
+# thread while the worker processes start: whether the app has tool triggers is known only from
+# the workers' metadata, and the import costs nothing on the startup's critical path.
+_MCP_PACKAGE = "devhost.mcp"
 
 T = TypeVar("T")
 DB_NAME = "devhost.db"
@@ -53,12 +61,6 @@ def _max_state_bytes() -> int:
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
     return DEFAULT_MAX_STATE_BYTES
-
-
-def _entity_concurrency(configured: int | None) -> int:
-    """Entity batches that run at once: host.json's ``maxConcurrentEntityFunctions``, else the
-    Durable extension's default for a dedicated plan (10 per core)."""
-    return configured or 10 * (os.cpu_count() or 1)
 
 
 class LocalHost:
@@ -97,9 +99,10 @@ class LocalHost:
         self.rpc_key = secrets.token_urlsafe(24)
         self.topology = topology_from(topology)
         self.worker_processes = worker_processes or process_count()
-        # Entity batches the host runs at once (maxConcurrentEntityFunctions); in the worker a
-        # sync entity function takes one of the runtime's threads (PYTHON_THREADPOOL_THREAD_COUNT).
-        self.entity_concurrency = _entity_concurrency(self.settings.max_concurrent_entity_functions)
+        # Entity batches the host runs at once (see HostSettings.entity_batches_at_once); in the
+        # worker a sync entity function takes one of the runtime's threads
+        # (PYTHON_THREADPOOL_THREAD_COUNT).
+        self.entity_concurrency = self.settings.entity_batches_at_once
         self.workers: Workers | None = None
         self._dispatcher: HttpDispatcher | None = None
         self.model: AppModel | None = None
@@ -147,7 +150,10 @@ class LocalHost:
             self._worker_spec(), topology=self.topology, count=self.worker_processes,
             temp_root=self.data_dir / "instances", log=self.log, timeout=self.settings.function_timeout,
         )
-        self.model = index_metadata(await workers.start())
+        metadata, _ = await asyncio.gather(
+            workers.start(), asyncio.to_thread(importlib.import_module, _MCP_PACKAGE)
+        )
+        self.model = index_metadata(metadata)
         self._store = EntityStore(self.db_path)
         await self._store.run(self._store.open)
         self.entities = EntityGateway(
@@ -241,6 +247,8 @@ class LocalHost:
         )
 
     def _mcp_endpoint(self, model: AppModel) -> McpEndpoint:
+        from .mcp import McpEndpoint, ToolRegistry
+
         assert self.workers is not None
         tools = ToolRegistry(
             model.mcp_tools,
@@ -259,7 +267,11 @@ class LocalHost:
     @property
     def mcp_url(self) -> str | None:
         """The MCP (streamable HTTP) endpoint, when the app has MCP tool triggers."""
-        return f"{self.url}{MCP_PREFIX}" if self.mcp is not None else None
+        if self.mcp is None:
+            return None
+        from .mcp import MCP_PREFIX
+
+        return f"{self.url}{MCP_PREFIX}"
 
     async def stop(self) -> None:
         """Stop serving; running entity batches get a few seconds, the rest is redelivered."""

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from ._errors import DevHostError
 from ._host import DB_NAME, LocalHost
+from ._logs import TraceIdFormatter
 from ._settings import load_local_settings
 from ._startup_hook import STARTUP_HOOK_ENV, run_startup_hook, stop_startup_hook
 from .functions import KEY_ENV, ensure_importable
@@ -99,19 +100,6 @@ async def _serve(host: LocalHost, started: float) -> None:
     await stop.wait()
     log.info("stopping")
     await host.stop()
-
-
-class TraceIdFormatter(logging.Formatter):
-    """Appends ``trace=… span=…`` to a line whose record carries OpenTelemetry ids (`otelTraceID`,
-    `otelSpanID`: the attribute names of OpenTelemetry's logging instrumentation, which the app
-    sets while a span is current)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        trace_id = getattr(record, "otelTraceID", None)
-        if not trace_id or not trace_id.strip("0"):
-            return line
-        return f"{line} trace={trace_id} span={getattr(record, 'otelSpanID', '')}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,12 +27,29 @@ class HostSettings:
     task_hub: str = DEFAULT_TASK_HUB
     max_concurrent_entity_functions: int | None = None
     """``durableTask.maxConcurrentEntityFunctions``; None: the extension's default."""
+    max_concurrent_orchestrator_functions: int | None = None
+    """``durableTask.maxConcurrentOrchestratorFunctions``; None: the extension's default."""
+    storage_provider: str = "azurestorage"
+    """``durableTask.storageProvider.type``, lower case (Azure Storage when absent)."""
     max_concurrent_activity_functions: int | None = None
     """``durableTask.maxConcurrentActivityFunctions``; None: the extension's default (10 per core)."""
     function_timeout: float | None = DEFAULT_FUNCTION_TIMEOUT
     """``functionTimeout`` in seconds (None: unbounded, ``-1``); Flex Consumption's default when absent."""
     mcp_instructions: str | None = None  # extensions.mcp.instructions, sent to MCP clients
     mcp_anonymous: bool = False  # extensions.mcp.system.webhookAuthorizationLevel == "Anonymous"
+
+    @property
+    def entity_batches_at_once(self) -> int:
+        """How many entity batches run at once on one instance.
+
+        On the Azure Storage backend the Durable extension runs an entity of an out-of-process
+        app (Python's) as an orchestration work item, so ``maxConcurrentOrchestratorFunctions``
+        caps its batches; on the other backends ``maxConcurrentEntityFunctions`` does. Either
+        defaults to 10 per core, as the extension's default for a dedicated plan.
+        """
+        configured = (self.max_concurrent_orchestrator_functions if self.storage_provider == "azurestorage"
+                      else self.max_concurrent_entity_functions)
+        return configured or 10 * (os.cpu_count() or 1)
 
     @classmethod
     def load(cls, project_dir: pathlib.Path) -> HostSettings:
@@ -58,6 +75,10 @@ class HostSettings:
             hub = os.environ.get(hub[1:-1], DEFAULT_TASK_HUB)
         entities = _positive(durable, "maxConcurrentEntityFunctions", path)
         activities = _positive(durable, "maxConcurrentActivityFunctions", path)
+        orchestrators = _positive(durable, "maxConcurrentOrchestratorFunctions", path)
+        provider = _obj(durable.get("storageProvider")).get("type") or "AzureStorage"
+        if not isinstance(provider, str):
+            raise DevHostError(f"{path}: storageProvider.type must be a string")
         timeout = _function_timeout(data.get("functionTimeout"), path)
         mcp = _obj(extensions.get("mcp"))
         instructions = mcp.get("instructions")
@@ -65,6 +86,8 @@ class HostSettings:
         return cls(route_prefix=prefix.strip("/"), task_hub=hub,
                    max_concurrent_entity_functions=entities,
                    max_concurrent_activity_functions=activities,
+                   max_concurrent_orchestrator_functions=orchestrators,
+                   storage_provider=provider.lower(),
                    function_timeout=timeout,
                    mcp_instructions=instructions if isinstance(instructions, str) else None,
                    mcp_anonymous=isinstance(level, str) and level.lower() == "anonymous")

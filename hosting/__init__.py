@@ -2,7 +2,6 @@
 orchestration helpers, and `Extension` for an app's own routes and orchestrators)."""
 
 from ._app import build_app
-from ._entity import OPERATIONS, AgentEntity
 from ._errors import (
     PROBLEMS,
     AgentRunFailed,
@@ -13,16 +12,17 @@ from ._errors import (
     RunConflict,
 )
 from ._extensions import Extension, Handler, parse_body
-from ._http import ApiSettings
 from ._ids import ENTITY_PREFIX, entity_name
-from ._models import Problem, RunRequestBody, RunResultBody, WholeNumber
-from ._openapi import openapi_document
 from ._orchestration import AgentHandle, get_agent
-from ._problems import json_response
-from ._requests import MAX_BODY_BYTES, check_id
-from ._routes import BAD_REQUEST, UNAVAILABLE, Operation, Param, RouteSpec
-from ._routes import Response as RouteResponse
+from ._settings import ApiSettings
 from ._telemetry import configure_telemetry, with_trace_context
+from .entity._entity import OPERATIONS, AgentEntity
+from .http._models import Problem, RunRequestBody, RunResultBody, WholeNumber
+from .http._openapi import openapi_document
+from .http._problems import json_response
+from .http._requests import MAX_BODY_BYTES, check_id
+from .http._routes import BAD_REQUEST, UNAVAILABLE, Operation, Param, RouteSpec
+from .http._routes import Response as RouteResponse
 
 __all__ = [
     "BAD_REQUEST",

@@ -12,24 +12,29 @@ import azure.functions as func
 
 from agents import Agent, AgentConfigurationError
 
-from ._entity import AgentEntity
-from ._entity_batch import guarded_batch
 from ._extensions import Extension
-from ._history_api import history
-from ._http import Api, ApiSettings, Handler, guarded
-from ._http_v2 import Request, Response, serve
+from ._handlers import Handler
 from ._ids import entity_name
-from ._lifecycle import register_lifecycle
-from ._openapi import openapi_document
-from ._problems import json_response
-from ._routes import AGENT_ROUTES, RouteSpec
-from ._sessions import SessionsApi
+from ._settings import ApiSettings
 from ._telemetry import configure_telemetry, traced_http
-from ._ttl import ttl_for
 from .archive import policy_from_env
+from .client._binding import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
+from .entity._batch import guarded_batch
+from .entity._entity import AgentEntity
+from .http._answers import Answers
+from .http._api import Api, guarded
+from .http._edge import Request, Response, check_init_indexing, serve
+from .http._history import history
+from .http._openapi import openapi_document
+from .http._problems import json_response
+from .http._routes import AGENT_ROUTES, RouteSpec
+from .http._sessions import SessionsApi
+from .http._sse import RunStreams
+from .lifecycle._register import register_lifecycle
+from .lifecycle._ttl import ttl_for
 from .mcp import McpTools, register_mcp_tools
-from .streams import RunStreams, StreamStore, stream_store_from_env
+from .streams import StreamStore, stream_store_from_env
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
@@ -95,15 +100,13 @@ def _register_http(
     route = f"/{route_prefix}/{spec.route}" if route_prefix else f"/{spec.route}"
     wrapped = traced_http(route, guarded(handler))
     function: Any
-    # The Functions HTTP streaming types (hosting/_http_v2.py): what streams in Azure streams locally.
+    # The Functions HTTP streaming types (hosting/http/_edge.py): what streams in Azure streams locally.
     # `context` (the invocation's, with the host's W3C trace context) is passed by the worker to
     # functions that declare it. The worker refuses to load a function whose `context` annotation
     # is anything but azure.functions.Context (not even Optional), hence no default here.
     if spec.needs_client:
 
-        async def with_client(
-            req: Request, client: df.DurableOrchestrationClient, context: func.Context
-        ) -> Any:
+        async def with_client(req: Request, client: BoundClient, context: func.Context) -> Any:
             return await serve(wrapped, req, client, max_body_bytes, context)
 
         with_client.__name__ = spec.function
@@ -111,11 +114,11 @@ def _register_http(
         # streaming protocol from the request parameter's type.
         with_client.__annotations__ = {
             "req": Request,
-            "client": df.DurableOrchestrationClient,
+            "client": BoundClient,
             "context": func.Context,
             "return": Response,
         }
-        function = app.durable_client_input(client_name="client")(with_client)
+        function = durable_client_input(app, with_client)
     else:
 
         async def without_client(req: Request, context: func.Context) -> Any:
@@ -136,7 +139,7 @@ def _register_entity(app: df.DFApp, agent: Agent, settings: ApiSettings, streams
 
     entity_function.__name__ = "entity_" + agent.name.replace("-", "_")
     # What `app.entity_trigger` declares (the same entityTrigger binding), with the SDK's batch
-    # handler guarded: a batch the SDK itself fails still answers its runs (hosting._entity_batch).
+    # handler guarded: a batch the SDK itself fails still answers its runs (hosting.entity._batch).
     handle = guarded_batch(entity, df.Entity.create(entity_function))
     decorated = app.generic_trigger(arg_name="context", type="entityTrigger", entity_name=entity.name)(handle)
     app.function_name(entity.name)(decorated)
@@ -161,18 +164,21 @@ def build_app(
     `DURABLE_AGENTS_MCP_TOOLS` overrides it (docs/mcp.md).
 
     Raises `AgentConfigurationError` for an agent that cannot be hosted or an extension whose
-    agents are missing or whose function names clash (at startup, not on the first request).
+    agents are missing or whose function names clash, and `HostingConfigurationError` when the
+    app setting `PYTHON_ENABLE_INIT_INDEXING` is not 1 (every HTTP function is declared with the
+    HTTP streams types, which need it); at startup, not on the first request.
     """
     agents = list(agents)
     _check_agents(agents)
     _check_extensions(agents, extensions)
     _check_settings(agents)
+    check_init_indexing()
     configure_telemetry()
     settings = settings or ApiSettings()
     app = df.DFApp(http_auth_level=func.AuthLevel.FUNCTION)
-    api = Api(agents, settings)
     store = stream_store_from_env()
-    api.streams = RunStreams(api, store)
+    answers = Answers(settings)
+    api = Api(agents, settings, answers, RunStreams(answers, {a.name: a for a in agents}, store))
     specs = list(AGENT_ROUTES) + [spec for extension in extensions for spec in extension.routes]
     document = json.dumps(
         openapi_document(specs, route_prefix=settings.route_prefix, agent_names=[a.name for a in agents])
@@ -187,8 +193,8 @@ def build_app(
         "agent_run_stream": api.streams.get,
         "agent_session": api.session,
         "agent_session_reset": api.session_reset,
-        "agent_sessions": SessionsApi(api).list,
-        "agent_session_history": lambda req, client: history(api, req, client),
+        "agent_sessions": SessionsApi(api.agents, settings).list,
+        "agent_session_history": lambda req, client: history(api.agents, req, client),
         "agents_list": api.list_agents,
         "health": api.health,
         "openapi": openapi,
@@ -210,5 +216,5 @@ def build_app(
     for agent in agents:
         _register_entity(app, agent, settings, store)
     register_lifecycle(app)
-    register_mcp_tools(app, agents, mcp_tools)
+    register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes)
     return app

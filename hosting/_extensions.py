@@ -15,10 +15,10 @@ import azure.functions as func
 from pydantic import BaseModel, ValidationError
 
 from ._handlers import Handler
-from ._http import ApiSettings
-from ._problems import validation_problem
-from ._requests import parse_json_object
-from ._routes import RouteSpec
+from ._settings import ApiSettings
+from .http._problems import validation_problem
+from .http._requests import parse_json_object
+from .http._routes import RouteSpec
 
 M = TypeVar("M", bound=BaseModel)
 

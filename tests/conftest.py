@@ -20,6 +20,10 @@ os.environ["DURABLE_AGENTS_ALLOW_MODEL_REQUESTS"] = "0"
 # only min(32, CPUs + 4); a turn waiting on its model holds its thread.
 os.environ.setdefault("PYTHON_THREADPOOL_THREAD_COUNT", "300")
 
+# As local.settings.sample.json and Azure set it: build_app refuses to start without it (the HTTP
+# streams types need it); hosts the tests start as subprocesses inherit it.
+os.environ["PYTHON_ENABLE_INIT_INDEXING"] = "1"
+
 # A developer's shell may export a real model's settings; the suite must behave the same there as
 # on CI, so every test starts from "no model configured" and sets what it needs.
 for _name in [n for n in os.environ if n.startswith(("OPENAI_", "AZURE_OPENAI_", "DURABLE_AGENTS_STREAM_"))]:

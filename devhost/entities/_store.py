@@ -220,6 +220,12 @@ class EntityStore:
                         " state = excluded.state, last_operation_at = excluded.last_operation_at",
                         (entity_id, name, key, state, now),
                     )
+            else:
+                # Any operation is activity, as the Durable extension counts it (the entity query's
+                # lastOperationTime, which idle expiry reads), not only one that changed the state.
+                conn.execute(
+                    "UPDATE entity_states SET last_operation_at = ? WHERE entity_id = ?", (now, entity_id)
+                )
             conn.executemany("DELETE FROM entity_messages WHERE seq = ?", [(s,) for s in consumed])
             conn.executemany(
                 "INSERT OR REPLACE INTO entity_results (request_id, entity_id, is_error, result,"

@@ -1,5 +1,6 @@
 """The app's functions: their index (from the worker's metadata), route templates, HTTP triggers, keys."""
 
+from ..worker import list_functions
 from ._http_trigger import KEY_ENV, HttpDispatcher, key_matches, to_aiohttp
 from ._index import (
     AppModel,
@@ -8,7 +9,6 @@ from ._index import (
     NamedFunction,
     ensure_importable,
     index_metadata,
-    list_functions,
     load_app,
 )
 from ._routes import RouteTemplate, compile_route, sort_key

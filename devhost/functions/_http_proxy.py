@@ -16,11 +16,16 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from multidict import CIMultiDict
 
 from .._problems import problem
 from ..worker import FunctionFailed, InvocationRequest, WorkerDied, invocation
 
 INVOCATION_ID_HEADER = "x-ms-invocation-id"
+# How long the invocation's own answer may lag behind its finished response. The runtime answers
+# right after the function's response; one whose request its HTTP server answered itself (a path
+# its router refuses, before the function runs) never answers at all, and must not hold this.
+SETTLE_SECONDS = 5.0
 # Hop-by-hop headers (RFC 9110 7.6.1) and what the forwarder sets itself.
 _NOT_FORWARDED = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
@@ -38,11 +43,14 @@ class HttpProxy:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            # No total timeout: a stream lasts as long as the function writes it.
+            # No total timeout: a stream lasts as long as the function writes it. A connection per
+            # request: the worker's server closes idle connections after a few seconds, and a pooled
+            # one it closed just as it was reused would fail a request it never saw (a loopback
+            # connection costs far less than the invocation).
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
                 auto_decompress=False,
-                connector=aiohttp.TCPConnector(limit=0, force_close=False),
+                connector=aiohttp.TCPConnector(limit=0, force_close=True),
             )
         return self._session
 
@@ -53,7 +61,8 @@ class HttpProxy:
     async def forward(
         self, request: web.Request, body: bytes, worker: Any, call: InvocationRequest
     ) -> web.StreamResponse:
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
+        # A multidict: a header the client sent twice (Cookie, X-Forwarded-For) reaches it twice.
+        headers = CIMultiDict((k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED)
         headers[INVOCATION_ID_HEADER] = call.invocation_id
         headers["X-Forwarded-Host"] = request.host
         headers["X-Forwarded-Proto"] = request.scheme
@@ -92,8 +101,14 @@ class HttpProxy:
 
     async def _settle(self, invoked: asyncio.Future[Any], call: InvocationRequest) -> None:
         """The invocation's own answer (its failure is logged; the response has gone out)."""
+        done, _ = await asyncio.wait({invoked}, timeout=SETTLE_SECONDS)
+        if not done:
+            invoked.cancel()
+            self._log.warning("invocation %s sent no answer %.0f s after its response; not waiting for it",
+                              call.invocation_id, SETTLE_SECONDS)
+            return
         try:
-            invocation.returned(await invoked)
+            invocation.returned(invoked.result())
         except FunctionFailed as exc:
             self._log.error("invocation %s failed: %s\n%s", call.invocation_id, exc.message, exc.stack_trace)
         except WorkerDied as exc:

@@ -94,21 +94,6 @@ def load_app(target: Any) -> Any:
     return module
 
 
-def list_functions(app: Any) -> list[Any]:
-    """``app.get_functions()``, callable more than once.
-
-    The FunctionApp records the names it returned and refuses a second call as duplicates (the
-    worker indexes an app once); the host, its orchestration engine and tests all index the same
-    app, so the record is set aside for each call and put back.
-    """
-    saved = getattr(app, "functions_bindings", None)
-    app.functions_bindings = None
-    try:
-        return list(app.get_functions())
-    finally:
-        app.functions_bindings = saved
-
-
 def index_metadata(functions: Iterable[RpcFunctionMetadata]) -> AppModel:
     """Index the functions the worker reported (its ``FunctionMetadataResponse``) by trigger type."""
     model = AppModel()

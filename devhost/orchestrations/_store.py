@@ -258,13 +258,6 @@ class OrchestrationStore:
         )
         return int(cur.lastrowid or 0)
 
-    def get_work(self, work_id: int) -> WorkItem | None:
-        row = self.conn.execute(
-            "SELECT id, instance_id, execution_id, task_id, kind, payload FROM orch_work WHERE id = ?",
-            (work_id,),
-        ).fetchone()
-        return WorkItem(row[0], row[1], row[2], row[3], row[4], json.loads(row[5])) if row else None
-
     def all_work(self, instance_id: str | None = None) -> list[WorkItem]:
         sql = "SELECT id, instance_id, execution_id, task_id, kind, payload FROM orch_work"
         args: tuple[Any, ...] = ()
@@ -277,10 +270,3 @@ class OrchestrationStore:
     def remove_work(self, work_id: int) -> bool:
         """Delete a work row; False when it is gone (its instance moved on or was purged)."""
         return self.conn.execute("DELETE FROM orch_work WHERE id = ?", (work_id,)).rowcount > 0
-
-    def clear_work(self, instance_id: str) -> list[int]:
-        ids = [
-            r[0] for r in self.conn.execute("SELECT id FROM orch_work WHERE instance_id = ?", (instance_id,))
-        ]
-        self.conn.execute("DELETE FROM orch_work WHERE instance_id = ?", (instance_id,))
-        return ids

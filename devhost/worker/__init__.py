@@ -14,6 +14,7 @@ from ._pool import (
     process_count,
     script_spec,
 )
+from ._runtime import list_functions
 from ._topology import TOPOLOGY_ENV, Group, Topology, group_for, groups_of, topology_from
 from ._workers import INIT_INDEXING_ENV, Workers
 
@@ -38,6 +39,7 @@ __all__ = [
     "group_for",
     "groups_of",
     "invocation",
+    "list_functions",
     "process_count",
     "script_spec",
     "topology_from",

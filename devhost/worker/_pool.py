@@ -131,6 +131,18 @@ async def _initialise(worker: Any, spec: WorkerSpec) -> list[RpcFunctionMetadata
     return list(metadata.function_metadata_results or [])
 
 
+async def _invoke(worker: Any, request: InvocationRequest) -> InvocationResponse:
+    """One invocation on ``worker``, counted while in flight (the group picks the least busy)."""
+    worker.in_flight += 1
+    try:
+        answer = await worker.request(StreamingMessage(invocation_request=request))
+    finally:
+        worker.in_flight -= 1
+    if answer.invocation_response is None:
+        raise WorkerDied(f"{worker.name} answered an invocation with {answer!r}")
+    return answer.invocation_response
+
+
 class ProcessWorker:
     """One ``python -m devhost.worker`` process and its socket pair."""
 
@@ -195,17 +207,14 @@ class ProcessWorker:
         except (ConnectionError, OSError) as exc:
             self._requests.waiting.pop(message.request_id, None)
             raise WorkerDied(f"{self.name} (pid {self.pid}) is gone: {exc}") from exc
-        return await future
+        try:
+            return await future
+        finally:
+            # Answered, or abandoned by its caller (cancelled): either way nothing waits for it now.
+            self._requests.waiting.pop(message.request_id, None)
 
     async def invoke(self, request: InvocationRequest) -> InvocationResponse:
-        self.in_flight += 1
-        try:
-            answer = await self.request(StreamingMessage(invocation_request=request))
-        finally:
-            self.in_flight -= 1
-        if answer.invocation_response is None:
-            raise WorkerDied(f"{self.name} answered an invocation with {answer!r}")
-        return answer.invocation_response
+        return await _invoke(self, request)
 
     def kill(self) -> None:
         """SIGKILL, as a crash would (tests)."""
@@ -255,13 +264,7 @@ class InProcessWorker:
         return await self._handlers.handle(message)
 
     async def invoke(self, request: InvocationRequest) -> InvocationResponse:
-        self.in_flight += 1
-        try:
-            answer = await self.request(StreamingMessage(invocation_request=request))
-        finally:
-            self.in_flight -= 1
-        assert answer.invocation_response is not None
-        return answer.invocation_response
+        return await _invoke(self, request)
 
     async def stop(self) -> None:
         self.exited.set()

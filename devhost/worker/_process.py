@@ -19,6 +19,7 @@ import socket
 import sys
 import traceback
 
+from .._logs import TraceIdFormatter
 from . import _channel
 from ._messages import RpcException, StatusResult, StreamingMessage
 from ._runtime import RuntimeHandlers
@@ -88,10 +89,10 @@ def main(argv: list[str] | None = None) -> None:
     for entry in reversed(json.loads(args.sys_path)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    logging.basicConfig(
-        level=os.environ.get("DEVHOST_WORKER_LOG_LEVEL", "INFO"),
-        format=f"%(asctime)s %(levelname).1s [{args.name}] %(message)s", datefmt="%H:%M:%S",
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TraceIdFormatter(f"%(asctime)s %(levelname).1s [{args.name}] %(message)s",
+                                          datefmt="%H:%M:%S"))
+    logging.basicConfig(level=os.environ.get("DEVHOST_WORKER_LOG_LEVEL", "INFO"), handlers=[handler])
     # The runtime logs each invocation at INFO, the model client each call; the host already
     # logs each request and entity operation.
     for name in ("azure.functions", "httpx", "httpx2", "mcp"):

@@ -92,7 +92,9 @@ class RuntimeHandlers:
         try:
             load_binding_registry()
             directory = envelope.request.worker_init_request.function_app_directory  # type: ignore[union-attr]
-            results, _ = process_indexed_function(protos, registry, _functions_of(self._app), directory)
+            functions = list_functions(self._app)
+            _decide_http_streams(functions)
+            results, _ = process_indexed_function(protos, registry, functions, directory)
             handle_event._metadata_result = results
             if http_v2.HttpV2Registry.http_v2_enabled():
                 capabilities[HTTP_URI] = http_v2.initialize_http_server(self._properties["host"])
@@ -110,8 +112,48 @@ class RuntimeHandlers:
         )
 
 
-def _functions_of(app: Any) -> list[Any]:
-    """``app.get_functions()``, callable more than once (the FunctionApp refuses a second call)."""
+def _decide_http_streams(functions: list[Any]) -> None:
+    """Whether the runtime serves HTTP streams, as a worker process loading this app alone decides.
+
+    The runtime decides it once per process, from whether an HTTP streams extension was ever
+    imported there; in a process that hosts several app objects one after another (a test run),
+    that would carry one app's choice over to the next. Here it follows this app's own HTTP
+    functions: streams exactly when one takes the extension's request type.
+    """
+    from azure_functions_runtime.http_v2 import HttpV2Registry
+
+    try:
+        import azurefunctions.extensions.base as ext_base
+    except ImportError:
+        ext_base = None
+    uses = ext_base is not None and any(_takes_stream_request(f, ext_base) for f in functions)
+    HttpV2Registry._http_v2_enabled_checked = True
+    HttpV2Registry._http_v2_enabled = uses
+    HttpV2Registry._ext_base = ext_base if uses else None
+
+
+def _takes_stream_request(function: Any, ext_base: Any) -> bool:
+    import json
+    import typing
+
+    for raw in function.get_raw_bindings():
+        binding = json.loads(raw)
+        if binding.get("type") == "httpTrigger":
+            try:
+                hints = typing.get_type_hints(function.get_user_function())
+            except Exception:  # an annotation that does not resolve is not the request type
+                return False
+            return bool(ext_base.RequestTrackerMeta.check_type(hints.get(binding.get("name"))))
+    return False
+
+
+def list_functions(app: Any) -> list[Any]:
+    """``app.get_functions()``, callable more than once.
+
+    The FunctionApp records the names it returned and refuses a second call as duplicates (the
+    worker indexes an app once); an in-process worker indexes the app again at each start, and
+    tests list the same app's functions, so the record is set aside for each call and put back.
+    """
     saved = getattr(app, "functions_bindings", None)
     app.functions_bindings = None
     try:

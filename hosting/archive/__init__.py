@@ -5,7 +5,7 @@ Blob Storage), the entity's archiving and the readers of long histories. See doc
 from ._azure import AzureBlobChunkStore, BlobConnection
 from ._default import default_archive
 from ._history import CRASH_ENV, HistoryArchive, SessionHistory
-from ._pages import CURSOR_PATTERN, Cursor, Page, archived_run, counts, history_page, state_archive
+from ._pages import CURSOR_PATTERN, Cursor, Page, archived_run, history_page
 from ._settings import policy_from_env, store_from_env
 from ._store import ChunkStore, FileChunkStore, chunk_path, epoch_prefix, session_prefix
 
@@ -22,12 +22,10 @@ __all__ = [
     "SessionHistory",
     "archived_run",
     "chunk_path",
-    "counts",
     "default_archive",
     "epoch_prefix",
     "history_page",
     "policy_from_env",
     "session_prefix",
-    "state_archive",
     "store_from_env",
 ]

@@ -35,13 +35,15 @@ from state import (
 )
 
 from .._loop import run_sync
+from ..stored import StoredDocument
 from ._store import ChunkStore, chunk_path, delete_prefix, epoch_prefix, session_prefix
 
 log = logging.getLogger("hosting.archive")
 
 CRASH_ENV = "DURABLE_AGENTS_CRASH_AT"
-"""Test hook: `archive-before-chunk` or `archive-after-chunk` kills the process (SIGKILL) at that
-point of archiving, as a power cut would."""
+"""Test hook: `archive-before-chunk` or `archive-after-chunk` kills the process group (SIGKILL) at
+that point of archiving, as a power cut would: the worker and the host that started it (the tests
+start the host in a session of its own)."""
 
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 
@@ -49,8 +51,8 @@ DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 def crash_point(name: str) -> None:
     """Kill the process here when the test hook names this point."""
     if os.environ.get(CRASH_ENV) == name:
-        log.warning("crash point %s: killing the process", name)
-        os.kill(os.getpid(), signal.SIGKILL)
+        log.warning("crash point %s: killing the process group", name)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 class HistoryArchive:
@@ -188,8 +190,7 @@ class SessionHistory:
         self._archive = archive
         self._entity = entity
         self._key = key
-        raw = state.to_document()["data"].get("archive")
-        self._state_archive: Mapping[str, Any] | None = raw if isinstance(raw, Mapping) else None
+        self._state_archive: Mapping[str, Any] | None = StoredDocument.of_state(state).archive
 
     async def entries(self) -> list[Any]:
         """Every archived entry, oldest first."""

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._results import StoredRun
+from ..stored import StoredDocument, StoredRun
 from ._history import HistoryArchive
 
 CURSOR_PATTERN = r"^(0|[1-9][0-9]{0,11})(\.[0-9]{8}-[0-9a-f]{64})?$"
@@ -44,27 +44,18 @@ class Page:
     total: int
 
 
-def counts(document: Mapping[str, Any]) -> tuple[int, int]:
-    """(entries in all, entries archived) of a checked state document."""
-    data = document.get("data") or {}
-    archive = data.get("archive")
-    archived = archive["archivedEntries"] if isinstance(archive, dict) else 0
-    return archived + len(data.get("conversationHistory") or ()), archived
-
-
 async def history_page(
     archive: HistoryArchive,
     entity: str,
     key: str,
-    document: Mapping[str, Any],
+    document: StoredDocument,
     cursor: Cursor | None,
     limit: int,
 ) -> Page:
     """One page of a session's history (a checked state document). A cursor past the end is
     clamped to the end; a missing or corrupt chunk raises `state.HistoryUnavailable`."""
-    data = document.get("data") or {}
-    history = data.get("conversationHistory") or []
-    total, archived = counts(document)
+    history = document.history
+    total, archived = document.counts()
     before = total if cursor is None else min(cursor.before, total)
     start = max(0, before - limit)
     entries: list[Mapping[str, Any]] = []
@@ -76,7 +67,7 @@ async def history_page(
             entries.append(history[index - archived])
             index -= 1
             continue
-        holder = await archive.chunk_holding(entity, key, data["archive"], index, hint)
+        holder = await archive.chunk_holding(entity, key, document.archive or {}, index, hint)
         hint = holder.ref.name
         while index >= max(start, holder.ref.first):
             entries.append(holder.entries[index - holder.ref.first])
@@ -88,31 +79,24 @@ async def history_page(
     return Page(entries, Cursor(start, holder.ref.name if holder is not None else hint), total)
 
 
-def state_archive(document: Any) -> Mapping[str, Any] | None:
-    """`data.archive` of a (checked) state document, or None."""
-    data = document.get("data") if isinstance(document, Mapping) else None
-    archive = data.get("archive") if isinstance(data, Mapping) else None
-    return archive if isinstance(archive, Mapping) else None
-
-
 async def archived_run(
     archive: HistoryArchive,
     entity: str,
     key: str,
-    state_archive: Mapping[str, Any] | None,
+    document: StoredDocument,
     correlation_id: str,
 ) -> StoredRun | None:
     """A finished run whose entries were archived (its record is among the state's archived
-    runs, `data.archive.runs`), read from its chunks; None when the state has no record of it."""
-    record = state_archive.get("runs", {}).get(correlation_id) if state_archive is not None else None
-    if not isinstance(record, Mapping) or state_archive is None:
+    runs), read from its chunks; None when the state has no record of it."""
+    record = document.archived_run(correlation_id)
+    if record is None or document.archive is None:
         return None
-    response = await _archived_entry(archive, entity, key, state_archive, record["responseIndex"])
-    request_index = record.get("requestIndex")
+    state_archive = document.archive
+    response = await _archived_entry(archive, entity, key, state_archive, record.response_index)
     request = None
-    if request_index is not None:
-        request = dict(await _archived_entry(archive, entity, key, state_archive, request_index))
-    return StoredRun(correlation_id, request, dict(response), record.get("requestHash"))
+    if record.request_index is not None:
+        request = dict(await _archived_entry(archive, entity, key, state_archive, record.request_index))
+    return StoredRun(correlation_id, request, dict(response), record.request_hash)
 
 
 async def _archived_entry(

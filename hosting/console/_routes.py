@@ -7,7 +7,7 @@ styles, not JSON, and holds no data (the page calls the documented API with the 
 
 from __future__ import annotations
 
-from .._routes import Operation, Response, RouteSpec
+from ..http._routes import Operation, Response, RouteSpec
 
 CONSOLE_ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec(

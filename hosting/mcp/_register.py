@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +11,10 @@ import azure.functions as func
 
 from agents import Agent
 
+from .._settings import max_session_bytes_from_env
+from ..client._binding import BoundClient, durable_client_input
+from ..client._submit import Submitter
+from ..lifecycle._sweeper import sweepers_of
 from ._config import McpTools, ToolSpec, chosen_agents, tool_spec, wait_seconds_from_env
 from ._tool import AgentTool
 
@@ -17,14 +22,14 @@ TRIGGER_TYPE = "mcpToolTrigger"
 """The binding type of the Azure Functions MCP extension's tool trigger."""
 
 
-def _register(app: df.DFApp, agent: Agent, spec: ToolSpec, wait_seconds: float) -> None:
-    tool = AgentTool(agent, spec, wait_seconds)
+def _register(app: df.DFApp, agent: Agent, spec: ToolSpec, wait_seconds: float, submitter: Submitter) -> None:
+    tool = AgentTool(agent, spec, wait_seconds, submitter)
 
-    async def mcp_tool(context: str, client: df.DurableOrchestrationClient) -> str:
+    async def mcp_tool(context: str, client: BoundClient) -> str:
         return await tool(context, client)
 
     mcp_tool.__name__ = spec.function_name
-    function: Any = app.durable_client_input(client_name="client")(mcp_tool)
+    function: Any = durable_client_input(app, mcp_tool)
     # generic_trigger, not the library's mcp_tool_trigger decorator: the same binding JSON, and it
     # works with every azure-functions release the app allows (>= 1.24).
     function = app.generic_trigger(
@@ -39,12 +44,18 @@ def _register(app: df.DFApp, agent: Agent, spec: ToolSpec, wait_seconds: float) 
     app.function_name(spec.function_name)(function)
 
 
-def register_mcp_tools(app: df.DFApp, agents: Sequence[Agent], mcp_tools: McpTools) -> list[ToolSpec]:
-    """Add one MCP tool trigger per chosen agent (see `chosen_agents`); returns their specs."""
+def register_mcp_tools(
+    app: df.DFApp, agents: Sequence[Agent], mcp_tools: McpTools, max_session_bytes: int | None = None
+) -> list[ToolSpec]:
+    """Add one MCP tool trigger per chosen agent (see `chosen_agents`); returns their specs.
+    `max_session_bytes`: the app's session limit (`ApiSettings.max_session_bytes`)."""
     wait_seconds = wait_seconds_from_env()
+    limit = max_session_bytes_from_env() if max_session_bytes is None else max_session_bytes
+    # Every hosted agent's sweepers, as the HTTP API starts them: the app may be reached only here.
+    submitter = Submitter(limit, logging.getLogger("hosting.mcp"), sweepers_of([a.name for a in agents]))
     specs = []
     for agent in chosen_agents(agents, mcp_tools):
         spec = tool_spec(agent)
-        _register(app, agent, spec, wait_seconds)
+        _register(app, agent, spec, wait_seconds, submitter)
         specs.append(spec)
     return specs

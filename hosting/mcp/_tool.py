@@ -20,15 +20,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import azure.durable_functions as df
 
 from agents import Agent, InputMessage, InvalidTurnRequest, TurnRequest
 
 from .._errors import ProblemCode, ProblemError
-from .._ids import entity_name, new_session_id
-from .._requests import check_id
-from .._results import result_from_stored
-from .._waiting import read_session, state_problem, unreadable, wait_for_run
+from .._ids import new_session_id
+from .._settings import max_session_bytes_from_env
+from ..client._binding import DurableClient
+from ..client._outcome import RunOutcome
+from ..client._submit import Submission, Submitter
+from ..client._waiting import wait_for_run
+from ..http._refusals import refusal
+from ..http._requests import check_id
+from ..lifecycle._sweeper import sweepers_of
 from ._config import QUERY, SESSION_ID, ToolSpec
 
 log = logging.getLogger("hosting.mcp")
@@ -131,12 +135,16 @@ def parse_call(context: Any) -> ToolCall:
 class AgentTool:
     """The tool trigger function's body for one agent (called with the context and the client)."""
 
-    def __init__(self, agent: Agent, spec: ToolSpec, wait_seconds: float) -> None:
+    def __init__(
+        self, agent: Agent, spec: ToolSpec, wait_seconds: float, submitter: Submitter | None = None
+    ) -> None:
         self.agent = agent
         self.spec = spec
         self.wait_seconds = wait_seconds
+        self.submitter = submitter or Submitter(max_session_bytes_from_env(), log, sweepers_of([agent.name]))
+        """How a call's turn is sent: the same checks and sweeper start as `POST .../run`."""
 
-    async def __call__(self, context: Any, client: df.DurableOrchestrationClient) -> str:
+    async def __call__(self, context: Any, client: DurableClient) -> str:
         try:
             call = parse_call(context)
         except ProblemError as problem:
@@ -162,18 +170,23 @@ class AgentTool:
                 **ids,
             )
 
-    async def _run(self, call: ToolCall, client: df.DurableOrchestrationClient) -> str:
+    def _refuse(self, outcome: RunOutcome, session_id: str, correlation_id: str) -> None:
+        limit = self.submitter.max_session_bytes
+        problem = refusal(outcome, self.agent.name, session_id, correlation_id, limit)
+        if problem is not None:
+            raise problem
+
+    async def _run(self, call: ToolCall, client: DurableClient) -> str:
         agent = self.agent.name
-        entity_id = df.EntityId(entity_name(agent), call.session_id)
-        correlation_id = call.request.correlation_id
-        if not call.new_session:
-            snapshot = await read_session(client, entity_id)
-            reason = state_problem(snapshot.document) if snapshot.exists else None
-            if reason is not None:
-                raise unreadable(agent, call.session_id, reason)
-        await client.signal_entity(entity_id, "run", call.request.to_json())
-        log.info("mcp %s session %s correlation %s signalled", agent, call.session_id, correlation_id)
-        run = await wait_for_run(
+        submission = Submission(self.agent, call.session_id, call.request, fresh_session=call.new_session)
+        entity_id, correlation_id = submission.entity_id, submission.correlation_id
+        prepared = await self.submitter.prepare(client, submission)
+        self._refuse(prepared.outcome, call.session_id, correlation_id)
+        await self.submitter.send(client, submission)
+        watch = self.submitter.after_send(client, prepared)
+        if watch is not None:
+            await watch()
+        outcome = await wait_for_run(
             client,
             entity_id,
             agent=agent,
@@ -182,15 +195,16 @@ class AgentTool:
             timeout=self.wait_seconds,
             state_checked=not call.new_session,
         )
+        self._refuse(outcome, call.session_id, correlation_id)
         ids = {"session_id": call.session_id, "correlation_id": correlation_id}
-        if run is None:
+        if outcome.run is None:
             return error_result(
                 f"the {agent} agent is still working after {self.wait_seconds:g} s; the answer will be "
                 f"stored in session {call.session_id} (run {correlation_id})",
                 status="pending",
                 **ids,
             )
-        result = result_from_stored(run)
+        result = outcome.run.result()
         if result.error is not None:
             return error_result(
                 f"the {agent} agent could not answer: {result.error.code}: {result.error.message}",

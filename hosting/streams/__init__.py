@@ -1,7 +1,8 @@
 """Live, resumable event streams of durable turns (SSE), on a stream store (Redis or SQLite).
 
 See docs/streaming.md. The entity publishes a run's events (`RunEvents`); HTTP readers replay and
-follow them (`RunStreams`); `stream_store_from_env()` picks the backend from the settings.
+follow them (`hosting.http.RunStreams`); `stream_store_from_env()` picks the backend from the
+settings.
 """
 
 from ._admission import start_run
@@ -16,7 +17,6 @@ from ._settings import (
     stream_store_from_env,
 )
 from ._sqlite import SqliteStreamStore
-from ._sse import EVENT_STREAM, RunStreams, resume_after, sse_frame, wants_event_stream
 from ._store import (
     DEFAULT_RETENTION_SECONDS,
     RETENTION_ENV,
@@ -36,7 +36,6 @@ from ._store import (
 
 __all__ = [
     "DEFAULT_RETENTION_SECONDS",
-    "EVENT_STREAM",
     "PATH_ENV",
     "REDIS_CLUSTER_ENV",
     "REDIS_ENTRA_ENV",
@@ -50,7 +49,6 @@ __all__ = [
     "EntraIdCredentials",
     "RunClaim",
     "RunEvents",
-    "RunStreams",
     "SqliteStreamStore",
     "StreamConflict",
     "StreamEvent",
@@ -58,10 +56,7 @@ __all__ = [
     "StreamStore",
     "StreamStoreUnavailable",
     "default_stream_path",
-    "resume_after",
     "retention_from_env",
-    "sse_frame",
     "start_run",
     "stream_store_from_env",
-    "wants_event_stream",
 ]

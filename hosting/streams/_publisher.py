@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from agents import TurnEvent, TurnEventSink, failure
+from agents import TurnEvent, TurnEventSink, TurnResult, failure
 
 from .._loop import run_sync
 from ._store import RUN_COMPLETED, RUN_FAILED, RUN_RESTARTED, RUN_STARTED, StreamEvent, StreamKey, StreamStore
@@ -139,15 +139,5 @@ class RunEvents:
 
     def fail(self, code: str, message: str) -> None:
         """Close the stream with a failure the turn could not record (the operation raised)."""
-        error = failure(code, message)
-        self.finish(
-            {
-                "correlationId": self.key.correlation_id,
-                "status": "failed",
-                "text": "",
-                "messages": [],
-                "usage": None,
-                "structured": None,
-                "error": error.model_dump(mode="json"),
-            }
-        )
+        failed = TurnResult(self.key.correlation_id, "failed", error=failure(code, message))
+        self.finish(failed.to_json())

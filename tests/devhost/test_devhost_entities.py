@@ -346,3 +346,48 @@ async def test_a_batch_past_function_timeout_fails_every_operation_and_restarts_
         assert exists and json.loads(text or "null")["log"] == ["kept", "after"]
     finally:
         await server.stop()
+
+
+async def test_an_operation_that_changes_nothing_still_counts_as_activity(host: LocalHost) -> None:
+    """The entity query's lastOperationTime moves with every operation, as the extension's does:
+    idle expiry reads it, so a session only read from is not idle."""
+    gateway = host.entities
+    assert gateway is not None
+    assert (await gateway.call("@counter@active", "add", 1))[0]
+    [first] = (await gateway.list_entities("counter", fetch_state=True, after=("counter", "acti")))[:1]
+    assert first["entityId"]["key"] == "active"
+    await asyncio.sleep(0.05)
+    # "fail" raises inside the entity: the operation fails and the state is left as it was.
+    assert not (await gateway.call("@counter@active", "fail", "x"))[0]
+    [second] = (await gateway.list_entities("counter", fetch_state=True, after=("counter", "acti")))[:1]
+    assert second["state"] == first["state"]
+    assert second["lastOperationTime"] > first["lastOperationTime"]
+
+
+@pytest.mark.parametrize(("provider", "cap"), [("AzureStorage", 2), ("azureManaged", 4)])
+async def test_the_backend_decides_which_setting_caps_entity_batches(
+    tmp_path: pathlib.Path, provider: str, cap: int
+) -> None:
+    """On Azure Storage an out-of-process entity batch is an orchestration work item, so
+    maxConcurrentOrchestratorFunctions caps them; on the Durable Task Scheduler,
+    maxConcurrentEntityFunctions does."""
+    durable = {"storageProvider": {"type": provider}, "maxConcurrentOrchestratorFunctions": 2,
+               "maxConcurrentEntityFunctions": 4}
+    host_json = {"version": "2.0", "extensions": {"durableTask": durable}}
+    (tmp_path / "host.json").write_text(json.dumps(host_json))
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="")
+    await server.start()
+    try:
+        gateway = server.entities
+        assert gateway is not None and server.entity_concurrency == cap
+        marker = tmp_path / "started.txt"
+        calls = [
+            gateway.call(f"@counter@cap{i}", "slow_append", {"sleep": 1.5, "item": i, "marker": str(marker)})
+            for i in range(6)
+        ]
+        running = asyncio.gather(*calls)
+        await asyncio.sleep(1.0)  # the first batches are sleeping; the rest wait for a slot
+        assert marker.read_text().count("started") == cap
+        assert all(ok for ok, _ in await running)
+    finally:
+        await server.stop()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
+import time
 
 import aiohttp
 import pytest
@@ -254,3 +256,31 @@ def test_route_params_round_trip(parts: list[tuple[bool, str]]) -> None:
     route = compile_route("/".join(template))
     assert route.match("/".join(path)) == expected
     assert route.match("/".join([*path, "extra"])) is None
+
+
+async def test_a_path_the_runtimes_http_server_refuses_does_not_hold_the_connection(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The runtime's HTTP streams server (FastAPI) answers a path segment holding an encoded
+    newline itself, before the function runs, so the invocation never answers: the host sends that
+    answer on and stops waiting, and the next request on the same connection is served."""
+    server = LocalHost("stream_app", tmp_path / "d", project_dir=tmp_path, function_key="")
+    await server.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        started = time.monotonic()
+        for path in ("/api/echo/a%0Ab", "/api/echo/fine"):
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+            await writer.drain()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            body = await asyncio.wait_for(reader.readexactly(length), 20)
+            if path.endswith("fine"):
+                assert head.startswith(b"HTTP/1.1 200") and body == b"fine"
+            else:
+                assert head.startswith(b"HTTP/1.1 404") and body == b'{"detail":"Not Found"}'
+        assert time.monotonic() - started < 15
+        writer.close()
+    finally:
+        await server.stop()

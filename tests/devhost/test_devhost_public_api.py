@@ -43,10 +43,11 @@ def test_subpackage_public_names() -> None:
         "list_functions", "load_app", "sort_key", "to_aiohttp",
     ]
     assert sorted(devhost.worker.__all__) == [
-        "FunctionFailed", "Group", "INIT_INDEXING_ENV", "InProcessWorker", "InvocationRequest",
+        "FunctionFailed", "FunctionTimedOut", "Group", "INIT_INDEXING_ENV", "InProcessWorker",
+        "InvocationRequest",
         "InvocationResponse", "PROCESS_COUNT_ENV", "ProcessWorker", "RpcFunctionMetadata", "TOPOLOGY_ENV",
         "Topology", "TypedData", "WorkerDied", "WorkerGroup", "WorkerSpec", "Workers", "group_for",
-        "groups_of", "invocation", "process_count", "script_spec", "topology_from",
+        "groups_of", "invocation", "list_functions", "process_count", "script_spec", "topology_from",
     ]
     assert sorted(devhost.orchestrations.__all__) == [
         "EntityRuntime", "OrchestrationEngine", "RuntimeStatus", "TERMINAL_STATUSES",

@@ -100,7 +100,7 @@ class HostProcess:
         env.update(self.extra_env)
         return env
 
-    def start(self, timeout: float = 30.0) -> HostProcess:
+    def start(self, timeout: float = 60.0) -> HostProcess:
         """Spawn the host and return once it answers its anonymous health route's neighbour."""
         self.port = free_port()
         with open(self.log_path, "ab") as out:
@@ -111,6 +111,9 @@ class HostProcess:
                 env=self.env(),
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                # A process group of its own: the host and its worker processes, which a test's
+                # crash point kills together, as a power cut stops a whole instance.
+                start_new_session=True,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

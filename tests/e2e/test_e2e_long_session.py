@@ -303,7 +303,7 @@ async def test_reset_and_delete_remove_the_chunks_after_commit(
 
         await eventually_true(lambda: gone("to-reset"), "the reset session's chunks to go")
         await eventually_true(lambda: gone("to-delete"), "the deleted session's chunks to go")
-        tombstone = session.stored("to-delete")  # run ids only (hosting._deleted), no content
+        tombstone = session.stored("to-delete")  # run ids only (hosting.stored), no content
         assert tombstone is not None and "deletedAt" in tombstone and "<turn" not in tombstone
         assert json.loads(tombstone)["data"]["conversationHistory"] == []
         assert (await client.get(f"/api/agents/{AGENT}/sessions/to-delete")).status == 404

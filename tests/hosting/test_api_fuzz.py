@@ -26,6 +26,7 @@ import json
 import os
 import pathlib
 import re
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -202,7 +203,11 @@ def _fuzz_operation(
         case.validate_response(response, checks=checks, headers=KEY)
         status = response.status_code
         assert status < 500, f"{operation.label}: {status} {response.text[:300]}"
-        if 400 <= status < 500:
+        if 400 <= status < 500 and _runtime_not_found(case, status, response.content):
+            # Documented in the OpenAPI document: the Python runtime's HTTP streams server answers a
+            # path segment holding a control character itself, before the app runs (in Azure too).
+            _assert_rejection_left_state(host.db_path, before, operation.label, status)
+        elif 400 <= status < 500:
             content_type = (response.headers.get("content-type") or [""])[0]
             problem = check_problem(status, content_type, response.content)
             if mode is GenerationMode.POSITIVE and status in (400, 413, 415):
@@ -213,6 +218,13 @@ def _fuzz_operation(
             _assert_rejection_left_state(host.db_path, before, operation.label, status)
 
     run()
+
+
+def _runtime_not_found(case: Any, status: int, body: bytes) -> bool:
+    """The runtime's HTTP server's own 404, for a path parameter with a control character only."""
+    values = [urllib.parse.unquote(str(v)) for v in (case.path_parameters or {}).values()]
+    odd_path = any(ch < " " or ch == "\x7f" for v in values for ch in v)
+    return odd_path and status == 404 and body == b'{"detail":"Not Found"}'
 
 
 def test_every_documented_operation_survives_generated_requests(

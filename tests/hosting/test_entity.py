@@ -339,3 +339,39 @@ def test_a_tombstone_expires_one_ttl_after_the_delete(
     gone = run_batch(app, ENTITY, "s-ttl", json.dumps(aged), [("expire", None)])
     assert gone.results[0].value["expired"] is True
     assert gone.exists is False
+
+
+def test_a_run_parses_the_stored_state_once(
+    app: df.DFApp, model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A session a reset left marks in (data.discardedRuns): the run reads them from the state it
+    # loaded, not by parsing the stored text again for each mark.
+    import hosting.entity._context as context_module
+    import hosting.stored._document as document_module
+    import hosting.stored._marks as marks_module
+
+    model.script(Reply.text("x"), Reply.text("y"))
+    first = run_batch(app, ENTITY, "s-parse", None, [("run", run_op("hi", "old"))])
+    reset = run_batch(app, ENTITY, "s-parse", first.state, [("reset", None)])
+    assert reset.state is not None and json.loads(reset.state)["data"]["discardedRuns"] == ["old"]
+    parses: list[str] = []
+    real_load = context_module.load_state
+
+    def counted_load(text: str) -> AgentState:
+        parses.append("load_state")
+        return real_load(text)
+
+    class CountedJson:
+        @staticmethod
+        def loads(text: Any) -> Any:
+            parses.append("json.loads")
+            return json.loads(text)
+
+        dumps = staticmethod(json.dumps)
+
+    monkeypatch.setattr(context_module, "load_state", counted_load)
+    monkeypatch.setattr(document_module, "json", CountedJson)
+    monkeypatch.setattr(marks_module, "json", CountedJson)
+    out = run_batch(app, ENTITY, "s-parse", reset.state, [("run", run_op("again", "new"))])
+    assert out.results[0].value["status"] == "succeeded"
+    assert parses == ["load_state"]

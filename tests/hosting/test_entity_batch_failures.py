@@ -1,5 +1,5 @@
 """A batch the Durable SDK itself fails still answers its runs: each `run` is recorded as a failed
-turn `internal_error` (hosting._entity_batch), through the JSON batch protocol."""
+turn `internal_error` (hosting.entity._batch), through the JSON batch protocol."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from state import AgentRequest, AgentState, ChatMessage, TextContent, dump_state
 
 ENTITY = "dafx-assistant"
 LIMIT = 6000
-RECORD_HEADROOM = 64 * 1024  # hosting._entity.RECORD_HEADROOM_BYTES, as documented
+RECORD_HEADROOM = 64 * 1024  # hosting.entity._entity.RECORD_HEADROOM_BYTES, as documented
 BIG_REPLY = "y" * 1200
 
 _SCHEMAS = {
@@ -264,6 +264,35 @@ def test_the_limit_defaults_under_one_mib_and_reads_the_environment(monkeypatch:
 
 
 # -- HTTP ----------------------------------------------------------------------------------------
+
+
+async def test_an_mcp_call_on_a_full_session_is_refused_before_anything_is_sent(
+    api: Api, host: Any, model: ModelServer, model_server: ModelServer
+) -> None:
+    # The same check as `POST .../run` (one submit path): an MCP call that cannot fit is an error
+    # result at once, and nothing is recorded (no refusal piling up in the session).
+    session = "mcp-full"
+    for turn in range(20):
+        model.script(Reply.text(BIG_REPLY))
+        answer = await api.post(
+            "api/agents/assistant/run", json_body={"message": f"turn {turn}", "session_id": session}
+        )
+        if answer.status != 200:
+            break
+    else:
+        raise AssertionError("the session never reached its limit")
+    before = await stored_state(host, "assistant", session)
+    calls = len(model.requests)
+    tools = build_app(
+        make_agents(model_server), mcp_tools=["assistant"], settings=ApiSettings(max_session_bytes=LIMIT)
+    )
+    tool = next(f for f in tools.get_functions() if f.get_function_name() == "mcptool_assistant")
+    context = json.dumps({"arguments": {"query": "one more " * 120, "session_id": session}})
+    reply = json.loads(await tool.get_user_function()(context=context, client=host.client_binding()))
+    result = json.loads(reply["content"])
+    assert result["isError"] and result["structuredContent"]["code"] == "session_too_large"
+    assert await stored_state(host, "assistant", session) == before
+    assert len(model.requests) == calls
 
 
 async def test_a_waiting_run_on_a_full_session_is_a_409_at_once(api: Api, model: ModelServer) -> None:

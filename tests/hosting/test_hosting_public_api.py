@@ -143,12 +143,10 @@ def test_archive_subpackage_all_is_pinned() -> None:
         "SessionHistory",
         "archived_run",
         "chunk_path",
-        "counts",
         "default_archive",
         "epoch_prefix",
         "history_page",
         "policy_from_env",
         "session_prefix",
-        "state_archive",
         "store_from_env",
     ]

@@ -8,7 +8,7 @@ from typing import Any
 import azure.functions as func
 import pytest
 
-from hosting._http import guarded
+from hosting.http._api import guarded
 
 
 async def test_unexpected_error_log_has_no_query(caplog: pytest.LogCaptureFixture) -> None:

@@ -15,6 +15,7 @@ from agents import AgentConfigurationError, InputMessage, TurnRequest
 from agents.testing import ModelServer, Reply
 from hosting import ApiSettings, ProblemError, build_app
 from hosting._errors import HostingConfigurationError
+from hosting.lifecycle._names import sweeper_instance
 from hosting.mcp import (
     MCP_TOOLS_ENV,
     MCP_WAIT_ENV,
@@ -197,3 +198,20 @@ async def test_a_turn_longer_than_the_wait_answers_pending(
     await drained(host, "assistant", structured["session_id"])
     stored = json.loads(await stored_state(host, "assistant", structured["session_id"]))
     assert stored["data"]["runs"][structured["correlation_id"]]["status"] == "succeeded"
+
+
+async def test_a_call_that_creates_a_session_starts_the_expiry_sweepers(
+    mcp_app: df.DFApp, host: Any, model: ModelServer
+) -> None:
+    # An app reached only through MCP must expire its sessions too: the tool's first call on a new
+    # session makes sure the agents' sweepers run, as `POST .../run` does.
+    model.script(Reply.text("Hi."))
+    binding = host.client_binding()
+    client = df.DurableOrchestrationClient(binding)
+    before = await client.get_status(sweeper_instance("assistant"))
+    assert before.runtime_status is None  # a fresh host: no sweeper yet
+    answer = await call(mcp_app, "assistant", {"query": "hi"}, binding)
+    assert answer["isError"] is False
+    status = await client.get_status(sweeper_instance("assistant"))
+    started = (df.OrchestrationRuntimeStatus.Running, df.OrchestrationRuntimeStatus.Pending)
+    assert status.runtime_status in started

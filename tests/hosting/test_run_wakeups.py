@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from hosting._read_pacing import (
+from hosting._wakeup import session_operation, session_running, session_topic, start_waiter, waiter
+from hosting.client._pacing import (
     FIRST_DELAY,
     MAX_DELAY,
     POLL_DELAY,
@@ -19,7 +20,6 @@ from hosting._read_pacing import (
     ReadPacer,
     read_pacer,
 )
-from hosting._wakeup import session_operation, session_running, session_topic, start_waiter, waiter
 
 
 async def test_an_operation_ending_on_another_thread_wakes_its_sessions_waiters_only() -> None:

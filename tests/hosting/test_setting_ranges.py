@@ -57,12 +57,12 @@ def test_settings_in_range_start_the_app(model: ModelServer, monkeypatch: pytest
 async def test_a_failure_after_the_signal_still_answers_the_run_ids(
     api: Api, model: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import hosting._http
+    import hosting.http._api
 
     async def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug after the turn was sent")
 
-    monkeypatch.setattr(hosting._http, "wait_for_run", broken)
+    monkeypatch.setattr(hosting.http._api, "wait_for_run", broken)
     model.script(Reply.text("done anyway"))
     answer = await api.post("/api/agents/assistant/run", json_body={"message": "hi"})
     # The turn was sent: a retry without its ids would run it again in a new session.

@@ -10,15 +10,14 @@ import pytest
 
 import hosting.streams as streams
 from hosting._errors import HostingConfigurationError
+from hosting.http._sse import heartbeat_from_env
 from hosting.streams import SqliteStreamStore, retention_from_env, stream_store_from_env
 from hosting.streams._redis import RedisStreamStore
-from hosting.streams._sse import heartbeat_from_env
 
 
 def test_all_is_pinned() -> None:
     assert sorted(streams.__all__) == [
         "DEFAULT_RETENTION_SECONDS",
-        "EVENT_STREAM",
         "EntraIdCredentials",
         "PATH_ENV",
         "REDIS_CLUSTER_ENV",
@@ -31,7 +30,6 @@ def test_all_is_pinned() -> None:
         "RUN_STARTED",
         "RunClaim",
         "RunEvents",
-        "RunStreams",
         "SqliteStreamStore",
         "StreamConflict",
         "StreamEvent",
@@ -40,12 +38,9 @@ def test_all_is_pinned() -> None:
         "StreamStoreUnavailable",
         "TERMINAL_TYPES",
         "default_stream_path",
-        "resume_after",
         "retention_from_env",
-        "sse_frame",
         "start_run",
         "stream_store_from_env",
-        "wants_event_stream",
     ]
     for name in streams.__all__:
         assert getattr(streams, name) is not None

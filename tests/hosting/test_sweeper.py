@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from hosting._sweeper import MAX_INTERVAL, MIN_INTERVAL, sweep_interval, sweeper_instance
+from hosting.lifecycle._names import sweeper_instance
+from hosting.lifecycle._sweeper import MAX_INTERVAL, MIN_INTERVAL, sweep_interval
 
 
 def test_a_sweep_comes_every_twentieth_of_the_ttl_within_bounds() -> None:

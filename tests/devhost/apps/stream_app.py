@@ -17,3 +17,8 @@ async def peek(req: Request) -> PlainTextResponse:
 @app.route(route="size", methods=["POST"])
 async def size(req: Request) -> PlainTextResponse:
     return PlainTextResponse(str(len(await req.body())))
+
+
+@app.route(route="echo/{word}", methods=["GET"])
+async def echo_word(req: Request) -> PlainTextResponse:
+    return PlainTextResponse(req.path_params["word"])

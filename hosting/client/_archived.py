@@ -1,0 +1,22 @@
+"""Runs whose entries were archived, as the durable-client side finds them (from the chunks)."""
+
+from __future__ import annotations
+
+from .._ids import entity_name
+from ..archive import HistoryArchive, archived_run, default_archive
+from ..stored import StoredDocument, StoredRun
+
+
+async def find_archived_run(
+    agent: str,
+    session_id: str,
+    document: StoredDocument,
+    correlation_id: str,
+    archive: HistoryArchive | None = None,
+) -> StoredRun | None:
+    """A finished run of the session whose entries were archived, or None. Raises
+    `state.HistoryUnavailable` when its chunk cannot be read."""
+    if not document.is_archived_run(correlation_id):
+        return None
+    store = archive or default_archive()
+    return await archived_run(store, entity_name(agent), session_id, document, correlation_id)

@@ -1,0 +1,119 @@
+"""When a caller waiting for a run reads the session's state again.
+
+Three cases, from what this process knows (`hosting._wakeup`):
+
+* an operation of the session just ended here (the entity wrapper woke us): its batch is
+  committed within milliseconds, so re-read after `SETTLE_DELAY`, doubling;
+* an operation of the session is running here: its end will wake us, so only a safety read every
+  `RUNNING_DELAY` (a slow model costs one read per waiting request every 5 s, not ten a second);
+  an operation starting here during a pause turns that pause into such a wait;
+* nothing known (the turn is still queued, or the entity runs in another process or instance):
+  poll, `FIRST_DELAY` doubling to `POLL_DELAY`, and from then on at most a quarter of the time
+  waited so far, up to `MAX_DELAY`: a run finished elsewhere is seen at most 25 % (and 1 s) of
+  its duration late, and a long wait costs a few reads a second instead of ten. A caller that
+  has just sent the turn itself first waits `SENT_DELAY` (a turn that was only just queued is
+  not done within a few milliseconds; one that starts here ends that pause).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterator
+
+from .._wakeup import session_running, session_topic, start_waiter, waiter
+
+FIRST_DELAY = 0.004
+"""Seconds before the first re-read after a signal (nothing known about the entity)."""
+POLL_DELAY = 0.1
+"""Gap between reads, once doubled up to it, until a quarter of the time waited is longer."""
+MAX_DELAY = 1.0
+"""Cap of the gap between reads while polling."""
+RUNNING_DELAY = 5.0
+"""Gap of the safety read while an operation of the session runs here (its end wakes us)."""
+SENT_DELAY = POLL_DELAY
+"""The first pause of a caller that has just sent the turn (`ReadPacer.sent`)."""
+SETTLE_DELAY = 0.001
+"""Seconds before the re-read after the entity woke us (the host commits just after)."""
+WAITED_SHARE = 0.25
+"""A gap of polling is at most this share of the time waited so far (once past `POLL_DELAY`)."""
+
+
+class ReadPacer:
+    """The pauses between the reads of one wait for a run of the session `topic`."""
+
+    def __init__(self, topic: str, woken: asyncio.Event, started: asyncio.Event) -> None:
+        self.topic = topic
+        self.woken = woken
+        self.operation_started = started
+        self.started = time.monotonic()
+        self.delay = FIRST_DELAY / 2
+        self.settling = False
+        self.just_sent = False
+
+    def sent(self) -> None:
+        """This caller has just sent the turn: the first pause is `SENT_DELAY`, not a poll."""
+        self.just_sent = True
+
+    def reading(self) -> None:
+        """Call just before each read: a wakeup from now on means there is news after it."""
+        if self.woken.is_set():
+            self._settle()
+        self.woken.clear()
+
+    def _settle(self) -> None:
+        # An operation of the session ended here: the host commits its batch right after.
+        self.settling = True
+        self.delay = SETTLE_DELAY / 2
+
+    def next_delay(self) -> float:
+        """Seconds until the next read (see the module docstring for the three cases)."""
+        if self.woken.is_set():
+            self._settle()  # it ended during the read
+        elif not self.settling and session_running(self.topic):
+            return RUNNING_DELAY  # its end wakes us; this read is only a safety net
+        elif self.just_sent:
+            self.just_sent = False
+            return SENT_DELAY
+        self.delay = min(self.delay * 2, POLL_DELAY)
+        if self.delay >= POLL_DELAY:
+            # Settled without finding the run (another run of the session ended), or polling.
+            self.settling = False
+            elapsed = time.monotonic() - self.started
+            self.delay = min(max(POLL_DELAY, elapsed * WAITED_SHARE), MAX_DELAY)
+        return self.delay
+
+    async def pause(self, remaining: float) -> None:
+        """Wait until the next read is due (or a wakeup comes), at most `remaining` seconds."""
+        now = time.monotonic()
+        end = now + remaining
+        delay = min(self.next_delay(), remaining)
+        if self.woken.is_set():
+            await asyncio.sleep(delay)
+            return
+        self.operation_started.clear()
+        due = now + delay
+        while (left := due - time.monotonic()) > 0:
+            ended = asyncio.ensure_future(self.woken.wait())
+            started = asyncio.ensure_future(self.operation_started.wait())
+            try:
+                await asyncio.wait((ended, started), timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                ended.cancel()
+                started.cancel()
+            if self.woken.is_set() or not self.operation_started.is_set():
+                return  # news, or the read is due
+            # An operation of the session started here: its end wakes us; until then only the
+            # safety read is due.
+            self.operation_started.clear()
+            due = min(max(due, time.monotonic() + RUNNING_DELAY), end)
+
+
+@contextlib.contextmanager
+def read_pacer(entity_name: str, key: str) -> Iterator[ReadPacer]:
+    """The pacer of one wait for a run of the session `entity_name@key`, woken by its operations
+    ending in this process for the `with` block."""
+    topic = session_topic(entity_name, key)
+    with waiter(topic) as woken, start_waiter(topic) as started:
+        yield ReadPacer(topic, woken, started)

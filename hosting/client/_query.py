@@ -1,0 +1,79 @@
+"""The Durable extension's entity query, called over the durable client binding's `rpcBaseUrl`.
+
+The Python durable client has no entity query, so this calls the extension's own HTTP API
+(`GET entities/{name}?fetchState=..&top=N[&lastOperationTimeTo=T]`, the continuation token in the
+`x-ms-continuation-token` header both ways), the endpoint the .NET client's `ListEntitiesAsync`
+is served by. The sessions list (hosting.http._sessions) and the expiry sweeper (hosting.lifecycle._sweeper)
+both page through it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import aiohttp
+
+from .._errors import HostingError
+from ._binding import BoundClient, DurableClient
+
+CONTINUATION_HEADER = "x-ms-continuation-token"
+
+
+class NoQueryEndpoint(HostingError):
+    """The durable client binding carries no `rpcBaseUrl`: the entity query cannot be called."""
+
+
+class ContinuationRefused(HostingError):
+    """The durable backend refused a continuation token (it may have expired)."""
+_QUERY_TIMEOUT_SECONDS = 30.0
+
+
+def rpc_base_url(client: Any) -> str | None:
+    """The base URL of the extension's HTTP API the durable client `client` is bound to (its
+    binding's `rpcBaseUrl`, hosting.client._binding), or None when the binding carries none."""
+    return client.rpc_base_url if isinstance(client, BoundClient) else None
+
+
+def entity_key(item: dict[str, Any]) -> str | None:
+    """The key (session id) of one entity query item, or None when the item has none."""
+    entity = item.get("entityId")
+    key = entity.get("key") if isinstance(entity, dict) else None
+    return key if isinstance(key, str) else None
+
+
+async def query_entities(
+    client: DurableClient,
+    entity: str,
+    *,
+    top: int,
+    continuation: str | None = None,
+    fetch_state: bool = False,
+    operated_before: datetime | None = None,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of the entities named `entity` (the extension's query items: `entityId`,
+    `lastOperationTime`, `state` when fetched), only those last operated on at or before
+    `operated_before` when given, and the backend's token of the next page. Raises
+    `NoQueryEndpoint` and `ContinuationRefused`; the backend's other failures as aiohttp's."""
+    base = rpc_base_url(client)
+    if base is None:
+        raise NoQueryEndpoint("the durable client binding carries no rpcBaseUrl to query")
+    query: dict[str, str | int] = {"fetchState": "true" if fetch_state else "false", "top": top}
+    if operated_before is not None:
+        query["lastOperationTimeTo"] = operated_before.astimezone(UTC).isoformat()
+    url = f"{base}entities/{quote(entity, safe='')}?{urlencode(query)}"
+    headers = {CONTINUATION_HEADER: continuation} if continuation else {}
+    timeout = aiohttp.ClientTimeout(total=_QUERY_TIMEOUT_SECONDS)
+    async with aiohttp.ClientSession(timeout=timeout) as session, session.get(url, headers=headers) as resp:
+        if resp.status == 400 and continuation:
+            raise ContinuationRefused(
+                "the durable backend refused the continuation token (it may have expired)"
+            )
+        if resp.status != 200:
+            raise aiohttp.ClientResponseError(
+                resp.request_info, (), status=resp.status, message="entity query failed"
+            )
+        items = await resp.json(content_type=None)
+        next_token = resp.headers.get(CONTINUATION_HEADER) or None
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else [], next_token

@@ -1,0 +1,77 @@
+"""One read of a session through the durable client: whether it exists, its state document
+(parsed JSON), and whether this build can read it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import azure.durable_functions as df
+
+from state import StateError, check_state
+
+from ..stored import StoredDocument
+from ._binding import DurableClient
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One read of a session: whether it exists and its state document (parsed JSON).
+
+    A session a delete left a tombstone of (hosting.stored) does not exist; its `document` is
+    the tombstone and `deleted` is set."""
+
+    exists: bool
+    document: Any
+    deleted: bool = False
+
+    @property
+    def stored(self) -> StoredDocument:
+        """The document, read through the one reader of stored documents."""
+        return StoredDocument(self.document)
+
+
+def state_problem(document: Any) -> str | None:
+    """Why a stored state cannot be used by this build, or None when the entity can read it.
+
+    `state.check_state`: the very check `load_state` applies in the entity, on the parsed
+    document, so the HTTP side refuses exactly what the entity would refuse, at once, instead
+    of letting a client wait for a turn that will never run.
+    """
+    if isinstance(document, Unparsable):
+        return document.reason
+    try:
+        check_state(document)
+    except StateError as error:
+        return str(error)
+    return None
+
+
+@dataclass(frozen=True)
+class Unparsable:
+    """The document of a session whose stored state is not JSON at all (why, in `reason`)."""
+
+    reason: str
+
+
+async def read_session(client: DurableClient, entity_id: df.EntityId) -> Snapshot:
+    """Read a session's entity state once."""
+    try:
+        response = await client.read_entity_state(entity_id)
+    except json.JSONDecodeError as error:
+        # The SDK parses the state it reads: the entity exists, its state is not JSON.
+        reason = f"the state is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        return Snapshot(True, Unparsable(reason))
+    if not response.entity_exists:
+        return Snapshot(False, None)
+    document = response.entity_state
+    if isinstance(document, str | bytes):
+        # Some hosts hand back the raw text instead of the parsed document.
+        try:
+            document = json.loads(document)
+        except ValueError as error:
+            return Snapshot(True, Unparsable(f"the state is not valid JSON: {error}"))
+    if StoredDocument(document).is_tombstone:
+        return Snapshot(False, document, deleted=True)
+    return Snapshot(True, document)

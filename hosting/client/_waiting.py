@@ -1,0 +1,79 @@
+"""Waiting for a run: read the session's entity state until the run is stored.
+
+A signal returns before the entity runs, so the only way to learn the outcome through the durable
+client is to read the entity state. When the entity runs in this process its end wakes the
+caller, which re-reads at once; otherwise the reads back off (`hosting.client._pacing`). Each read
+looks only at the run's two entries via `data.runs`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import azure.durable_functions as df
+
+from state import HistoryUnavailable
+
+from ..stored import unrecorded_run
+from ._archived import find_archived_run
+from ._outcome import PENDING, RunOutcome, SameRequest, finished
+from ._pacing import ReadPacer, read_pacer
+from ._read import DurableClient, read_session, state_problem
+
+
+async def wait_for_run(
+    client: DurableClient,
+    entity_id: df.EntityId,
+    *,
+    agent: str,
+    session_id: str,
+    correlation_id: str,
+    timeout: float,
+    asked: SameRequest | None = None,
+    state_checked: bool = False,
+    pacer: ReadPacer | None = None,
+) -> RunOutcome:
+    """The run's outcome once it has one, or `PENDING` when `timeout` seconds pass first.
+
+    The outcome says when the session's state is unreadable (checked on the first read, unless
+    the caller has just done so: `state_checked`), when the id answered another request, when a
+    reset or delete discarded the run, or when its archived chunk cannot be read. `pacer`: one the
+    caller entered before sending the turn; when the caller marked it `sent` (it sent the turn
+    just now), the first read waits for the pacer's first pause instead of reading a state the
+    turn cannot be in yet.
+    """
+    deadline = time.monotonic() + max(0.0, timeout)
+    checked = state_checked
+    with contextlib.ExitStack() as stack:
+        pace = pacer if pacer is not None else stack.enter_context(read_pacer(entity_id.name, entity_id.key))
+        if pace.just_sent:
+            await pace.pause(max(0.0, deadline - time.monotonic()))
+        while True:
+            pace.reading()
+            snapshot = await read_session(client, entity_id)
+            stored = snapshot.stored
+            if snapshot.exists:
+                if not checked:
+                    # Once per wait: what the entity writes afterwards it could read itself.
+                    reason = state_problem(snapshot.document)
+                    if reason is not None:
+                        return RunOutcome(unreadable=reason)
+                    checked = True
+                run = stored.find_run(correlation_id)
+                if run is None:
+                    # A retry of a run whose entries were archived: answered from its chunk.
+                    try:
+                        run = await find_archived_run(agent, session_id, stored, correlation_id)
+                    except HistoryUnavailable as error:
+                        return RunOutcome(history=error)
+                if run is not None:
+                    return finished(run, asked)
+            # Runs without a record of their own: discarded by a reset or delete, or refused.
+            unrecorded = unrecorded_run(stored, correlation_id, deleted=snapshot.deleted)
+            if unrecorded is not None:
+                return RunOutcome(run=unrecorded.run, discarded=unrecorded if unrecorded.discarded else None)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return PENDING
+            await pace.pause(remaining)

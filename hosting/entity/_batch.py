@@ -1,0 +1,90 @@
+"""The agent entity's function as the Functions host calls it: the Durable SDK's batch handler,
+guarded so that a batch the SDK itself cannot complete still answers every run.
+
+The SDK reports an exception of the entity code per operation, but when the SDK raises (reading
+the batch request, or writing its response) the whole function invocation fails. The Durable
+extension then aborts the batch without committing anything and retries it later, again and
+again (`TaskEntityShim.ExecuteOutOfProcBatch` → `SessionAbortedException`); the local host does
+the same. A run in such a batch would stay `pending` for as long as the failure lasts, and every
+later operation of the session would wait behind it. So when the SDK raises, this wrapper
+answers the batch itself, in the same JSON response format: each `run` is recorded as a failed
+turn `internal_error` in the state (exactly as the entity records a turn that raised, so the
+HTTP side answers it from the stored state, locally and in Azure alike); any other operation
+fails with the error. Only a request that is not even JSON is left to the host's retries.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import azure.functions as func
+from azure.durable_functions.models.entities import EntityState, OperationResult
+
+from agents import failure
+
+from .._errors import InvalidOperation, ProblemCode
+from ._context import batch_outcome, standalone_context, start_operation
+
+if TYPE_CHECKING:
+    from ._entity import AgentEntity
+
+log = logging.getLogger("hosting.entity")
+
+BatchHandler = Callable[[func.EntityContext], str]
+"""An entity function as the Functions worker calls it: the batch request in, the JSON response out.
+
+The worker loads an entity function only when its trigger parameter is unannotated or annotated
+with `azure.functions.EntityContext` (what it passes: the batch request JSON as `body`)."""
+
+
+def guarded_batch(entity: AgentEntity, handle: BatchHandler) -> BatchHandler:
+    """`handle` (the SDK's `Entity.create(...)` handler), answering the batch itself when it raises."""
+
+    def batch(context: func.EntityContext) -> str:
+        try:
+            return handle(context)
+        except Exception as error:
+            log.exception("entity %s: the Durable SDK failed the batch; runs recorded as failed", entity.name)
+            return failed_batch(entity, context, error)
+
+    batch.__name__ = getattr(handle, "__name__", entity.name)
+    return batch
+
+
+def failed_batch(entity: AgentEntity, context: func.EntityContext | str, error: Exception) -> str:
+    """The response to a batch the SDK could not complete: runs recorded as failed on the state as
+    it was before the batch, other operations failed. Raises `error` again when the request
+    cannot be read at all (nothing to answer; the host retries)."""
+    # The worker's EntityContext carries the request JSON as `body`; a host may pass the JSON itself.
+    body: Any = getattr(context, "body", None)
+    try:
+        request = json.loads(body if body is not None else str(context))
+        own = request["self"]
+        operations = list(request["batch"])
+        state = request.get("state")
+        exists = bool(request.get("exists"))
+        sdk_context = standalone_context(str(own["name"]), str(own["key"]), exists, state)
+    except Exception:
+        raise error from None
+    message = f"the entity batch failed in the Durable Functions SDK: {type(error).__name__}: {error}"
+    unfinished = failure(ProblemCode.INTERNAL_ERROR, message)
+    response = EntityState(results=[], signals=[])
+    for operation in operations:
+        started = time.time()
+        result: Any
+        try:
+            name = operation.get("name") if isinstance(operation, dict) else None
+            if name != "run":
+                raise InvalidOperation(message)
+            start_operation(sdk_context, name, operation.get("input"))
+            result, is_error = entity.fail_run(sdk_context, unfinished), False
+        except Exception as operation_error:
+            result, is_error = str(operation_error), True
+        duration = int((time.time() - started) * 1000)
+        response.results.append(OperationResult(is_error, duration, int(started * 1000), result))
+    response.state, response.state_is_raw, response.entity_exists = batch_outcome(sdk_context)
+    return response.to_json_string()

@@ -1,0 +1,266 @@
+"""The durable entity of one hosted agent: one instance per session, operations run/reset/delete/get.
+
+The stored entity state is exactly the text `state.dump_state` wrote. It is handed to the SDK as
+raw JSON text, so what the Durable extension stores (and what dashboards read) is the state
+document itself, and an operation that fails before saving leaves the stored bytes untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from typing import Any
+
+from agents import Agent, FullHistory, InvalidTurnRequest, TurnRequest, TurnResult, failure
+from state import AgentState, TurnFailure, dump_state, load_state
+
+from .._errors import HostingError, InvalidOperation, ProblemCode, RunConflict
+from .._ids import entity_name
+from .._loop import run_sync
+from .._settings import DEFAULT_MAX_SESSION_BYTES, RECORD_HEADROOM_BYTES
+from .._telemetry import traced_entity_run
+from .._wakeup import session_operation
+from ..archive import HistoryArchive, SessionHistory, default_archive
+from ..lifecycle._ttl import now_iso
+from ..stored import (
+    MAX_REFUSED_BYTES,
+    StoredDocument,
+    refused_result,
+    reset_text,
+    revived_text,
+    unrecorded_run,
+    with_refused,
+)
+from ..streams import RunEvents, StreamKey, StreamStore
+from ._archived import answer_archived
+from ._context import (
+    EntityContext,
+    Loaded,
+    cache_load,
+    load,
+    operation_input,
+    store_text,
+    stored_text,
+)
+from ._lifecycle import archive_epoch, delete, expire
+
+log = logging.getLogger("hosting.entity")
+
+OPERATIONS = ("run", "reset", "delete", "get", "expire")
+"""The operations every agent entity understands."""
+
+
+class RunDiscarded(HostingError):
+    """A run id a reset discarded came again: the operation fails, nothing is run or stored."""
+
+
+class AgentEntity:
+    """The entity function of one agent; the SDK calls it once per operation of a batch."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES,
+        archive: HistoryArchive | None = None,
+        streams: StreamStore | None = None,
+    ) -> None:
+        self.agent = agent
+        self.name = entity_name(agent.name)
+        self.max_session_bytes = max_session_bytes
+        self._archive = archive
+        self.streams = streams
+        """Where runs' events are published while they run (hosting.streams); None: not at all."""
+
+    @property
+    def archive(self) -> HistoryArchive:
+        """Where this entity archives older history (the app's default unless one was given)."""
+        if self._archive is None:
+            self._archive = default_archive()
+        return self._archive
+
+    def __call__(self, context: EntityContext) -> None:
+        # Callers waiting in this process for this session wake when the operation ends.
+        with session_operation(self.name, str(context.entity_key)):
+            self._operate(context)
+
+    def _operate(self, context: EntityContext) -> None:
+        operation = context.operation_name
+        if operation == "run":
+            run_input = operation_input(context)
+            key = context.entity_key
+            context.set_result(
+                traced_entity_run(self.name, self.agent.name, key, run_input, lambda: self._run(context))
+            )
+        elif operation == "reset":
+            # The answer names the archive the reset left behind (deleted after this commits).
+            epoch = archive_epoch(context)
+            self._reset(context)
+            context.set_result({"epoch": epoch})
+        elif operation == "delete":
+            delete(context)  # leaves a tombstone of the discarded run ids (hosting.stored)
+        elif operation == "expire":
+            expire(context, self.name, self.agent.name)
+        elif operation == "get":
+            text = stored_text(context)
+            context.set_result(None if text is None else json.loads(text))
+        else:
+            raise InvalidOperation(
+                f"entity {self.name} has no operation {operation!r}; known: {', '.join(OPERATIONS)}"
+            )
+
+    # -- state ------------------------------------------------------------------------------
+
+    def _reset(self, context: EntityContext) -> None:
+        # Load first: a history we cannot read is never replaced, not even by an empty one.
+        old = None
+        if stored_text(context) is not None:
+            old = StoredDocument.of_state(load(context).state)
+        fresh = AgentState.new()
+        fresh.last_activity_at = now_iso()
+        # The new history remembers the ids of the runs it discards (hosting.stored).
+        store_text(context, reset_text(old, fresh))
+        cache_load(context, None)
+
+    # -- run --------------------------------------------------------------------------------
+
+    def fail_run(self, context: EntityContext, error: TurnFailure) -> dict[str, Any]:
+        """Answer the `run` operation in `context` without running it: recorded as a failed turn
+        with `error` (hosting.entity._batch, when the SDK failed the batch), unless it has an
+        answer already."""
+        return self._run(context, unfinished=error)
+
+    def _run(self, context: EntityContext, unfinished: TurnFailure | None = None) -> dict[str, Any]:
+        try:
+            request = TurnRequest.from_json(operation_input(context))
+        except (InvalidTurnRequest, ValueError) as error:
+            raise InvalidOperation(f"invalid input for {self.name} run: {error}") from error
+        loaded = load(context)
+        answer = self._answered(loaded, request, context.entity_key)
+        if answer is not None:
+            return answer
+        # The marks, read from the loaded state itself: the stored text is parsed once.
+        marks = StoredDocument.of_state(loaded.state)
+        unrecorded = unrecorded_run(marks, request.correlation_id) if loaded.text else None
+        if unrecorded is not None and unrecorded.discarded:
+            # A retry of a run a reset or delete discarded: never run again in the new history
+            # (the HTTP side answers 410 run_discarded from the state).
+            cid = request.correlation_id
+            raise RunDiscarded(f"run {cid!r} was discarded by a reset or delete; not run again")
+        if unrecorded is not None:
+            return refused_result(request.correlation_id).to_json()  # answered by its id alone
+        if loaded.text and marks.is_tombstone:
+            # A deleted session's tombstone: a new history starts, still remembering its ids (the
+            # one operation that parses twice: the first turn after a delete).
+            revived = revived_text(marks)
+            loaded = Loaded(revived, load_state(revived))
+        if unfinished is not None:
+            return self._record_failure(context, loaded, request, unfinished)
+        key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
+        events = RunEvents(self.streams, key)
+        try:
+            events.begin()
+            result = self._run_turn(context, loaded, request, events)
+        except Exception as error:
+            # Whatever failed, the run gets a record of its own (hosting.stored): its caller
+            # never waits for an answer that cannot come.
+            log.exception("entity %s@%s run %s failed", self.name, context.entity_key, request.correlation_id)
+            bug = failure(ProblemCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+            with contextlib.suppress(Exception):
+                events.fail(bug.code, bug.message)
+            return self._record_failure(context, loaded, request, bug)
+        events.finish(result)
+        return result
+
+    def _run_turn(
+        self, context: EntityContext, loaded: Loaded, request: TurnRequest, events: RunEvents
+    ) -> dict[str, Any]:
+        stored_bytes = len(loaded.text.encode("utf-8"))
+        asked_bytes = sum(len(m.text.encode("utf-8")) for m in request.messages)
+        if stored_bytes + asked_bytes > self.max_session_bytes:
+            # The turn stores at least the asked text: refuse it before paying for a model call.
+            return self._record_failure(context, loaded, request, self._too_large(stored_bytes + asked_bytes))
+        state = loaded.state
+        cache_load(context, None)  # the turn mutates the object; only a saved one is reused
+        try:
+            older = None
+            if isinstance(self.agent.context, FullHistory):
+                # Only an agent that asks for its full history reads the archive during a turn.
+                older = SessionHistory(self.archive, self.name, context.entity_key, state)
+            result = run_sync(
+                lambda: events.streaming(lambda sink: self.agent.run(state, request, older, on_event=sink))
+            )
+            state.last_activity_at = now_iso()
+            # Older entries move to chunks, stored before this state (which references them).
+            self.archive.settle(self.name, context.entity_key, state)
+            text = dump_state(state)
+        except Exception as error:
+            # A bug, not a model failure (agents records those): answer the run instead of leaving
+            # its caller waiting, on the state as it was before the turn.
+            log.exception("entity %s@%s run %s raised", self.name, context.entity_key, request.correlation_id)
+            bug = failure(ProblemCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+            return self._record_failure(context, loaded, request, bug)
+        size = len(text.encode("utf-8"))
+        if size > self.max_session_bytes:
+            return self._record_failure(context, loaded, request, self._too_large(size))
+        store_text(context, text)
+        cache_load(context, Loaded(text, state))
+        log.info(
+            "entity %s@%s run %s: %s",
+            self.name,
+            context.entity_key,
+            request.correlation_id,
+            result.status,
+        )
+        return result.to_json()
+
+    def _too_large(self, size: int) -> TurnFailure:
+        return failure(
+            ProblemCode.SESSION_TOO_LARGE,
+            f"the session would grow to at least {size} bytes, over its limit of "
+            f"{self.max_session_bytes} bytes (max_session_bytes), so this turn was refused and only "
+            "this failure was recorded; start a new session (or reset this one) to continue",
+        )
+
+    def _record_failure(
+        self, context: EntityContext, loaded: Loaded, request: TurnRequest, error: TurnFailure
+    ) -> dict[str, Any]:
+        """Record `request` as a failed turn on the state as loaded before the turn (a fresh parse:
+        the turn may have changed the live object), save it, and answer the failed result."""
+        state = load_state(loaded.text) if loaded.text else AgentState.new()
+        result = self.agent.record_failure(state, request, error)
+        text = dump_state(state)
+        size = len(text.encode("utf-8"))
+        ceiling = self.max_session_bytes + RECORD_HEADROOM_BYTES - MAX_REFUSED_BYTES
+        if size > ceiling:
+            # Even the record does not fit: keep the run's id only, so it is still answered.
+            log.warning(
+                "entity %s@%s run %s failed (%s) and its record (%d bytes) is over %d: kept by id",
+                self.name, context.entity_key, request.correlation_id, error.code, size, ceiling,
+            )
+            base = loaded.text or dump_state(AgentState.new())
+            store_text(context, with_refused(base, request.correlation_id))
+            cache_load(context, None)
+            return refused_result(request.correlation_id).to_json()
+        store_text(context, text)
+        cache_load(context, Loaded(text, state))
+        log.warning(
+            "entity %s@%s run %s recorded as failed: %s: %s",
+            self.name,
+            context.entity_key,
+            request.correlation_id,
+            error.code,
+            error.message,
+        )
+        return result.to_json()
+
+    def _answered(self, loaded: Loaded, request: TurnRequest, key: str) -> dict[str, Any] | None:
+        """The stored answer when this correlation id was already run (a redelivered signal or a
+        retry); raises `RunConflict` when the id was used for a different request."""
+        record = loaded.state.find_run(request.correlation_id)
+        if record is None:
+            return answer_archived(self.archive, self.name, key, loaded.state, request, self.agent)
+        if not self.agent.same_request(request, record.request_hash, record.request_wire):
+            raise RunConflict(request.correlation_id)
+        result = TurnResult.from_state(loaded.state, request.correlation_id)
+        return None if result is None else result.to_json()

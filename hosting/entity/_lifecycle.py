@@ -1,0 +1,76 @@
+"""Entity operations of a session's lifecycle: which archive a reset or delete leaves behind, and
+idle expiry (`expire`), decided by the entity itself so it can never race a turn: operations
+of one entity run one at a time, so a turn is either before the check (and the session is not
+idle) or after it (and runs on a fresh session)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from state import StateError, archive_info
+
+from ..lifecycle._ttl import due_at, now_iso, ttl_for
+from ..stored import StoredDocument, tombstone_text
+from ._context import EntityContext, cache_load, load, store_text, stored_text
+
+log = logging.getLogger("hosting.entity")
+
+
+def archive_epoch(context: EntityContext) -> str | None:
+    """The epoch of the session's archive (None: nothing archived, no state, or unreadable)."""
+    try:
+        loaded = load(context)
+    except StateError:
+        return None
+    info = archive_info(loaded.state)
+    return None if info is None else info.epoch
+
+
+def _stored_document(context: EntityContext) -> StoredDocument | None:
+    """The stored document (None: no state), from the loaded state when this build can read it,
+    else the stored JSON as it is (a delete still remembers the run ids of a newer writer)."""
+    text = stored_text(context)
+    if text is None:
+        return None
+    try:
+        return StoredDocument.of_state(load(context).state)
+    except StateError:
+        return StoredDocument.parse(text)
+
+
+def delete(context: EntityContext) -> None:
+    """Delete the session: answer `{"epoch"}` of the archive left behind, and leave a tombstone
+    of the discarded run ids (hosting.stored), or nothing when there is nothing to remember."""
+    context.set_result({"epoch": archive_epoch(context)})
+    tombstone = tombstone_text(_stored_document(context), now_iso())
+    cache_load(context, None)
+    if tombstone is None:
+        # destruct_on_exit after set_result: set_result would mark the entity as existing.
+        context.destruct_on_exit()
+        return
+    store_text(context, tombstone)
+
+
+def expire(context: EntityContext, entity: str, agent: str) -> None:
+    """Delete the session when it has been idle for its agent's TTL; answer what happened:
+    `{"expired": true, "epoch"}` or `{"expired": false, "dueAt": RFC 3339 | null}`."""
+    if stored_text(context) is None:
+        context.set_result({"expired": False, "dueAt": None})
+        context.destruct_on_exit()  # asking must not create the session
+        return
+    try:
+        loaded = load(context)
+    except StateError:
+        # An unreadable state is kept as it is, forever; the watcher stops.
+        context.set_result({"expired": False, "dueAt": None})
+        return
+    due = due_at(loaded.state.to_document(), ttl_for(agent))
+    if due is None or due > datetime.now(UTC):
+        context.set_result({"expired": False, "dueAt": None if due is None else due.isoformat()})
+        return
+    info = archive_info(loaded.state)
+    log.info("entity %s@%s expired (idle since %s)", entity, context.entity_key, due)
+    context.set_result({"expired": True, "epoch": None if info is None else info.epoch})
+    context.destruct_on_exit()
+    cache_load(context, None)

@@ -1,0 +1,120 @@
+"""How the API answers a run, from values: a finished run's `TurnResult` becomes the 200 body or
+the problem it failed with, a run not finished yet the 202 (or 200 pending) body. `POST .../run`,
+`GET .../runs/{id}` and the SSE terminal events all render a run through here."""
+
+from __future__ import annotations
+
+import azure.functions as func
+
+from agents import TurnResult
+
+from .._errors import ProblemCode, ProblemError
+from .._settings import ApiSettings
+from ._models import ErrorBody, RunResultBody, TurnResponseBody
+from ._problems import json_response
+from ._requests import CORRELATION_HEADER, SESSION_HEADER
+
+# Failed turns the host recorded itself, not the model, answer with their own problem status:
+# session_too_large a 409 (the request is fine; the session's state conflicts with it: start a new
+# one); internal_error a 500 (our bug; the turn is recorded, so the caller still gets an answer).
+# Any other failure is the model's: a 502 carrying its code.
+_HOST_FAILURES = frozenset({ProblemCode.SESSION_TOO_LARGE, ProblemCode.INTERNAL_ERROR})
+
+
+def response_body(result: TurnResult) -> TurnResponseBody:
+    """The `response` of a run's body: text, messages, usage, structured answer."""
+    return TurnResponseBody(
+        text=result.text,
+        messages=result.messages,
+        usage=result.usage,
+        structured=result.structured,
+    )
+
+
+class Answers:
+    """Renders runs for the API whose settings (public origin, session limit) it is given."""
+
+    def __init__(self, settings: ApiSettings) -> None:
+        self.settings = settings
+
+    def run_location(self, agent: str, session_id: str, correlation_id: str) -> str:
+        """The public URL of a run resource."""
+        return self.settings.url(f"agents/{agent}/sessions/{session_id}/runs/{correlation_id}")
+
+    def answer(self, agent: str, session_id: str, result: TurnResult) -> func.HttpResponse:
+        """The answer to a finished run: 200 with its body, or raises the problem it failed with."""
+        location = self.run_location(agent, session_id, result.correlation_id)
+        headers = {
+            SESSION_HEADER: session_id,
+            CORRELATION_HEADER: result.correlation_id,
+            "Location": location,
+        }
+        error = result.error
+        context = {"agent": agent, "session_id": session_id, "correlation_id": result.correlation_id}
+        if error is not None and error.code in _HOST_FAILURES:
+            raise ProblemError(
+                ProblemCode(error.code),
+                f"session {session_id!r} of agent {agent!r}: {error.message}",
+                headers=headers,
+                retryable=error.retryable,
+                max_session_bytes=self.settings.max_session_bytes,
+                location=location,
+                **context,
+            )
+        if error is not None:
+            # The turn's failure is stored in the history too; the client gets the model's code.
+            raise ProblemError.model_failure(error, headers=headers, location=location, **context)
+        body = RunResultBody(
+            agent=agent,
+            session_id=session_id,
+            correlation_id=result.correlation_id,
+            status="succeeded",
+            response=response_body(result),
+            location=location,
+        )
+        return json_response(body, 200, headers)
+
+    def accepted(self, agent: str, session_id: str, correlation_id: str) -> func.HttpResponse:
+        """202: the run is queued; poll its location."""
+        location = self.run_location(agent, session_id, correlation_id)
+        body = RunResultBody(
+            agent=agent,
+            session_id=session_id,
+            correlation_id=correlation_id,
+            status="pending",
+            location=location,
+        )
+        headers = {
+            "Location": location,
+            "Retry-After": "1",
+            SESSION_HEADER: session_id,
+            CORRELATION_HEADER: correlation_id,
+        }
+        return json_response(body, 202, headers)
+
+    def status(
+        self, agent: str, session_id: str, correlation_id: str, result: TurnResult | None
+    ) -> func.HttpResponse:
+        """The run resource: 200 with the run's status (pending, succeeded or failed)."""
+        location = self.run_location(agent, session_id, correlation_id)
+        headers = {SESSION_HEADER: session_id, CORRELATION_HEADER: correlation_id}
+        if result is None:
+            body = RunResultBody(
+                agent=agent,
+                session_id=session_id,
+                correlation_id=correlation_id,
+                status="pending",
+                location=location,
+            )
+            return json_response(body, 200, {**headers, "Retry-After": "1"})
+        error = result.error
+        body = RunResultBody(
+            agent=agent,
+            session_id=session_id,
+            correlation_id=correlation_id,
+            status="failed" if error else "succeeded",
+            response=response_body(result),
+            error=None if error is None else ErrorBody.model_validate(error.model_dump(mode="json")),
+            location=location,
+        )
+        return json_response(body, 200, headers)

@@ -1,0 +1,347 @@
+"""The HTTP API's handlers: run an agent, read runs and sessions, list agents, health.
+
+Each handler validates everything before it touches an entity, answers errors as problem
+documents, and never answers 500 because a model is slow: a wait that runs out is a 202 with the
+run's location.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import azure.durable_functions as df
+import azure.functions as func
+from starlette.responses import StreamingResponse
+
+from agents import Agent, turn_result
+
+from .._errors import ProblemCode, ProblemError
+from .._handlers import Handler
+from .._ids import entity_name
+from .._settings import ApiSettings
+from ..client._binding import DurableClient
+from ..client._outcome import RunOutcome
+from ..client._pacing import read_pacer
+from ..client._read import state_problem
+from ..client._submit import Submission, Submitter
+from ..client._waiting import wait_for_run
+from ..lifecycle._expiry import reset_or_delete
+from ..lifecycle._sweeper import sweepers_of
+from ..stored import StoredDocument, StoredRun, TurnEntry
+from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
+from ._answers import Answers
+from ._history import with_history
+from ._lookup import existing_session, hosted_agent
+from ._models import (
+    AgentInfo,
+    AgentsBody,
+    ErrorBody,
+    HealthBody,
+    HealthCheck,
+    SessionActionBody,
+    SessionBody,
+    ToolInfo,
+    TurnSummary,
+)
+from ._problems import json_response, problem_response
+from ._refusals import idempotency_conflict, refusal, unreadable
+from ._requests import RunCall, check_id, parse_run
+from ._sse import RunStreams, resume_after, wants_event_stream
+
+log = logging.getLogger("hosting.http")
+
+
+def guarded(handler: Handler) -> Handler:
+    """Turn typed problems into problem responses, and storage outages into 503."""
+
+    async def run(req: func.HttpRequest, client: Any) -> func.HttpResponse | StreamingResponse:
+        try:
+            return await handler(req, client)
+        except ProblemError as problem:
+            return problem_response(problem)
+        except StreamStoreUnavailable as error:
+            log.warning("stream store unavailable: %s", error)
+            retry = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
+            return problem_response(ProblemError(ProblemCode.STORAGE_UNAVAILABLE, str(error), headers=retry))
+        except (TimeoutError, aiohttp.ClientError, ConnectionError) as error:
+            log.warning("durable backend unreachable: %s", error)
+            return problem_response(
+                ProblemError(
+                    ProblemCode.STORAGE_UNAVAILABLE,
+                    f"the durable backend could not be reached: {type(error).__name__}",
+                    headers={"Retry-After": "1"},
+                )
+            )
+        except Exception:
+            # The path only: the query may carry the function key (?code=) or other secrets.
+            log.exception("unexpected error in %s %s", req.method, urlsplit(req.url).path)
+            return problem_response(ProblemError(ProblemCode.INTERNAL_ERROR, "an unexpected error occurred"))
+
+    return run
+
+
+class Api:
+    """The handlers of the agent routes, bound to the hosted agents."""
+
+    def __init__(
+        self, agents: Sequence[Agent], settings: ApiSettings, answers: Answers, streams: RunStreams
+    ) -> None:
+        self.agents: dict[str, Agent] = {a.name: a for a in agents}
+        self.settings = settings
+        self.answers = answers
+        self.streams = streams
+        self.submitter = Submitter(settings.max_session_bytes, log, sweepers_of(list(self.agents)))
+        """Serves `Accept: text/event-stream` (hosting.http._sse)."""
+
+    def _wait_param(self, req: func.HttpRequest) -> float:
+        raw = req.params.get("wait")
+        if raw is None:
+            return 0.0
+        try:
+            # ASCII only, as every number a caller sends: float() also reads other scripts' digits.
+            value = float(raw) if raw.isascii() else -1.0
+        except ValueError:
+            value = -1.0
+        if not 0 <= value <= self.settings.max_poll_wait_seconds or value != value:
+            raise ProblemError(
+                ProblemCode.INVALID_FIELD,
+                f"'wait' must be a number of seconds from 0 to {self.settings.max_poll_wait_seconds:g}",
+                field="wait",
+            )
+        return value
+
+    def _finished(self, agent: str, session_id: str, run: StoredRun) -> func.HttpResponse:
+        return self.answers.answer(agent, session_id, run.result())
+
+    def _refuse(self, outcome: RunOutcome, agent: str, session_id: str, correlation_id: str) -> None:
+        problem = refusal(outcome, agent, session_id, correlation_id, self.settings.max_session_bytes)
+        if problem is not None:
+            raise problem
+
+    # -- routes -----------------------------------------------------------------------------
+
+    async def run(
+        self, req: func.HttpRequest, client: DurableClient
+    ) -> func.HttpResponse | StreamingResponse:
+        """POST agents/{agent}/run"""
+        agent = hosted_agent(self.agents, req)
+        call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
+        signalled = asyncio.Event()
+        try:
+            return await self._run(req, client, agent, call, signalled)
+        except Exception as error:
+            # Once the turn is sent, the caller must get its ids whatever fails next (an outage,
+            # a bug): without them a retry runs the turn again, in a new session. Problems the
+            # handler raises on purpose carry what the caller needs already.
+            if not signalled.is_set() or isinstance(error, ProblemError):
+                raise
+            log.exception(
+                "run %s session %s correlation %s: failed after the turn was sent; answered 202",
+                agent.name, call.session_id, call.correlation_id,
+            )
+            return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
+
+    async def _run(
+        self,
+        req: func.HttpRequest,
+        client: DurableClient,
+        agent: Agent,
+        call: RunCall,
+        signalled: asyncio.Event,
+    ) -> func.HttpResponse | StreamingResponse:
+        streams = self.streams if wants_event_stream(req) else None
+        key = StreamKey(agent.name, call.session_id, call.correlation_id)
+        after = resume_after(req) if streams is not None else 0
+
+        submission = Submission(
+            agent, call.session_id, call.request, fresh_session=call.fresh_session, retry_safe=call.retry_safe
+        )
+        entity_id, asked = submission.entity_id, submission.same_request
+        prepared = await self.submitter.prepare(client, submission)
+        self._refuse(prepared.outcome, agent.name, call.session_id, call.correlation_id)
+        done = prepared.outcome.run
+        if done is not None:
+            if streams is not None:  # a retry attaches to the finished run's stream
+                return await streams.open(client, key, after, prepared.snapshot)
+            return self._finished(agent.name, call.session_id, done)
+
+        async def send() -> None:
+            await self.submitter.send(client, submission)
+            signalled.set()
+
+        with contextlib.ExitStack() as waiting:
+            # A JSON request that waits subscribes to the session's wakeups before it sends the
+            # turn, so the turn's end wakes it even when it comes first, and it need not read the
+            # state right after sending (the turn has barely been queued).
+            waits = call.wait and streams is None
+            pace = waiting.enter_context(read_pacer(entity_id.name, entity_id.key)) if waits else None
+            # Not stored: send the turn, or attach to the pending run with this id (the same checks
+            # for JSON and SSE; hosting/streams/_admission.py).
+            sent = await start_run(
+                self.streams.store,
+                key,
+                RunClaim(agent.request_identity(call.request), live=streams is not None or not call.wait),
+                same=lambda request_hash: asked(request_hash, None),
+                conflict=lambda: idempotency_conflict(agent.name, call.session_id, call.correlation_id),
+                send=send,
+                streamed=streams is not None,
+            )
+            if pace is not None and sent:
+                pace.sent()
+            watch = self.submitter.after_send(client, prepared) if sent else None
+            if streams is not None:
+                # Once the stream's first answer event is out: a sweeper's start then does not
+                # compete with the turn's start for the first token.
+                return streams.attach(client, key, after, then=watch)
+            if watch is not None:
+                await watch()
+            if pace is not None:
+                outcome = await wait_for_run(
+                    client,
+                    entity_id,
+                    agent=agent.name,
+                    session_id=call.session_id,
+                    correlation_id=call.correlation_id,
+                    timeout=self.settings.response_wait_seconds,
+                    asked=asked,
+                    state_checked=True,  # checked above; a session created since is the entity's own
+                    pacer=pace,
+                )
+                self._refuse(outcome, agent.name, call.session_id, call.correlation_id)
+                if outcome.run is not None:
+                    return self._finished(agent.name, call.session_id, outcome.run)
+        return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
+
+    async def run_status(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
+        """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}"""
+        agent = hosted_agent(self.agents, req)
+        session_id = check_id(req.route_params.get("session_id", ""), "session_id")
+        correlation_id = check_id(
+            req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
+        )
+        wait = self._wait_param(req)
+        outcome = await wait_for_run(
+            client,
+            df.EntityId(entity_name(agent.name), session_id),
+            agent=agent.name,
+            session_id=session_id,
+            correlation_id=correlation_id,
+            timeout=wait,
+        )
+        self._refuse(outcome, agent.name, session_id, correlation_id)
+        result = None if outcome.run is None else outcome.run.result()
+        return self.answers.status(agent.name, session_id, correlation_id, result)
+
+    async def session(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
+        """GET / DELETE agents/{agent}/sessions/{session_id}"""
+        agent, session_id, _entity_id, snapshot = await existing_session(self.agents, req, client)
+        if req.method.upper() == "DELETE":
+            archived = snapshot.stored.archive is not None
+            await reset_or_delete(client, agent.name, session_id, "delete", archived)
+            return json_response(
+                SessionActionBody(agent=agent.name, session_id=session_id, status="delete_requested"), 202
+            )
+        reason = state_problem(snapshot.document)
+        if reason is not None:
+            raise unreadable(agent.name, session_id, reason)
+        body = _session_body(agent.name, session_id, snapshot.document)
+        return json_response(with_history(body, self.settings, snapshot.document))
+
+    async def session_reset(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
+        """POST agents/{agent}/sessions/{session_id}/reset"""
+        agent, session_id, _entity_id, snapshot = await existing_session(self.agents, req, client)
+        reason = state_problem(snapshot.document)
+        if reason is not None:
+            raise unreadable(agent.name, session_id, reason)
+        archived = snapshot.stored.archive is not None
+        await reset_or_delete(client, agent.name, session_id, "reset", archived)
+        return json_response(
+            SessionActionBody(agent=agent.name, session_id=session_id, status="reset_requested"), 202
+        )
+
+    async def list_agents(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
+        """GET agents"""
+        infos = [describe_agent(a, self.settings.url(f"agents/{a.name}/run")) for a in self.agents.values()]
+        return json_response(AgentsBody(agents=infos))
+
+    async def health(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
+        """GET health: configuration valid and the durable backend reachable, checked for real."""
+        checks: dict[str, HealthCheck] = {}
+        try:
+            for agent in self.agents.values():
+                agent.validate()
+            checks["configuration"] = HealthCheck(ok=True, detail=f"{len(self.agents)} agents valid")
+        except Exception as error:
+            checks["configuration"] = HealthCheck(ok=False, detail=f"{type(error).__name__}: {error}")
+        probe = df.EntityId(entity_name(next(iter(self.agents))), "health-probe")
+        started = time.perf_counter()
+        try:
+            await asyncio.wait_for(client.read_entity_state(probe), self.settings.health_timeout_seconds)
+            elapsed = (time.perf_counter() - started) * 1000
+            checks["storage"] = HealthCheck(ok=True, detail=f"durable backend answered in {elapsed:.0f} ms")
+        except Exception as error:
+            checks["storage"] = HealthCheck(
+                ok=False, detail=f"durable backend unreachable: {type(error).__name__}: {error}"
+            )
+        try:
+            checks["stream_store"] = HealthCheck(ok=True, detail=await self.streams.store.ping())
+        except StreamStoreUnavailable as error:
+            # A dependency that is down makes the app unhealthy; a stream store that is not
+            # configured (Azure without Redis) only turns streaming off, which the detail says.
+            checks["stream_store"] = HealthCheck(ok=error.retry_after is None, detail=str(error))
+        healthy = all(c.ok for c in checks.values())
+        body = HealthBody(status="healthy" if healthy else "unhealthy", checks=checks)
+        return json_response(body, 200 if healthy else 503)
+
+
+def describe_agent(agent: Agent, run_url: str) -> AgentInfo:
+    """What `GET /api/agents` says about one agent."""
+    described = agent.describe()
+    return AgentInfo(
+        name=agent.name,
+        entity=entity_name(agent.name),
+        description=described.get("description") or None,
+        tools=[t["name"] for t in described.get("tools", [])],
+        context_providers=list(described.get("contextProviders", [])),
+        structured_output=described.get("responseSchema") is not None,
+        history_mode=str(described.get("historyMode", "local")),
+        run_url=run_url,
+        tool_details=[
+            ToolInfo(name=t["name"], description=t.get("description") or None)
+            for t in described.get("tools", [])
+        ],
+        response_schema=described.get("responseSchema"),
+    )
+
+
+def _turn_summary(turn: TurnEntry) -> TurnSummary:
+    if turn.response is None:
+        return TurnSummary(correlation_id=turn.correlation_id, status="pending", created_at=turn.created_at)
+    failure = turn_result(str(turn.correlation_id or ""), None, turn.response).error
+    return TurnSummary(
+        correlation_id=turn.correlation_id,
+        status="failed" if failure is not None else "succeeded",
+        created_at=turn.created_at,
+        usage=turn.usage,
+        error=None if failure is None else ErrorBody.model_validate(failure.model_dump(mode="json")),
+    )
+
+
+def _session_body(agent: str, session_id: str, document: dict[str, Any]) -> SessionBody:
+    stored = StoredDocument(document)
+    return SessionBody(
+        agent=agent,
+        session_id=session_id,
+        schema_version=stored.schema_version,
+        turns=[_turn_summary(turn) for turn in stored.turns()],
+        state_bag=stored.state_bag,
+        state=document,
+        size_bytes=stored.size_bytes(),
+    )

@@ -1,0 +1,241 @@
+"""Pydantic models of every JSON body the hosting layer reads or writes (HTTP and entity input)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from state import JSON
+
+from .._ids import ID_PATTERN_TEXT, MAX_ID_LENGTH
+
+RunStatus = Literal["pending", "succeeded", "failed"]
+
+_ID_FIELD: dict[str, Any] = {"min_length": 1, "max_length": MAX_ID_LENGTH, "pattern": ID_PATTERN_TEXT}
+
+
+def _integral(value: Any) -> Any:
+    # JSON Schema's "integer" (what the OpenAPI document promises) includes 5.0; strict mode
+    # alone would reject it. Fractions and non-numbers still fail validation.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_integral)]
+"""An integer field of a request body: also accepts a JSON number with no fractional part."""
+
+
+class _Body(BaseModel):
+    # Strict: a number where a string is expected is the caller's mistake, not something to coerce.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class RunOptions(_Body):
+    """Per-run options of `POST /api/agents/{agent}/run`. Closed, like the body: a misspelt
+    option is a 400, not a setting silently ignored."""
+
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature, 0-2.")
+    max_output_tokens: int | None = Field(default=None, ge=1, description="Cap on the answer.")
+    max_tool_rounds: int | None = Field(default=None, ge=1, description="Cap on tool-call rounds.")
+
+    # Not `WholeNumber | None`: with a bound, pydantic would publish a non-JSON-Schema "ge".
+    _whole = field_validator("max_output_tokens", "max_tool_rounds", mode="before")(_integral)
+
+    def to_dict(self) -> dict[str, JSON]:
+        """The options that were set, as the agent runtime takes them."""
+        return self.model_dump(exclude_none=True)
+
+
+class RunRequestBody(_Body):
+    """Body of `POST /api/agents/{agent}/run` (also accepted as `text/plain`: the whole body is
+    the message)."""
+
+    # The pattern documents the not-blank rule for clients and request generators; the validator
+    # below enforces it (with the `empty_message` code rather than a pattern mismatch).
+    message: str = Field(
+        min_length=1, description="What to say to the agent.", json_schema_extra={"pattern": r"\S"}
+    )
+    session_id: str | None = Field(default=None, **_ID_FIELD, description="Omit to start a new session.")
+    thread_id: str | None = Field(default=None, **_ID_FIELD, description="Alias of session_id.")
+    role: Literal["user", "system"] = "user"
+    wait_for_response: bool | None = Field(
+        default=None, description="Default true; the x-ms-wait-for-response header does the same."
+    )
+    response_format: dict[str, JSON] | None = Field(
+        default=None, description="A JSON schema the reply must follow (structured output)."
+    )
+    correlation_id: str | None = Field(
+        default=None, **_ID_FIELD, description="Client-chosen run id; a retry with it never runs twice."
+    )
+    options: RunOptions = Field(default_factory=RunOptions, description="Per-run options for the agent.")
+
+    @field_validator("message")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty or only whitespace")
+        return value
+
+
+class ErrorBody(BaseModel):
+    """Why a turn failed (the model service's error)."""
+
+    code: str
+    message: str
+    retryable: bool = False
+    status: int | None = None
+
+
+class TurnResponseBody(BaseModel):
+    """What the agent answered in one turn."""
+
+    text: str
+    messages: list[dict[str, JSON]]
+    usage: dict[str, JSON] | None = None
+    structured: JSON = None
+
+
+class RunResultBody(BaseModel):
+    """A run as seen by clients: the run answer of `POST .../run` and the run resource."""
+
+    agent: str
+    session_id: str
+    correlation_id: str
+    status: RunStatus
+    response: TurnResponseBody | None = None
+    error: ErrorBody | None = None
+    location: str | None = Field(default=None, description="URL of the run resource.")
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document; `code` is stable and meant for programs."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    code: str
+    field: str | None = None
+
+
+class TurnSummary(BaseModel):
+    """One turn of a session's history: its id, outcome and token usage."""
+
+    correlation_id: str | None
+    status: Literal["succeeded", "failed", "pending"]
+    created_at: str | None = None
+    usage: dict[str, JSON] | None = None
+    error: ErrorBody | None = None
+
+
+class SessionBody(BaseModel):
+    """A session: the stored state exactly as saved, with a per-turn summary."""
+
+    agent: str
+    session_id: str
+    schema_version: str | None
+    turns: list[TurnSummary]
+    state_bag: dict[str, JSON]
+    state: dict[str, JSON]
+    size_bytes: int | None = Field(default=None, description="Size of the stored state (UTF-8 JSON).")
+    entries: int | None = None
+    """(archived history) Entries of the whole session; `state` holds only the most recent."""
+    archived_entries: int | None = None
+    """Entries moved to archived chunks (read them through `history_url`)."""
+    history_url: str | None = None
+    """Pages of the whole history, newest first."""
+    expires_at: str | None = None
+    """When the session expires if it stays idle (RFC 3339), or None when it never does."""
+
+
+class HistoryPageBody(BaseModel):
+    """One page of a session's history, newest first, each entry exactly as stored."""
+
+    agent: str
+    session_id: str
+    total: int
+    """Entries of the whole session."""
+    entries: list[dict[str, JSON]]
+    next: str | None
+    """The cursor of the next (older) page (`?before=`), or None after the oldest entry."""
+
+
+class SessionSummary(BaseModel):
+    """One session in an agent's session list (from the durable entity query)."""
+
+    session_id: str
+    last_operation_time: str | None = None
+    schema_version: str | None = None
+    turns: int = Field(description="Requests recorded in the history.")
+    size_bytes: int = Field(description="Size of the stored state (UTF-8 JSON).")
+    first_message: str | None = Field(default=None, description="The first request's text, shortened.")
+    readable: bool = Field(description="False when the stored state is not a JSON document.")
+
+
+class SessionsPageBody(BaseModel):
+    """Answer of `GET /api/agents/{agent}/sessions`: one page of sessions."""
+
+    agent: str
+    sessions: list[SessionSummary]
+    continuation: str | None = Field(
+        default=None, description="Pass as `continuation` for the next page; null on the last page."
+    )
+    next: str | None = Field(default=None, description="URL of the next page; null on the last page.")
+
+
+class SessionActionBody(BaseModel):
+    """Answer of a session reset or delete: the operation is queued behind earlier turns."""
+
+    agent: str
+    session_id: str
+    status: Literal["reset_requested", "delete_requested"]
+
+
+class ToolInfo(BaseModel):
+    """One tool an agent may call."""
+
+    name: str
+    description: str | None = None
+
+
+class AgentInfo(BaseModel):
+    """One hosted agent and what it offers."""
+
+    name: str
+    entity: str
+    description: str | None = None
+    tools: list[str]
+    context_providers: list[str]
+    structured_output: bool
+    history_mode: str
+    run_url: str
+    tool_details: list[ToolInfo] = Field(
+        default_factory=list, description="The tools with their descriptions."
+    )
+    response_schema: dict[str, JSON] | None = Field(
+        default=None, description="The JSON schema of the agent's structured output, if it has one."
+    )
+
+
+class AgentsBody(BaseModel):
+    """Answer of `GET /api/agents`."""
+
+    agents: list[AgentInfo]
+
+
+class HealthCheck(BaseModel):
+    """The outcome of one health check."""
+
+    ok: bool
+    detail: str
+
+
+class HealthBody(BaseModel):
+    """Answer of `GET /api/health`."""
+
+    status: Literal["healthy", "unhealthy"]
+    checks: dict[str, HealthCheck]

@@ -1,0 +1,293 @@
+"""The HTTP side: a run's events as Server-Sent Events (`text/event-stream`).
+
+Each event is ``id: <seq>``, ``event: <type>``, ``data: <one JSON object>``. The terminal events
+are rendered here, from the stored turn result, by the very code that renders the JSON answer of
+a finished run: `run.completed` carries the body `POST .../run` answers with 200, `run.failed`
+the problem document (with the same `code`) it answers with otherwise. A comment line
+(``: heartbeat``) goes out whenever the stream is idle for `heartbeat_seconds`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+import azure.durable_functions as df
+import azure.functions as func
+from starlette.responses import StreamingResponse
+
+from agents import Agent, TurnResult
+from state import HistoryUnavailable
+
+from .._errors import ProblemCode, ProblemError
+from .._ids import entity_name
+from .._numbers import whole_number
+from ..client._archived import find_archived_run
+from ..client._binding import DurableClient
+from ..client._read import Snapshot, read_session, state_problem
+from ..client._waiting import wait_for_run
+from ..stored import unrecorded_run
+from ..streams._events_doc import EVENT_STREAM
+from ..streams._store import (
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUN_STARTED,
+    StreamEvent,
+    StreamKey,
+    StreamStore,
+    seconds_from_env,
+)
+from ._answers import Answers
+from ._lookup import hosted_agent
+from ._problems import problem_response
+from ._refusals import discarded_problem, history_unavailable, unreadable
+from ._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
+
+log = logging.getLogger("hosting.streams")
+
+Job = Callable[[], Awaitable[None]]
+_running: set[asyncio.Task[None]] = set()
+"""Background jobs in flight (the loop keeps only weak references to tasks)."""
+
+
+def background(key: StreamKey, job: Job) -> None:
+    """Run `job` as a task of its own, so neither the stream's end nor its reader leaving cancels
+    it; a failure is logged."""
+
+    async def guarded() -> None:
+        try:
+            await job()
+        except Exception:
+            log.exception("background work of run %s failed", key)
+
+    task = asyncio.get_running_loop().create_task(guarded())
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+
+
+DEFAULT_HEARTBEAT_SECONDS = 15.0
+HEARTBEAT_ENV = "DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS"
+COMMIT_WAIT_SECONDS = 10.0
+"""How long a reader waits, after the terminal event, for the host to have stored the turn."""
+
+
+def heartbeat_from_env() -> float:
+    """`DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS` (0.05 to 300), else 15 seconds."""
+    return seconds_from_env(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECONDS, 0.05, 300)
+
+
+MAX_EVENT_ID_DIGITS = 16
+"""Longest accepted `Last-Event-ID` / `?after=` (event ids are whole numbers from 1)."""
+
+Render = Callable[[str, str, TurnResult], func.HttpResponse]
+
+
+def wants_event_stream(req: func.HttpRequest) -> bool:
+    """Whether the caller asked for `text/event-stream` (its Accept header names it)."""
+    accept = req.headers.get("accept") or ""
+    return any(part.split(";", 1)[0].strip().lower() == EVENT_STREAM for part in accept.split(","))
+
+
+def resume_after(req: func.HttpRequest) -> int:
+    """The sequence number to resume after: the `Last-Event-ID` header (what an EventSource sends on
+    reconnect), else `?after=`, else 0 (from the start). 400 `invalid_field` for anything else."""
+    header = req.headers.get("last-event-id")
+    name, raw = ("Last-Event-ID", header) if header is not None else ("after", req.params.get("after"))
+    if raw is None or (raw.strip() == "" and name == "Last-Event-ID"):
+        return 0
+    after = whole_number(raw.strip(), MAX_EVENT_ID_DIGITS)
+    if after is None:
+        raise ProblemError(
+            ProblemCode.INVALID_FIELD,
+            f"'{name}' must be the id of an event of this run (a whole number from 0)",
+            field=name,
+        )
+    return after
+
+
+def sse_frame(event_id: int, kind: str, data: dict[str, Any]) -> bytes:
+    """One SSE event; the JSON is on one line, so it is one `data:` field."""
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return f"id: {event_id}\nevent: {kind}\ndata: {payload}\n\n".encode()
+
+
+class RunStreams:
+    """Serves runs' event streams from the store, bound to the API's answer rendering."""
+
+    def __init__(
+        self,
+        answers: Answers,
+        agents: Mapping[str, Agent],
+        store: StreamStore,
+        heartbeat_seconds: float | None = None,
+    ) -> None:
+        self.answers = answers
+        self.agents = agents
+        self.store = store
+        self.heartbeat_seconds = heartbeat_from_env() if heartbeat_seconds is None else heartbeat_seconds
+
+    # -- terminal events --------------------------------------------------------------------
+
+    def terminal(self, agent: str, session_id: str, result: TurnResult) -> tuple[str, dict[str, Any]]:
+        """The terminal event of a finished run: the JSON answer or problem the API gives for it."""
+        try:
+            response = self.answers.answer(agent, session_id, result)
+        except ProblemError as problem:
+            response = problem_response(problem)
+        body = json.loads(response.get_body())
+        return (RUN_COMPLETED if response.status_code == 200 else RUN_FAILED), body
+
+    async def _render(self, client: DurableClient, key: StreamKey, event: StreamEvent) -> bytes:
+        if not event.terminal:
+            return sse_frame(event.seq, event.type, event.data)
+        # The entity publishes its answer just before the host commits it: wait for the stored
+        # run, so a client that has the terminal event finds the turn stored, and the event is
+        # the stored answer itself.
+        result = await self._committed(client, key)
+        if result is None:
+            try:
+                result = TurnResult.from_json(event.data)
+            except Exception:  # not ours to fail on: pass it as published
+                log.warning("stream %s: terminal event %d is not a turn result", key, event.seq)
+                return sse_frame(event.seq, event.type, event.data)
+        kind, body = self.terminal(key.agent, key.session_id, result)
+        return sse_frame(event.seq, kind, body)
+
+    async def _committed(self, client: DurableClient, key: StreamKey) -> TurnResult | None:
+
+        try:
+            outcome = await wait_for_run(
+                client,
+                df.EntityId(entity_name(key.agent), key.session_id),
+                agent=key.agent,
+                session_id=key.session_id,
+                correlation_id=key.correlation_id,
+                timeout=COMMIT_WAIT_SECONDS,
+                state_checked=True,
+            )
+        except Exception:
+            log.warning("stream %s: the stored run could not be read; sending the published answer", key)
+            return None
+        return None if outcome.run is None else outcome.run.result()
+
+    async def _stored_result(self, client: DurableClient, key: StreamKey) -> TurnResult | None:
+
+        snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
+        if not snapshot.exists:
+            return None
+        run = snapshot.stored.find_run(key.correlation_id)
+        return None if run is None else run.result()
+
+    # -- responses --------------------------------------------------------------------------
+
+    def _headers(self, key: StreamKey) -> dict[str, str]:
+        location = self.answers.run_location(key.agent, key.session_id, key.correlation_id)
+        return {
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",  # nginx and similar proxies: pass events on at once
+            SESSION_HEADER: key.session_id,
+            CORRELATION_HEADER: key.correlation_id,
+            "Location": location,
+        }
+
+    def response(self, body: AsyncIterator[bytes], key: StreamKey) -> StreamingResponse:
+        """The 200 `text/event-stream` answer carrying `body`."""
+        return StreamingResponse(body, status_code=200, media_type=EVENT_STREAM, headers=self._headers(key))
+
+    async def open(
+        self, client: DurableClient, key: StreamKey, after: int, snapshot: Snapshot | None = None
+    ) -> StreamingResponse:
+        """The stream of a run: its retained events after `after`, then live ones; a finished run
+        whose events have expired gets its result as one event; 404 `run_not_found` otherwise.
+        A session whose stored state this build cannot read is 409 `state_unreadable` at once, as
+        on every route (`snapshot`: the session as the caller has just read and checked it)."""
+        if snapshot is None:
+            snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
+            reason = state_problem(snapshot.document) if snapshot.exists else None
+            if reason is not None:
+                raise unreadable(key.agent, key.session_id, reason)
+        stored = snapshot.stored
+        unrecorded = None
+        if snapshot.exists or snapshot.deleted:
+            # As the run resource answers: a run a reset or delete discarded is 410 (its events,
+            # if still retained, are of a run no longer in the session's history); a refusal
+            # kept by id only is its failed answer.
+            unrecorded = unrecorded_run(stored, key.correlation_id, deleted=snapshot.deleted)
+            if unrecorded is not None and unrecorded.discarded:
+                raise discarded_problem(
+                    key.agent, key.session_id, key.correlation_id, deleted=unrecorded.deleted
+                )
+        if await self.store.exists(key):
+            return self.attach(client, key, after)
+        run = stored.find_run(key.correlation_id) if snapshot.exists else None
+        if run is None and snapshot.exists:
+            # A finished run whose entries were archived, as the run resource finds it.
+            try:
+                run = await find_archived_run(key.agent, key.session_id, stored, key.correlation_id)
+            except HistoryUnavailable as error:
+                raise history_unavailable(error, key.agent, key.session_id) from None
+        run = run or (unrecorded.run if unrecorded is not None else None)
+        result = None if run is None else run.result()
+        if result is None:
+            raise ProblemError(
+                ProblemCode.RUN_NOT_FOUND,
+                f"agent {key.agent!r} has no run {key.correlation_id!r} in session {key.session_id!r} "
+                "(or its events have expired and it has not finished)",
+                field="correlation_id",
+            )
+        return self.response(self._once(key, after, result), key)
+
+    async def _once(self, key: StreamKey, after: int, result: TurnResult) -> AsyncIterator[bytes]:
+        kind, body = self.terminal(key.agent, key.session_id, result)
+        yield sse_frame(after + 1, kind, body)
+
+    async def _follow(
+        self, client: DurableClient, key: StreamKey, after: int, then: Job | None = None
+    ) -> AsyncIterator[bytes]:
+        try:
+            async for event in self.store.follow(key, after, self.heartbeat_seconds):
+                if event is not None:
+                    after = event.seq
+                    yield await self._render(client, key, event)
+                    if then is not None and event.type != RUN_STARTED:
+                        background(key, then)
+                        then = None
+                    continue
+                # Idle: if the run is stored but its terminal event never came (its publishing
+                # failed), answer from the stored state instead of waiting forever.
+                result = await self._stored_result(client, key)
+                last = await self.store.last(key) if result is not None else None
+                if result is not None and not (last is not None and last.terminal and last.seq > after):
+                    kind, body = self.terminal(key.agent, key.session_id, result)
+                    yield sse_frame(after + 1, kind, body)
+                    return
+                yield b": heartbeat\n\n"
+        except Exception:
+            # Headers are out; all that is left is to end the stream (the client reconnects).
+            log.exception("stream of run %s broke off", key)
+        finally:
+            if then is not None:  # the stream ended (or its reader left) before an answer event
+                background(key, then)
+
+    # -- handlers ---------------------------------------------------------------------------
+
+    async def get(self, req: func.HttpRequest, client: DurableClient) -> StreamingResponse:
+        """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}/stream"""
+        agent = hosted_agent(self.agents, req)
+        session_id = check_id(req.route_params.get("session_id", ""), "session_id")
+        correlation_id = check_id(
+            req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
+        )
+        after = resume_after(req)
+        return await self.open(client, StreamKey(agent.name, session_id, correlation_id), after)
+
+    def attach(
+        self, client: DurableClient, key: StreamKey, after: int, then: Job | None = None
+    ) -> StreamingResponse:
+        """The live stream of a declared run (its events after `after`, then as they come);
+        `then` is started in the background after the first event past `run.started` (or when
+        the stream ends first), off the path to the first token."""
+        return self.response(self._follow(client, key, after, then), key)

@@ -1,0 +1,28 @@
+"""A session's lifecycle: idle expiry (TTL, the per-agent sweeper, the one-shot expiry check),
+cleanup of archived chunks after a reset or delete, and their durable names."""
+
+from ._expiry import reset_or_delete
+from ._names import CLEANUP, EXPIRY, FORGET, SWEEP, SWEEPER, expiry_instance, sweeper_instance
+from ._register import register_lifecycle
+from ._sweeper import ensure_sweepers, sweep_interval, sweepers_of
+from ._ttl import DEFAULT_TTL, TTL_ENV, due_at, expires_at, ttl_for
+
+__all__ = [
+    "CLEANUP",
+    "DEFAULT_TTL",
+    "EXPIRY",
+    "FORGET",
+    "SWEEP",
+    "SWEEPER",
+    "TTL_ENV",
+    "due_at",
+    "ensure_sweepers",
+    "expires_at",
+    "expiry_instance",
+    "register_lifecycle",
+    "reset_or_delete",
+    "sweep_interval",
+    "sweeper_instance",
+    "sweepers_of",
+    "ttl_for",
+]

@@ -1,0 +1,26 @@
+"""The durable names of a session's lifecycle (orchestrations, activities, instance ids), in one
+place: the sweeper starts expiry checks by name, the HTTP side starts cleanups by name, and the
+registration declares them all."""
+
+from __future__ import annotations
+
+EXPIRY = "dafx_session_expiry"
+"""Orchestration: the one-shot idle check of one session (hosting.lifecycle._expiry)."""
+CLEANUP = "dafx_session_cleanup"
+"""Orchestration: a reset or delete of a session with archived history, then its chunks."""
+FORGET = "dafx_forget_history"
+"""Activity: delete one archive epoch's chunks."""
+SWEEPER = "dafx_session_sweeper"
+"""Orchestration: one agent's eternal sweeper of idle sessions (hosting.lifecycle._sweeper)."""
+SWEEP = "dafx_sweep_sessions"
+"""Activity: one sweep (takes a durable client)."""
+
+
+def expiry_instance(agent: str, session_id: str) -> str:
+    """The instance id of a session's expiry watcher."""
+    return f"dafx-expiry-{agent}-{session_id}"
+
+
+def sweeper_instance(agent: str) -> str:
+    """The instance id of an agent's expiry sweeper."""
+    return f"dafx-sweeper-{agent}"

@@ -1,0 +1,34 @@
+"""The stored session document, pure (no IO): one reader (`StoredDocument`) of its wire keys
+and of hosting's marks in `data`, the marks' writers, and the runs they answer without entries."""
+
+from ._document import StoredDocument, StoredRun, TurnEntry, compact_text, first_text
+from ._marks import (
+    MAX_DISCARDED_RUNS,
+    MAX_REFUSED_BYTES,
+    REFUSED_MESSAGE,
+    Unrecorded,
+    refused_result,
+    reset_text,
+    revived_text,
+    tombstone_text,
+    unrecorded_run,
+    with_refused,
+)
+
+__all__ = [
+    "MAX_DISCARDED_RUNS",
+    "MAX_REFUSED_BYTES",
+    "REFUSED_MESSAGE",
+    "StoredDocument",
+    "StoredRun",
+    "TurnEntry",
+    "Unrecorded",
+    "compact_text",
+    "first_text",
+    "refused_result",
+    "reset_text",
+    "revived_text",
+    "tombstone_text",
+    "unrecorded_run",
+    "with_refused",
+]

@@ -1,0 +1,296 @@
+"""The stored session document, read in one place: the parsed JSON `state.dump_state` wrote, plus
+the marks hosting keeps in its `data` (which the state package carries verbatim).
+
+Pure, no IO. Every wire key hosting reads or writes of a stored document is here; readers
+elsewhere ask a `StoredDocument`. The HTTP side polls entity state while it waits: the `data.runs`
+index (schema 1.2.0) points at the two entries of a finished run, so only those are looked at,
+never the whole typed state. The entity, which has loaded the typed state already, reads the
+marks from `StoredDocument.of_state` without parsing the text again.
+
+Marks:
+* `data.discardedRuns`: run ids a reset or delete discarded (answered 410, never run again);
+* `data.refusedRuns`: turns refused (`session_too_large`) when not even the record of the
+  refusal fit, kept by id so they are still answered;
+* `data.deletedAt`: a delete's tombstone (an empty history that remembers the discarded ids).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from agents import TurnResult, turn_result
+from state import JSON, AgentState
+
+DISCARDED_KEY = "discardedRuns"
+REFUSED_KEY = "refusedRuns"
+DELETED_KEY = "deletedAt"
+_HISTORY = "conversationHistory"
+_TYPE = "$type"
+
+
+def compact_text(document: JSON) -> str:
+    """A parsed state document as the state package writes it: compact JSON, not ASCII-escaped."""
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A finished run found in a state's JSON: its entries and the hash of its request."""
+
+    correlation_id: str
+    request: dict[str, JSON] | None
+    response: dict[str, JSON]
+    request_hash: str | None
+
+    def result(self) -> TurnResult:
+        """The run's result from its stored entries: `agents.turn_result`, as the entity computes it."""
+        return turn_result(self.correlation_id, self.request, self.response)
+
+
+@dataclass(frozen=True)
+class ArchivedRun:
+    """Where an archived run's entries are: absolute history indexes, and its request's hash."""
+
+    response_index: int
+    request_index: int | None
+    request_hash: str | None
+
+
+@dataclass(frozen=True)
+class TurnEntry:
+    """One turn as the history lists it: its request and, once finished, its response entry."""
+
+    correlation_id: str | None
+    created_at: str | None
+    response: Mapping[str, JSON] | None = None
+
+    @property
+    def usage(self) -> JSON:
+        return None if self.response is None else self.response.get("usage")
+
+
+def _parse_time(stamp: Any) -> datetime | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def first_text(entry: Mapping[str, JSON]) -> str | None:
+    """The first text content of an entry's messages, or None."""
+    for message in entry.get("messages") or []:
+        for content in (message or {}).get("contents") or []:
+            if isinstance(content, dict) and content.get(_TYPE) == "text":
+                return str(content.get("text", ""))
+    return None
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """A session's stored document (parsed JSON; anything else reads as empty)."""
+
+    document: JSON
+
+    @classmethod
+    def of_state(cls, state: AgentState) -> StoredDocument:
+        """The document of a loaded state (no parse: it shares the state's structure)."""
+        return cls(state.to_document())
+
+    @classmethod
+    def parse(cls, value: JSON) -> StoredDocument | None:
+        """A document from a parsed value or its JSON text; None when it is not a JSON object."""
+        if isinstance(value, str | bytes):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return None
+        return cls(value) if isinstance(value, dict) else None
+
+    # -- the document ---------------------------------------------------------------------
+
+    @property
+    def data(self) -> Mapping[str, JSON]:
+        data = self.document.get("data") if isinstance(self.document, Mapping) else None
+        return data if isinstance(data, Mapping) else {}
+
+    @property
+    def history(self) -> list[JSON]:
+        history = self.data.get(_HISTORY)
+        return history if isinstance(history, list) else []
+
+    @property
+    def schema_version(self) -> str | None:
+        version = self.document.get("schemaVersion") if isinstance(self.document, Mapping) else None
+        return version if isinstance(version, str) else None
+
+    @property
+    def state_bag(self) -> dict[str, JSON]:
+        bag = self.data.get("stateBag")
+        return bag if isinstance(bag, dict) else {}
+
+    def size_bytes(self) -> int:
+        """The size of the stored text, counted as the entity counts it (UTF-8 bytes)."""
+        return len(compact_text(self.document).encode("utf-8"))
+
+    # -- archive --------------------------------------------------------------------------
+
+    @property
+    def archive(self) -> Mapping[str, JSON] | None:
+        """`data.archive` (older entries in chunks, by reference), or None."""
+        archive = self.data.get("archive")
+        return archive if isinstance(archive, Mapping) else None
+
+    def is_archived_run(self, correlation_id: str) -> bool:
+        """Whether the run's entries went to the archive (its record is among the archived runs)."""
+        runs = self.archive.get("runs") if self.archive is not None else None
+        return isinstance(runs, Mapping) and correlation_id in runs
+
+    def archived_run(self, correlation_id: str) -> ArchivedRun | None:
+        """Where the archived run `correlation_id` is (its record in `data.archive.runs`), or None."""
+        runs = self.archive.get("runs") if self.archive is not None else None
+        record = runs.get(correlation_id) if isinstance(runs, Mapping) else None
+        if not isinstance(record, Mapping):
+            return None
+        return ArchivedRun(record["responseIndex"], record.get("requestIndex"), record.get("requestHash"))
+
+    def counts(self) -> tuple[int, int]:
+        """(entries in all, entries archived)."""
+        archived = self.archive["archivedEntries"] if self.archive is not None else 0
+        return archived + len(self.history), archived
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def _entry(self, index: Any, kind: str, correlation_id: str) -> dict[str, JSON] | None:
+        history = self.history
+        if not isinstance(index, int) or not 0 <= index < len(history):
+            return None
+        entry = history[index]
+        kept = isinstance(entry, dict) and entry.get(_TYPE) == kind
+        return entry if kept and entry.get("correlationId") == correlation_id else None
+
+    def find_run(self, correlation_id: str) -> StoredRun | None:
+        """The finished run `correlation_id` in the history, or None if it has not finished.
+
+        Uses `data.runs` when present; states written before 1.2.0 are scanned from the end.
+        """
+        history = self.data.get(_HISTORY)
+        if not isinstance(history, list):
+            return None
+        runs = self.data.get("runs")
+        if isinstance(runs, dict):
+            record = runs.get(correlation_id)
+            if isinstance(record, dict):
+                response = self._entry(record.get("responseIndex"), "response", correlation_id)
+                if response is not None:
+                    request = self._entry(record.get("requestIndex"), "request", correlation_id)
+                    return StoredRun(correlation_id, request, response, record.get("requestHash"))
+        # No index entry: an older state, or a run this writer recorded without one.
+        for position in range(len(history) - 1, -1, -1):
+            entry = history[position]
+            if isinstance(entry, dict) and entry.get("correlationId") == correlation_id:
+                if entry.get(_TYPE) != "response":
+                    return None
+                request = None
+                for back in range(position - 1, -1, -1):
+                    request = self._entry(back, "request", correlation_id)
+                    if request is not None:
+                        break
+                hash_ = runs.get(correlation_id, {}).get("requestHash") if isinstance(runs, dict) else None
+                return StoredRun(correlation_id, request, entry, hash_)
+        return None
+
+    def run_ids(self) -> list[str]:
+        """Every run id the state knows, oldest first: archived runs still indexed, the runs
+        index, history entries of writers before the index, and turns refused by id only."""
+        archived = self.archive.get("runs") if self.archive is not None else None
+        ids = [i for i in (archived if isinstance(archived, dict) else {}) if isinstance(i, str)]
+        runs = self.data.get("runs")
+        ids += [i for i in (runs if isinstance(runs, dict) else {}) if isinstance(i, str)]
+        for entry in self.history:  # states written before the runs index
+            cid = entry.get("correlationId") if isinstance(entry, dict) else None
+            if isinstance(cid, str):
+                ids.append(cid)
+        ids += self.refused_ids
+        return list(dict.fromkeys(ids))
+
+    def turns(self) -> list[TurnEntry]:
+        """The history's turns in order: a request's turn, finished when its response came (a
+        response without its request, as older writers left some, is a turn of its own)."""
+        turns: list[TurnEntry] = []
+        by_id: dict[str | None, int] = {}
+        for entry in self.history:
+            if not isinstance(entry, dict):
+                continue
+            cid = entry.get("correlationId")
+            if entry.get(_TYPE) == "request":
+                by_id[cid] = len(turns)
+                turns.append(TurnEntry(cid, entry.get("createdAt")))
+            elif entry.get(_TYPE) == "response":
+                index = by_id.pop(cid, None)
+                if index is None:
+                    turns.append(TurnEntry(cid, entry.get("createdAt"), entry))
+                else:
+                    turns[index] = TurnEntry(cid, turns[index].created_at, entry)
+        return turns
+
+    def requests(self) -> list[Mapping[str, JSON]]:
+        """The history's request entries."""
+        return [e for e in self.history if isinstance(e, dict) and e.get(_TYPE) == "request"]
+
+    def last_activity(self) -> datetime | None:
+        """When the session last ran a turn or was reset (`data.lastActivityAt`, else its newest
+        entry)."""
+        moment = _parse_time(self.data.get("lastActivityAt"))
+        if moment is None:
+            history = self.history
+            newest = history[-1] if history else None
+            moment = _parse_time(newest.get("createdAt")) if isinstance(newest, Mapping) else None
+        return moment
+
+    # -- marks ----------------------------------------------------------------------------
+
+    def listed(self, key: str) -> list[str]:
+        """The run ids listed under `data[key]`, most recent last; anything else is ignored."""
+        ids = self.data.get(key)
+        return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+
+    @property
+    def discarded_ids(self) -> list[str]:
+        """The run ids earlier resets or a delete of this session discarded."""
+        return self.listed(DISCARDED_KEY)
+
+    @property
+    def refused_ids(self) -> list[str]:
+        """The ids of the turns refused without a record."""
+        return self.listed(REFUSED_KEY)
+
+    @property
+    def is_tombstone(self) -> bool:
+        """Whether this is what a delete left behind (an empty history marked `deletedAt`; a turn
+        on it since would have dropped the mark)."""
+        return DELETED_KEY in self.data and self.data.get(_HISTORY) == []
+
+    def marked(self, **marks: JSON) -> dict[str, JSON]:
+        """A copy of the document (sharing what is unchanged) with marks set in `data`:
+        `discarded`, `refused` (id lists) or `deleted_at` (RFC 3339); None removes one."""
+        keys = {"discarded": DISCARDED_KEY, "refused": REFUSED_KEY, "deleted_at": DELETED_KEY}
+        data = dict(self.data)
+        for name, value in marks.items():
+            if value is None:
+                data.pop(keys[name], None)
+            else:
+                data[keys[name]] = value
+        return {**self.document, "data": data}
+
+
+def response_entry(correlation_id: str, failure: Mapping[str, JSON]) -> dict[str, JSON]:
+    """A response entry (wire form) with no messages that records a failed turn: what a run
+    refused without a record of its own stands for."""
+    return {_TYPE: "response", "correlationId": correlation_id, "messages": [], "failure": dict(failure)}

@@ -1,0 +1,137 @@
+"""The public names of hosting's subpackages (each `__init__.py` re-exports them in `__all__`),
+and the layout's rules: no import circle, the stored document read in one module."""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+import sys
+from typing import Any
+
+import pytest
+from hosting_support import ROOT
+
+PINNED = {
+    "hosting.entity": [
+        "AgentEntity",
+        "EntityContext",
+        "Loaded",
+        "OPERATIONS",
+        "RunDiscarded",
+        "guarded_batch",
+    ],
+    "hosting.client": [
+        "BoundClient",
+        "ContinuationRefused",
+        "DurableClient",
+        "NoQueryEndpoint",
+        "PENDING",
+        "Prepared",
+        "RUN_OPERATION",
+        "RunOutcome",
+        "SameRequest",
+        "Snapshot",
+        "Submission",
+        "Submitter",
+        "durable_client_input",
+        "entity_key",
+        "find_archived_run",
+        "query_entities",
+        "read_session",
+        "rpc_base_url",
+        "session_entity",
+        "state_problem",
+        "wait_for_run",
+    ],
+    "hosting.lifecycle": [
+        "CLEANUP",
+        "DEFAULT_TTL",
+        "EXPIRY",
+        "FORGET",
+        "SWEEP",
+        "SWEEPER",
+        "TTL_ENV",
+        "due_at",
+        "ensure_sweepers",
+        "expires_at",
+        "expiry_instance",
+        "register_lifecycle",
+        "reset_or_delete",
+        "sweep_interval",
+        "sweeper_instance",
+        "sweepers_of",
+        "ttl_for",
+    ],
+    "hosting.http": [
+        "Answers",
+        "Api",
+        "EVENT_STREAM",
+        "INIT_INDEXING_SETTING",
+        "Request",
+        "Response",
+        "RunStreams",
+        "check_init_indexing",
+        "describe_agent",
+        "guarded",
+        "json_response",
+        "openapi_document",
+        "problem_response",
+        "refusal",
+        "resume_after",
+        "serve",
+        "sse_frame",
+        "wants_event_stream",
+    ],
+    "hosting.stored": [
+        "MAX_DISCARDED_RUNS",
+        "MAX_REFUSED_BYTES",
+        "REFUSED_MESSAGE",
+        "StoredDocument",
+        "StoredRun",
+        "TurnEntry",
+        "Unrecorded",
+        "compact_text",
+        "first_text",
+        "refused_result",
+        "reset_text",
+        "revived_text",
+        "tombstone_text",
+        "unrecorded_run",
+        "with_refused",
+    ],
+}
+
+
+@pytest.mark.parametrize("package", sorted(PINNED))
+def test_subpackage_all_is_pinned(package: str) -> None:
+    module = importlib.import_module(package)
+    assert sorted(module.__all__) == sorted(PINNED[package])
+    for name in module.__all__:
+        assert getattr(module, name) is not None
+
+
+def _measures() -> Any:
+    """bench/layout_measures.py, the script that prints these measures."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        return importlib.import_module("layout_measures")
+    finally:
+        sys.path.pop(0)
+
+
+@pytest.mark.parametrize("package", ["state", "agents", "hosting", "devhost"])
+def test_no_import_circle(package: str) -> None:
+    measures = _measures()
+    assert measures.circles(measures.import_graph(pathlib.Path(ROOT), package)) == []
+
+
+def test_only_the_stored_package_reads_the_documents_wire_keys() -> None:
+    import ast
+
+    measures = _measures()
+    readers = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "hosting").rglob("*.py"))
+        if measures.wire_key_uses(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert readers == ["hosting/stored/_document.py"]
