@@ -43,6 +43,8 @@ T = TypeVar("T")
 DB_NAME = "devhost.db"
 _CONNECTION_NAME = "Storage"
 MAX_STATE_ENV = "DEVHOST_MAX_STATE_BYTES"
+DATA_DIR_ENV = "DEVHOST_DATA_DIR"
+"""Given to the worker processes: the host's data directory (the app may keep per-host files there)."""
 
 
 def _reset_sdk_http_session() -> None:
@@ -244,7 +246,12 @@ class LocalHost:
             app = load_app(self._app_target)
             return WorkerSpec(function_app_directory=project, app=app, sys_path=sys_path)
         directory, script = script_spec(self._app_target, self.project_dir)
-        return WorkerSpec(function_app_directory=directory, script_file=script, sys_path=sys_path)
+        # The host's data directory, for files the app keeps per host (every worker group shares
+        # it, as instances share a real store; the temp dir is per group in the flex topology).
+        environment = {DATA_DIR_ENV: str(self.data_dir.resolve())}
+        return WorkerSpec(
+            function_app_directory=directory, script_file=script, sys_path=sys_path, environment=environment
+        )
 
     def _mcp_endpoint(self, model: AppModel) -> McpEndpoint:
         from .mcp import McpEndpoint, ToolRegistry

@@ -1,10 +1,12 @@
 """In-process wakeups: a writer in this process wakes the readers of a topic at once.
 
 Two users: stream readers (hosting.streams: a writer appended events) and callers waiting for a
-run (`hosting.client.wait_for_run`: the entity finished an operation of their session). Readers still poll,
-so a writer in another process (another instance in Azure) is seen within their poll interval;
-a writer in the same process (the local host, or a single-instance app, runs entities and HTTP
-in one worker process) wakes them at once. Safe from any thread and any event loop.
+run (`hosting.client.wait_for_run`: the entity finished an operation of their session). A writer
+in the same process (a single-instance app, or the local host with one worker, runs entities and
+HTTP in one worker process) wakes them at once; a writer in another process (another instance in
+Azure, another worker group) is seen by polling: the SQLite stream store's one watcher per
+process (which then notifies here), and waiting callers' own reads. Safe from any thread and any
+event loop.
 
 For sessions it also counts the entity operations running in this process (`session_running`):
 a caller whose session has an operation running here knows the end of it will wake it, and

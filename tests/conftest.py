@@ -99,3 +99,108 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.wait(10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def _cluster_ports(count: int) -> list[int]:
+    """Free loopback ports below 55536 whose cluster bus port (port + 10000) is free too."""
+    import random
+    import socket
+
+    ports: list[int] = []
+    while len(ports) < count:
+        port = random.randint(20000, 55535)
+        if port in ports:
+            continue
+        try:
+            for candidate in (port, port + 10000):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", candidate))
+        except OSError:
+            continue
+        ports.append(port)
+    return ports
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real 3-node Redis cluster (redis-server --cluster-enabled yes, no replicas, joined with
+    redis-cli --cluster create; both installed by .ci/services.sh) on free loopback ports, for the
+    session; stopped afterwards. The URL names one node: a cluster client finds the others."""
+    import shutil
+    import subprocess
+    import time
+
+    server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+    if server is None or cli is None:
+        pytest.fail("redis-server and redis-cli are not installed: run `make services` (.ci/services.sh)")
+    ports = _cluster_ports(3)
+    processes = []
+    try:
+        for port in ports:
+            directory = tmp_path_factory.mktemp(f"redis-cluster-{port}")
+            processes.append(
+                subprocess.Popen(
+                    [
+                        server,
+                        "--port",
+                        str(port),
+                        "--bind",
+                        "127.0.0.1",
+                        "--dir",
+                        str(directory),
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "no",
+                        "--protected-mode",
+                        "yes",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+        deadline = time.monotonic() + 15
+        for port in ports:
+            while (
+                subprocess.run([cli, "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip()
+                != "PONG"
+            ):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server (cluster node) did not start on port {port}")
+                time.sleep(0.05)
+        subprocess.run(
+            [
+                cli,
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{p}" for p in ports),
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+        while (
+            "cluster_state:ok"
+            not in subprocess.run(
+                [cli, "-p", str(ports[0]), "cluster", "info"], capture_output=True, text=True
+            ).stdout
+        ):
+            if time.monotonic() > deadline + 15:
+                raise RuntimeError("the Redis cluster did not reach cluster_state:ok")
+            time.sleep(0.1)
+        yield f"redis://127.0.0.1:{ports[0]}/0"
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()

@@ -35,7 +35,7 @@ from ..client._waiting import wait_for_run
 from ..lifecycle._expiry import reset_or_delete
 from ..lifecycle._sweeper import sweepers_of
 from ..stored import StoredDocument, StoredRun, TurnEntry
-from ..streams import RunClaim, StreamKey, start_run
+from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
 from ._answers import Answers
 from ._history import with_history
 from ._lookup import existing_session, hosted_agent
@@ -66,6 +66,10 @@ def guarded(handler: Handler) -> Handler:
             return await handler(req, client)
         except ProblemError as problem:
             return problem_response(problem)
+        except StreamStoreUnavailable as error:
+            log.warning("stream store unavailable: %s", error)
+            retry = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
+            return problem_response(ProblemError(ProblemCode.STORAGE_UNAVAILABLE, str(error), headers=retry))
         except (TimeoutError, aiohttp.ClientError, ConnectionError) as error:
             log.warning("durable backend unreachable: %s", error)
             return problem_response(
@@ -187,6 +191,7 @@ class Api:
                 same=lambda request_hash: asked(request_hash, None),
                 conflict=lambda: idempotency_conflict(agent.name, call.session_id, call.correlation_id),
                 send=send,
+                streamed=streams is not None,
             )
             if pace is not None and sent:
                 pace.sent()
@@ -285,6 +290,12 @@ class Api:
             checks["storage"] = HealthCheck(
                 ok=False, detail=f"durable backend unreachable: {type(error).__name__}: {error}"
             )
+        try:
+            checks["stream_store"] = HealthCheck(ok=True, detail=await self.streams.store.ping())
+        except StreamStoreUnavailable as error:
+            # A dependency that is down makes the app unhealthy; a stream store that is not
+            # configured (Azure without Redis) only turns streaming off, which the detail says.
+            checks["stream_store"] = HealthCheck(ok=error.retry_after is None, detail=str(error))
         healthy = all(c.ok for c in checks.values())
         body = HealthBody(status="healthy" if healthy else "unhealthy", checks=checks)
         return json_response(body, 200 if healthy else 503)

@@ -9,6 +9,7 @@ from ._admission import start_run
 from ._publisher import RunEvents
 from ._settings import (
     PATH_ENV,
+    REDIS_CLUSTER_ENV,
     REDIS_ENTRA_ENV,
     REDIS_ENV,
     EntraIdCredentials,
@@ -29,12 +30,14 @@ from ._store import (
     StreamEvent,
     StreamKey,
     StreamStore,
+    StreamStoreUnavailable,
     retention_from_env,
 )
 
 __all__ = [
     "DEFAULT_RETENTION_SECONDS",
     "PATH_ENV",
+    "REDIS_CLUSTER_ENV",
     "REDIS_ENTRA_ENV",
     "REDIS_ENV",
     "RETENTION_ENV",
@@ -51,6 +54,7 @@ __all__ = [
     "StreamEvent",
     "StreamKey",
     "StreamStore",
+    "StreamStoreUnavailable",
     "default_stream_path",
     "retention_from_env",
     "start_run",

@@ -5,8 +5,13 @@ state, a finished run, a discarded one, a full session). What remains is a run t
 new, or still pending. The first request for it records a `RunClaim` (its request identity and
 whether it streams live) atomically in the stream store, which every process and instance shares,
 and sends the turn; a later request for the same run finds the claim and either attaches to the
-pending run without sending a second turn (same request) or is refused at once with 409
-`idempotency_conflict` (another request), as a stored run's retry would be.
+pending run (same request) or is refused at once with 409 `idempotency_conflict` (another request),
+as a stored run's retry would be.
+
+The claim never decides alone whether a turn runs: the entity answers a correlation id it has
+stored from its state and runs a turn once. So a claim with no event yet (its turn may never have
+been sent: the host died between the claim and the signal) is sent again, and a store that cannot
+be reached stops only the callers that read the stream: the others send without a claim.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from .._errors import ProblemError
-from ._store import RunClaim, StreamKey, StreamStore
+from ._store import RunClaim, StreamKey, StreamStore, StreamStoreUnavailable
 
 log = logging.getLogger("hosting.streams")
 
@@ -28,31 +33,28 @@ async def start_run(
     same: Callable[[str | None], bool],
     conflict: Callable[[], ProblemError],
     send: Callable[[], Awaitable[None]],
+    streamed: bool = False,
 ) -> bool:
     """Send the run's turn unless a request for the same run is pending; True when it was sent.
 
     `same(request_hash)` says whether a pending run's identity is this request's; `conflict()` is
-    the 409 raised when it is not. Without a store every request sends (the entity answers a
-    repeated id from its state and runs a turn once)."""
+    the 409 raised when it is not. `streamed`: the caller reads the run's stream, so a store it
+    cannot use (`StreamStoreUnavailable`) is its answer; any other caller then sends without a
+    claim. Without a store every request sends (the entity answers a repeated id from its state
+    and runs a turn once)."""
     if store is None:
         await send()
         return True
-    earlier = await store.claim(key, claim)
+    try:
+        earlier = await _claim(store, key, claim, same, conflict)
+    except StreamStoreUnavailable as error:
+        if streamed:
+            raise
+        log.warning("run %s: sent without a claim (%s)", key, error)
+        await send()
+        return True
     if earlier is not None:
-        last = await store.last(key)
-        if last is None or not last.terminal:
-            # Pending (queued or running): attach to it, never a second turn.
-            if not same(earlier.request_hash):
-                raise conflict()
-            if claim.live and not earlier.live:
-                # A stream asked for after a waiting JSON request: stream the model if the entity
-                # has not begun the turn yet (it reads the claim when it does).
-                await store.claim(key, RunClaim(earlier.request_hash, True), replace=True)
-            return False
-        # Closed, yet the caller found no stored run: its record is gone (the session was
-        # deleted) or the host died between publishing the answer and storing it (then the
-        # entity answers this second signal from its state). Either way: a new claim, sent.
-        await store.claim(key, claim, replace=True)
+        return False
     try:
         await send()
     except BaseException:
@@ -63,3 +65,37 @@ async def start_run(
             log.exception("could not release the claim of run %s", key)
         raise
     return True
+
+
+async def _claim(
+    store: StreamStore,
+    key: StreamKey,
+    claim: RunClaim,
+    same: Callable[[str | None], bool],
+    conflict: Callable[[], ProblemError],
+) -> RunClaim | None:
+    """Claim the run; the earlier claim when a pending run is attached to (nothing to send),
+    None when this request must send the turn."""
+    earlier = await store.claim(key, claim)
+    if earlier is None:
+        return None
+    last = await store.last(key)
+    if last is not None and last.terminal:
+        # Closed, yet the caller found no stored run: its record is gone (the session was
+        # deleted) or the host died between publishing the answer and storing it (then the
+        # entity answers this second signal from its state). Either way: a new claim, sent.
+        await store.claim(key, claim, replace=True)
+        return None
+    # Pending: attach to it, never a second turn.
+    if not same(earlier.request_hash):
+        raise conflict()
+    if claim.live and not earlier.live:
+        # A stream asked for after a waiting JSON request: stream the model if the entity has
+        # not begun the turn yet (it reads the claim when it does).
+        await store.claim(key, RunClaim(earlier.request_hash, True), replace=True)
+    if last is None:
+        # Claimed, and no event yet: queued behind another turn of the session, or never sent
+        # (the host died between the claim and the signal). Send it again: the entity runs a
+        # correlation id once and answers a repeat from its state.
+        return None
+    return earlier

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
+import re
 import tempfile
 import threading
 import time
@@ -20,15 +22,96 @@ REDIS_ENV = "DURABLE_AGENTS_STREAM_REDIS"
 """Redis connection URL (``rediss://host:port`` for Azure); set: the Redis Streams backend."""
 REDIS_ENTRA_ENV = "DURABLE_AGENTS_STREAM_REDIS_ENTRA"
 """``true``: authenticate to Redis with Microsoft Entra ID (DefaultAzureCredential) instead of a key."""
+REDIS_CLUSTER_ENV = "DURABLE_AGENTS_STREAM_REDIS_CLUSTER"
+"""``true``: the Redis server is a cluster (Azure Managed Redis' OSS cluster policy); also detected."""
 PATH_ENV = "DURABLE_AGENTS_STREAM_PATH"
-"""File of the embedded SQLite store (default: durable-agents/streams.db in the temp directory)."""
+"""File of the embedded SQLite store (default: see `default_stream_path`)."""
+INSTANCE_ENV = "WEBSITE_INSTANCE_ID"
+"""Set by Azure on every instance of an app: the app may run on several instances at once."""
+SCRIPT_ROOT_ENV = "AzureWebJobsScriptRoot"
+"""Set by the Functions host: the app's folder (host.json, function_app.py)."""
+HOST_DATA_ENV = "DEVHOST_DATA_DIR"
+"""Set by the local host (python -m devhost) for its workers: its data directory."""
 
 REDIS_SCOPE = "https://redis.azure.com/.default"
+log = logging.getLogger("hosting.streams")
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
+def _name_part(value: str) -> str:
+    # Key and folder safe: letters, digits, '-', '_' and '.' only (never ':' nor braces).
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", value)[:64] or "_"
+
+
+def app_root() -> Path:
+    """The app's folder: the Functions host's script root (``AzureWebJobsScriptRoot``), else the
+    working directory (where the Functions host and the local host start the worker)."""
+    return Path(os.environ.get(SCRIPT_ROOT_ENV, "").strip() or os.getcwd())
+
+
+def app_name() -> str:
+    """The app's name: Azure's ``WEBSITE_SITE_NAME``, else the name of the app's folder."""
+    return _name_part(os.environ.get("WEBSITE_SITE_NAME", "").strip() or app_root().resolve().name)
+
+
+def task_hub() -> str:
+    """The Durable task hub the app's host.json names (``%SETTING%`` read from that setting), else
+    what the Durable extension defaults to: the site name in Azure, ``TestHubName`` locally."""
+    hub: object = None
+    try:
+        document = json.loads((app_root() / "host.json").read_text(encoding="utf-8"))
+        hub = document.get("extensions", {}).get("durableTask", {}).get("hubName")
+    except (OSError, ValueError, AttributeError):
+        pass
+    if isinstance(hub, str) and len(hub) > 2 and hub.startswith("%") and hub.endswith("%"):
+        hub = os.environ.get(hub[1:-1], "").strip() or None
+    if not isinstance(hub, str) or not hub.strip():
+        hub = os.environ.get("WEBSITE_SITE_NAME", "").strip() or "TestHubName"
+    return _name_part(hub.strip())
+
+
+def key_prefix() -> str:
+    """What every Redis key of this app starts with: the app and its task hub, so apps (or a
+    staging and a production slot) sharing one cache never read each other's runs."""
+    return f"dafx:{app_name()}:{task_hub()}:"
 
 
 def default_stream_path() -> Path:
-    """Where the embedded store lives unless `DURABLE_AGENTS_STREAM_PATH` says otherwise."""
-    return Path(tempfile.gettempdir()) / "durable-agents" / "streams.db"
+    """Where the embedded store lives unless `DURABLE_AGENTS_STREAM_PATH` says otherwise: in the
+    local host's data directory (``DEVHOST_DATA_DIR``: shared by its worker processes, as a shared
+    store would be, and by no other host), else in an owner-only folder of the temp directory named
+    by the user, the app and its task hub."""
+    data = os.environ.get(HOST_DATA_ENV, "").strip()
+    if data:
+        return Path(data) / "streams" / "streams.db"
+    folder = f"durable-agents-{os.getuid()}" if hasattr(os, "getuid") else "durable-agents"
+    return Path(tempfile.gettempdir()) / folder / f"{app_name()}-{task_hub()}" / "streams.db"
+
+
+def _default_folders(file: Path) -> list[Path]:
+    """The folders `default_stream_path` creates, outermost first."""
+    if file.parent.parent.parent == Path(tempfile.gettempdir()):
+        return [file.parent.parent, file.parent]  # durable-agents-<uid>/<app>-<hub>/
+    return [file.parent]
+
+
+def private_folder(folder: Path) -> None:
+    """Create `folder` (and its parents) for this user alone; refuse one another user owns, or one
+    others may write to (a folder made in advance in a shared temp dir could be read or swapped)."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)  # (parents: the umask's mode)
+    if not hasattr(os, "getuid"):
+        return
+    info = folder.stat()
+    if info.st_uid != os.getuid():
+        raise HostingConfigurationError(
+            f"the stream store folder {folder} belongs to another user (uid {info.st_uid}); "
+            f"remove it or set {PATH_ENV}"
+        )
+    if info.st_mode & 0o077:
+        folder.chmod(0o700)
 
 
 class EntraIdCredentials(CredentialProvider):
@@ -80,27 +163,54 @@ _stores: dict[tuple[str, ...], StreamStore] = {}
 
 
 def stream_store_from_env() -> StreamStore:
-    """The stream store the settings name: Redis when `DURABLE_AGENTS_STREAM_REDIS` is set, else the
-    embedded SQLite store. One instance per configuration in a process."""
+    """The stream store the settings name: Redis when `DURABLE_AGENTS_STREAM_REDIS` is set; in
+    Azure (``WEBSITE_INSTANCE_ID``) without it none that serves (`UnsharedStreamStore`: an
+    instance's own file would not reach the app's other instances); else the embedded SQLite
+    store. One instance per configuration in a process."""
     retention = retention_from_env()
     url = os.environ.get(REDIS_ENV, "").strip()
-    entra = os.environ.get(REDIS_ENTRA_ENV, "").strip().lower() in ("1", "true", "yes")
-    path = os.environ.get(PATH_ENV, "").strip() or str(default_stream_path())
-    config = ("redis", url, str(entra), str(retention)) if url else ("sqlite", path, str(retention))
+    entra = _truthy(REDIS_ENTRA_ENV)
+    cluster = _truthy(REDIS_CLUSTER_ENV)
+    path = os.environ.get(PATH_ENV, "").strip()
+    if url:
+        config: tuple[str, ...] = ("redis", url, str(entra), str(cluster), str(retention), key_prefix())
+    elif os.environ.get(INSTANCE_ENV, "").strip():
+        config = ("unshared", str(retention))
+    else:
+        config = ("sqlite", path or str(default_stream_path()), str(retention))
     with _lock:
         store = _stores.get(config)
         if store is None:
-            store = _stores[config] = _create(url, entra, path, retention)
+            store = _stores[config] = _create(config, entra, cluster, retention)
     return store
 
 
-def _create(url: str, entra: bool, path: str, retention: float) -> StreamStore:
-    if url:
-        if not url.startswith(("redis://", "rediss://", "unix://")):
+def _create(config: tuple[str, ...], entra: bool, cluster: bool, retention: float) -> StreamStore:
+    kind, where = config[0], config[1]
+    if kind == "redis":
+        if not where.startswith(("redis://", "rediss://", "unix://")):
             raise HostingConfigurationError(f"{REDIS_ENV} must be a redis://, rediss:// or unix:// URL")
         from ._redis import RedisStreamStore
 
-        return RedisStreamStore(url, retention, credential_provider=EntraIdCredentials() if entra else None)
+        credentials = EntraIdCredentials() if entra else None
+        return RedisStreamStore(
+            where, retention, credential_provider=credentials, cluster=cluster or None, prefix=config[-1]
+        )
+    if kind == "unshared":
+        # Logged once per process, at startup: the app works, but no run can be streamed.
+        log.error(
+            "streaming is off: this app runs in Azure (%s is set) without %s, and the embedded "
+            "stream store would not reach the app's other instances; streaming requests are "
+            "refused with 503 storage_unavailable until %s names a Redis server",
+            INSTANCE_ENV, REDIS_ENV, REDIS_ENV,
+        )
+        from ._unshared import UnsharedStreamStore
+
+        return UnsharedStreamStore(retention)
     from ._sqlite import SqliteStreamStore
 
-    return SqliteStreamStore(path, retention)
+    if not os.environ.get(PATH_ENV, "").strip():
+        # The default's folders: this user's alone (the file itself is created owner-only).
+        for folder in _default_folders(Path(where)):
+            private_folder(folder)
+    return SqliteStreamStore(where, retention)

@@ -1,8 +1,11 @@
 """The embedded stream store: one SQLite file, nothing to install (the default for `make run`).
 
 It survives a restart of the local host (the file stays), and readers in the writer's process are
-woken at once; readers in other processes see new events within `poll_interval`. For more than
-one process or instance use Redis (`_redis.py`).
+woken at once. Writers in other processes (the local host's worker processes share the file) are
+seen through one watcher thread per store and process, not by each reader: every `poll_interval`
+it asks SQLite whether the file changed (``PRAGMA data_version``, answered from memory) and only
+then which followed runs have new events, and wakes their readers. An idle reader costs nothing.
+For more than one instance use Redis (`_redis.py`).
 """
 
 from __future__ import annotations
@@ -12,15 +15,19 @@ import concurrent.futures
 import contextlib
 import itertools
 import json
+import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 from .._wakeup import notify, waiter
-from ._store import READ_BATCH, RunClaim, StreamConflict, StreamEvent, StreamKey
+from ._store import READ_BATCH, RunClaim, StreamConflict, StreamEvent, StreamKey, StreamStoreUnavailable
+
+log = logging.getLogger("hosting.streams")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS streams (key TEXT PRIMARY KEY, expires REAL NOT NULL) WITHOUT ROWID;
@@ -49,7 +56,12 @@ class SqliteStreamStore:
         self._local = threading.local()
         self._appends = itertools.count()
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="stream-writer")
+        self._followed: Counter[str] = Counter()  # key text -> readers following it in this process
+        self._watch_lock = threading.Condition()
+        self._watcher: threading.Thread | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # A new file is this user's alone (SQLite gives its -wal and -shm files the same mode).
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         with self._connect() as db:
             db.executescript(_SCHEMA)
         self._purge()
@@ -190,10 +202,68 @@ class SqliteStreamStore:
         )
         return [StreamEvent(seq, kind, json.loads(data)) for seq, kind, data in rows]
 
+    @contextlib.contextmanager
+    def _following(self, key: StreamKey) -> Iterator[None]:
+        with self._watch_lock:
+            self._followed[key.text()] += 1
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch, name="stream-watcher", daemon=True)
+                self._watcher.start()
+            self._watch_lock.notify()
+        try:
+            yield
+        finally:
+            with self._watch_lock:
+                self._followed[key.text()] -= 1
+                if self._followed[key.text()] <= 0:
+                    del self._followed[key.text()]
+
+    def _watch(self) -> None:
+        """Wake the readers of runs another process appended to (see the module)."""
+        db = self._connect()
+        version = None
+        seen: dict[str, tuple[int, int]] = {}
+        while True:
+            with self._watch_lock:
+                while not self._followed:
+                    version = None
+                    seen.clear()
+                    self._watch_lock.wait()
+                keys = list(self._followed)
+            try:
+                now = db.execute("PRAGMA data_version").fetchone()[0]
+                if now != version:
+                    version = now
+                    found = self._tails(db, keys)
+                    for text in keys:
+                        tail = found.get(text, (0, 0))
+                        # A run seen for the first time too: it may have moved on before.
+                        if seen.get(text) != tail:
+                            notify(f"{self.path}\n{text}")
+                        seen[text] = tail
+                    for text in set(seen) - set(keys):
+                        del seen[text]
+            except sqlite3.Error:
+                log.exception("stream watcher of %s: read failed", self.path)
+            time.sleep(self.poll_interval)
+
+    @staticmethod
+    def _tails(db: sqlite3.Connection, keys: list[str]) -> dict[str, tuple[int, int]]:
+        found: dict[str, tuple[int, int]] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for text, top, count in db.execute(
+                f"SELECT key, MAX(seq), COUNT(*) FROM events WHERE key IN ({marks}) GROUP BY key", chunk
+            ):
+                found[text] = (top, count)
+        return found
+
     async def follow(self, key: StreamKey, after: int, idle: float) -> AsyncIterator[StreamEvent | None]:
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
-        with waiter(self._topic(key)) as woken:
+        # A reader reads when woken (by a writer in this process, or the watcher), never on a timer.
+        with waiter(self._topic(key)) as woken, self._following(key):
             while True:
                 woken.clear()  # before reading: an append after this read sets it again
                 events = self._read(key, after)
@@ -205,12 +275,20 @@ class SqliteStreamStore:
                 if events:
                     quiet_since = loop.time()
                     continue
-                wait = min(self.poll_interval, max(0.0, quiet_since + idle - loop.time()))
+                wait = max(0.0, quiet_since + idle - loop.time())
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), wait)
                 if loop.time() - quiet_since >= idle:
                     yield None
                     quiet_since = loop.time()
+
+    async def ping(self) -> str:
+        started = time.perf_counter()
+        try:
+            self._db().execute("SELECT 1 FROM streams LIMIT 1").fetchall()
+        except sqlite3.Error as error:
+            raise StreamStoreUnavailable(f"the stream store file {self.path}: {error}") from error
+        return f"SQLite file answered in {(time.perf_counter() - started) * 1000:.0f} ms"
 
     async def aclose(self) -> None:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)

@@ -70,6 +70,17 @@ class StreamConflict(Exception):
     """An append named a sequence number that is already taken (two writers of one run)."""
 
 
+class StreamStoreUnavailable(Exception):
+    """The stream store cannot serve this call: its server is unreachable or out of connections
+    (`retry_after`: seconds after which a retry may succeed), or the app has no store that every
+    instance shares (`retry_after` None: only a setting changes that). The message names the
+    dependency and, for a missing one, the setting."""
+
+    def __init__(self, message: str, retry_after: int | None = 1) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class StreamStore(Protocol):
     """Where runs' events live between the entity that writes them and the HTTP readers."""
 
@@ -111,6 +122,10 @@ class StreamStore(Protocol):
     def follow(self, key: StreamKey, after: int, idle: float) -> AsyncIterator[StreamEvent | None]:
         """The events after sequence number `after`, then new ones as they are appended, ending
         after a terminal event; yields None whenever `idle` seconds pass without an event."""
+
+    async def ping(self) -> str:
+        """Check the store for real: what answered and how (a health check's detail), or
+        `StreamStoreUnavailable`."""
 
     async def aclose(self) -> None:
         """Release connections opened on the running event loop."""

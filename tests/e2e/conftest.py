@@ -50,12 +50,20 @@ def host_log(e2e_host: HostProcess) -> pathlib.Path:
     return e2e_host.log_path
 
 
-@pytest.fixture(scope="module", params=["sqlite", "redis"])
+@pytest.fixture(scope="module", params=["sqlite", "redis", "redis-cluster"])
 def backend(request: pytest.FixtureRequest) -> dict[str, str]:
-    """The stream store settings of a host: the embedded default, or the session's real Redis."""
+    """The stream store settings of a host: the embedded default, the session's real Redis, or
+    its real 3-node Redis cluster (named by the setting, as Azure Managed Redis' OSS policy needs)."""
     if request.param == "redis":
         url: str = request.getfixturevalue("redis_url")
         return {"DURABLE_AGENTS_STREAM_REDIS": url, "DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS": "0.3"}
+    if request.param == "redis-cluster":
+        cluster: str = request.getfixturevalue("redis_cluster_url")
+        return {
+            "DURABLE_AGENTS_STREAM_REDIS": cluster,
+            "DURABLE_AGENTS_STREAM_REDIS_CLUSTER": "true",
+            "DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS": "0.3",
+        }
     return {"DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS": "0.3"}
 
 

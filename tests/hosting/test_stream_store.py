@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import sqlite3
 import threading
 import time
 import uuid
@@ -18,15 +19,19 @@ from hosting.streams import (
     StreamEvent,
     StreamKey,
     StreamStore,
+    StreamStoreUnavailable,
 )
 from hosting.streams._redis import RedisStreamStore
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
 async def store(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> AsyncIterator[StreamStore]:
     made: StreamStore
     if request.param == "redis":
         made = RedisStreamStore(request.getfixturevalue("redis_url"), retention=60)
+    elif request.param == "redis-cluster":
+        # Cluster mode as the server reports it (no setting): the cluster client, hash-tagged keys.
+        made = RedisStreamStore(request.getfixturevalue("redis_cluster_url"), retention=60)
     else:
         made = SqliteStreamStore(tmp_path / "streams.db", retention=60, poll_interval=0.05)
     yield made
@@ -203,7 +208,7 @@ async def test_of_racing_claims_from_several_processes_exactly_one_wins(store: S
     # Other processes are other store objects on the same file / server.
     def another() -> StreamStore:
         if isinstance(store, RedisStreamStore):
-            return RedisStreamStore(store.url, retention=60)
+            return RedisStreamStore(store.url, retention=60, cluster=store.cluster)
         assert isinstance(store, SqliteStreamStore)
         return SqliteStreamStore(store.path, retention=60)
 
@@ -230,3 +235,64 @@ async def test_a_claim_expires_with_the_retention(tmp_path: pathlib.Path, redis_
         assert await made.claim(k, RunClaim("new")) is None
         assert await made.claimed(k) == RunClaim("new")
         await made.aclose()
+
+
+async def test_idle_sqlite_readers_do_not_poll_and_still_see_other_processes(tmp_path: pathlib.Path) -> None:
+    store = SqliteStreamStore(tmp_path / "streams.db", retention=60, poll_interval=0.05)
+    reads = 0
+    read = store._read
+
+    def counted(k: StreamKey, after: int) -> list[StreamEvent]:
+        nonlocal reads
+        reads += 1
+        return read(k, after)
+
+    store._read = counted  # type: ignore[method-assign,assignment]
+    keys = [key() for _ in range(50)]
+    for k in keys:
+        await store.declare(k)
+    readers = [asyncio.create_task(collect(store, k, 0, idle=30)) for k in keys]
+    await asyncio.sleep(1.0)
+    # Once each, plus at most one wake per reader when the watcher first sees its run; a reader
+    # polling every 50 ms would have read about 20 times.
+    assert reads <= 2 * len(keys), f"{reads} reads by {len(keys)} idle readers in a second"
+    # A writer in another process (a connection of its own, no in-process wakeup).
+    with sqlite3.connect(tmp_path / "streams.db") as other:
+        insert = "INSERT INTO events (key, seq, type, data) VALUES (?, 1, 'run.completed', '{}')"
+        other.execute(insert, (keys[0].text(),))
+    got = await asyncio.wait_for(readers[0], 2)
+    assert [e.type for e in got] == ["run.completed"]
+    for reader in readers[1:]:
+        reader.cancel()
+    await store.aclose()
+
+
+async def test_a_full_redis_pool_is_unavailable_for_a_while_not_a_failure(redis_url: str) -> None:
+    store = RedisStreamStore(redis_url, retention=60, command_connections=2, command_wait=0.2)
+    k = key()
+    await store.declare(k)
+    clients = await store._clients()
+    for _ in range(2):  # every command connection is in use
+        await clients.slots.acquire()
+    try:
+        with pytest.raises(StreamStoreUnavailable, match="Redis") as raised:
+            await store.claim(k, RunClaim(None))
+        assert raised.value.retry_after
+    finally:
+        for _ in range(2):
+            clients.slots.release()
+    assert await store.claim(k, RunClaim(None)) is not None  # declared above: claimed already
+    await store.aclose()
+
+
+async def test_three_hundred_readers_of_one_run_at_once(store: StreamStore) -> None:
+    k = key()
+    await store.declare(k)
+    readers = [asyncio.create_task(collect(store, k, 0)) for _ in range(300)]
+    await asyncio.sleep(0.5)
+    # Admission meanwhile: readers hold none of the connections it needs.
+    assert await asyncio.wait_for(store.claim(key(), RunClaim(None)), 2) is None
+    await store.append_many(k, [StreamEvent(1, "run.started", {}), delta(2)])
+    await store.append(k, StreamEvent(3, "run.completed", {}))
+    got = await asyncio.wait_for(asyncio.gather(*readers), 10)
+    assert all([e.seq for e in events] == [1, 2, 3] for events in got)
