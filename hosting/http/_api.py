@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import azure.durable_functions as df
 import azure.functions as func
-from starlette.responses import StreamingResponse
+from starlette.responses import Response as StarletteResponse
 
 from agents import Agent, turn_result
 
@@ -61,7 +61,7 @@ log = logging.getLogger("hosting.http")
 def guarded(handler: Handler) -> Handler:
     """Turn typed problems into problem responses, and storage outages into 503."""
 
-    async def run(req: func.HttpRequest, client: Any) -> func.HttpResponse | StreamingResponse:
+    async def run(req: func.HttpRequest, client: Any) -> func.HttpResponse | StarletteResponse:
         try:
             return await handler(req, client)
         except ProblemError as problem:
@@ -129,7 +129,7 @@ class Api:
 
     async def run(
         self, req: func.HttpRequest, client: DurableClient
-    ) -> func.HttpResponse | StreamingResponse:
+    ) -> func.HttpResponse | StarletteResponse:
         """POST agents/{agent}/run"""
         agent = hosted_agent(self.agents, req)
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
@@ -155,7 +155,7 @@ class Api:
         agent: Agent,
         call: RunCall,
         signalled: asyncio.Event,
-    ) -> func.HttpResponse | StreamingResponse:
+    ) -> func.HttpResponse | StarletteResponse:
         streams = self.streams if wants_event_stream(req) else None
         key = StreamKey(agent.name, call.session_id, call.correlation_id)
         after = resume_after(req) if streams is not None else 0

@@ -17,7 +17,7 @@ from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from agents import Agent, TurnResult
 from state import HistoryUnavailable
@@ -108,6 +108,17 @@ def resume_after(req: func.HttpRequest) -> int:
     return after
 
 
+def terminal_seq(last: StreamEvent | None, finished: bool) -> int | None:
+    """The id of a run's terminal event as the stream has it: the retained terminal event's, or,
+    for a stored run whose terminal event was never published, one past the last retained event
+    (so it is the same on every reconnect); None while the run is unfinished."""
+    if last is not None and last.terminal:
+        return last.seq
+    if finished:
+        return (last.seq if last is not None else 0) + 1
+    return None
+
+
 def sse_frame(event_id: int, kind: str, data: dict[str, Any]) -> bytes:
     """One SSE event; the JSON is on one line, so it is one `data:` field."""
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -193,13 +204,17 @@ class RunStreams:
             "Location": location,
         }
 
+    def ended(self, key: StreamKey) -> Response:
+        """204: the reader has the run's terminal event; an EventSource stops reconnecting on it."""
+        return Response(status_code=204, headers=self._headers(key))
+
     def response(self, body: AsyncIterator[bytes], key: StreamKey) -> StreamingResponse:
         """The 200 `text/event-stream` answer carrying `body`."""
         return StreamingResponse(body, status_code=200, media_type=EVENT_STREAM, headers=self._headers(key))
 
     async def open(
         self, client: DurableClient, key: StreamKey, after: int, snapshot: Snapshot | None = None
-    ) -> StreamingResponse:
+    ) -> Response:
         """The stream of a run: its retained events after `after`, then live ones; a finished run
         whose events have expired gets its result as one event; 404 `run_not_found` otherwise.
         A session whose stored state this build cannot read is 409 `state_unreadable` at once, as
@@ -220,9 +235,14 @@ class RunStreams:
                 raise discarded_problem(
                     key.agent, key.session_id, key.correlation_id, deleted=unrecorded.deleted
                 )
-        if await self.store.exists(key):
-            return self.attach(client, key, after)
         run = stored.find_run(key.correlation_id) if snapshot.exists else None
+        if await self.store.exists(key):
+            last = await self.store.last(key)
+            finished = run is not None and run.result() is not None
+            end = terminal_seq(last, finished)
+            if end is not None and after >= end:
+                return self.ended(key)  # the reader has the terminal event already
+            return self.attach(client, key, after)
         if run is None and snapshot.exists:
             # A finished run whose entries were archived, as the run resource finds it.
             try:
@@ -238,11 +258,16 @@ class RunStreams:
                 "(or its events have expired and it has not finished)",
                 field="correlation_id",
             )
-        return self.response(self._once(key, after, result), key)
+        if after > 0:
+            # Its events have expired: a reader that names one has had its stream; sending the
+            # answer again under a new id would start an EventSource's reconnect loop. The run
+            # resource keeps the answer.
+            return self.ended(key)
+        return self.response(self._once(key, result), key)
 
-    async def _once(self, key: StreamKey, after: int, result: TurnResult) -> AsyncIterator[bytes]:
+    async def _once(self, key: StreamKey, result: TurnResult) -> AsyncIterator[bytes]:
         kind, body = self.terminal(key.agent, key.session_id, result)
-        yield sse_frame(after + 1, kind, body)
+        yield sse_frame(1, kind, body)
 
     async def _follow(
         self, client: DurableClient, key: StreamKey, after: int, then: Job | None = None
@@ -261,8 +286,10 @@ class RunStreams:
                 result = await self._stored_result(client, key)
                 last = await self.store.last(key) if result is not None else None
                 if result is not None and not (last is not None and last.terminal and last.seq > after):
-                    kind, body = self.terminal(key.agent, key.session_id, result)
-                    yield sse_frame(after + 1, kind, body)
+                    seq = terminal_seq(last, finished=True)
+                    if seq is not None and seq > after:
+                        kind, body = self.terminal(key.agent, key.session_id, result)
+                        yield sse_frame(seq, kind, body)
                     return
                 yield b": heartbeat\n\n"
         except Exception:
@@ -274,7 +301,7 @@ class RunStreams:
 
     # -- handlers ---------------------------------------------------------------------------
 
-    async def get(self, req: func.HttpRequest, client: DurableClient) -> StreamingResponse:
+    async def get(self, req: func.HttpRequest, client: DurableClient) -> Response:
         """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}/stream"""
         agent = hosted_agent(self.agents, req)
         session_id = check_id(req.route_params.get("session_id", ""), "session_id")

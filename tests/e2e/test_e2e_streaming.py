@@ -89,6 +89,29 @@ async def test_disconnect_then_resume_with_last_event_id_gets_each_event_once(
     assert await stored_run_ids(web, stream_host, session) == [correlation, correlation]
 
 
+async def test_a_reader_that_has_the_terminal_event_gets_204_at_once_and_the_id_never_changes(
+    stream_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
+) -> None:
+    streaming(model, delay=0.0)
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    _, events = await read_all(web, "POST", run_url(stream_host), json={"message": "hi", "session_id": session})
+    correlation = events[0].data["correlation_id"]
+    terminal = events[-1]
+    assert terminal.event == "run.completed"
+    url = stream_url(stream_host, session, correlation)
+    # An EventSource reconnects with the id of the last event it had: the terminal one.
+    for resume in ({"headers": {"Last-Event-ID": str(terminal.id)}}, {"params": {"after": str(terminal.id + 5)}}):
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        response = await web.get(url, **resume)  # type: ignore[arg-type]
+        assert response.status_code == 204, (resume, response.status_code, response.text[:200])
+        assert response.content == b""
+        assert loop.time() - started < 5, "the reader that has everything waited for more"
+    # A reader one event short gets the very same terminal event, with the same id.
+    _, last = await read_all(web, "GET", url, headers={"Last-Event-ID": str(terminal.id - 1)})
+    assert last == [terminal]
+
+
 async def test_two_readers_see_identical_sequences(
     stream_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
 ) -> None:
