@@ -67,16 +67,13 @@ EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
 def event_stream_content() -> dict[str, Any]:
     """The OpenAPI media type object of a run's event stream."""
     return {
-        # Before OpenAPI 3.2 (this document is 3.1) an event stream's `schema` describes one event.
+        # The body is text: a sequence of events, each `id:` (its sequence number), `event:` (its
+        # type, see x-events) and `data:` (one JSON object). Declaring one event as an object here
+        # made generated clients parse the whole body as JSON and fail.
         "schema": {
-            "type": "object",
-            "description": "One Server-Sent Event: `id:` (its sequence number), `event:` (its type, "
-            "see x-events) and `data:` (one JSON object).",
-            "properties": {
-                "id": {"type": "string"},
-                "event": {"type": "string"},
-                "data": {"type": "string"},
-            },
+            "type": "string",
+            "description": "Server-Sent Events (text/event-stream); the types of "
+            "their `data` are under x-events.",
         },
         "x-events": EVENT_SCHEMAS,
     }

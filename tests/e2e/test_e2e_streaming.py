@@ -94,13 +94,18 @@ async def test_a_reader_that_has_the_terminal_event_gets_204_at_once_and_the_id_
 ) -> None:
     streaming(model, delay=0.0)
     session = f"s-{uuid.uuid4().hex[:8]}"
-    _, events = await read_all(web, "POST", run_url(stream_host), json={"message": "hi", "session_id": session})
+    _, events = await read_all(
+        web, "POST", run_url(stream_host), json={"message": "hi", "session_id": session}
+    )
     correlation = events[0].data["correlation_id"]
     terminal = events[-1]
     assert terminal.event == "run.completed"
     url = stream_url(stream_host, session, correlation)
     # An EventSource reconnects with the id of the last event it had: the terminal one.
-    for resume in ({"headers": {"Last-Event-ID": str(terminal.id)}}, {"params": {"after": str(terminal.id + 5)}}):
+    for resume in (
+        {"headers": {"Last-Event-ID": str(terminal.id)}},
+        {"params": {"after": str(terminal.id + 5)}},
+    ):
         loop = asyncio.get_running_loop()
         started = loop.time()
         response = await web.get(url, **resume)  # type: ignore[arg-type]
