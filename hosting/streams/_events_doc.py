@@ -67,13 +67,19 @@ EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
 def event_stream_content() -> dict[str, Any]:
     """The OpenAPI media type object of a run's event stream."""
     return {
-        # The body is text: a sequence of events, each `id:` (its sequence number), `event:` (its
-        # type, see x-events) and `data:` (one JSON object). Declaring one event as an object here
-        # made generated clients parse the whole body as JSON and fail.
-        "schema": {
-            "type": "string",
-            "description": "Server-Sent Events (text/event-stream); the types of "
-            "their `data` are under x-events.",
+        # One event, under OpenAPI 3.2's `itemSchema` (tools that know it, schemathesis among
+        # them, check each event against it). No `schema`: in 3.1 that would describe the whole
+        # body, and a generated client would try to parse the event stream as that value (as a
+        # JSON object, it threw); without one it leaves the body to the caller's SSE reader.
+        "itemSchema": {
+            "type": "object",
+            "description": "One Server-Sent Event: `id:` (its sequence number), `event:` (its type, "
+            "see x-events) and `data:` (one JSON object).",
+            "properties": {
+                "id": {"type": "string"},
+                "event": {"type": "string"},
+                "data": {"type": "string"},
+            },
         },
         "x-events": EVENT_SCHEMAS,
     }
