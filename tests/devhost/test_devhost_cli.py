@@ -242,3 +242,21 @@ def test_bad_app_exits_with_message(tmp_path: pathlib.Path) -> None:
     )
     assert result.returncode == 2
     assert "cannot load app module 'no_such_app_module'" in result.stderr
+
+
+def test_a_busy_port_is_refused_before_any_worker_starts_saying_how_to_pick_another(
+    tmp_path: pathlib.Path,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        result = subprocess.run(
+            [sys.executable, "-m", "devhost", "--app", "basic_app", "--port", str(port),
+             "--data-dir", str(tmp_path / "d")],
+            cwd=tmp_path, env=_env(False), capture_output=True, text=True, timeout=60,
+        )
+    assert result.returncode == 2
+    assert f"port {port} on 127.0.0.1 is already in use" in result.stderr, result.stderr
+    assert "--port N" in result.stderr and "make run ARGS='--port N'" in result.stderr
+    assert "worker" not in result.stderr, result.stderr
