@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from ._errors import DevHostError
 from ._host import DB_NAME, LocalHost
 from ._logs import TraceIdFormatter
+from ._reload import supervise
 from ._settings import load_local_settings
 from ._startup_hook import STARTUP_HOOK_ENV, run_startup_hook, stop_startup_hook
 from .functions import KEY_ENV, ensure_importable
@@ -37,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on")
     parser.add_argument("--data-dir", default=".devhost", help="where state is kept (SQLite)")
     parser.add_argument("--reset", action="store_true", help="delete all local state first")
+    parser.add_argument("--reload", action="store_true",
+                        help="start again whenever a Python file of the project changes (make run does)")
     parser.add_argument("--max-batch", type=int, default=None,
                         help="most queued operations of one entity run as one batch")
     parser.add_argument("--max-state-bytes", type=int, default=None,
@@ -125,6 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.reset and reset_data_dir(data_dir):
             log.info("--reset: deleted %s", data_dir)
         check_port_free(args.host, args.port)
+        if args.reload:
+            # The watcher serves nothing itself; each host it starts gets the same arguments,
+            # except that the data is reset once, here.
+            given = list(sys.argv[1:] if argv is None else argv)
+            return supervise([a for a in given if a not in ("--reload", "--reset")], project, data_dir)
         ensure_importable(str(project))
         load_local_settings(project, log)
         os.environ.setdefault("FUNCTIONS_WORKER_RUNTIME", "python")
