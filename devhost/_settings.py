@@ -20,6 +20,7 @@ DEFAULT_TASK_HUB = "TestHubName"
 HUB_OVERRIDE_ENV = "AzureFunctionsJobHost__extensions__durableTask__hubName"
 """The app setting that overrides host.json's hubName, as the Functions host's configuration does."""
 SITE_ENV = "WEBSITE_SITE_NAME"
+SLOT_ENV = "WEBSITE_SLOT_NAME"
 # DTFx's Azure Storage provider polls an idle control queue less and less often, up to this.
 DEFAULT_MAX_QUEUE_POLLING_INTERVAL = 30.0
 
@@ -133,6 +134,14 @@ def _task_hub(configured: Any, provider: str, path: pathlib.Path) -> str:
     if configured is not None and not isinstance(configured, str):
         raise DevHostError(f"{path}: hubName must be a string")
     if not configured:
+        slot = os.environ.get(SLOT_ENV)
+        if slot is not None and slot.lower() != "production":
+            # DurableTaskOptions.Validate: a slot that is not production needs a chosen hub.
+            raise DevHostError(
+                f"{path}: {SLOT_ENV} is {slot!r}: a deployment slot needs its own task hub name "
+                f"(host.json hubName or {HUB_OVERRIDE_ENV}); the Durable extension does not start "
+                "with the default one there"
+            )
         site = os.environ.get(SITE_ENV, "").strip()
         if not site:
             return DEFAULT_TASK_HUB

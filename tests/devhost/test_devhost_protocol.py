@@ -51,11 +51,23 @@ def test_task_hub_as_the_durable_extension_resolves_it(
     host_json = tmp_path / "host.json"
     monkeypatch.delenv(HUB_OVERRIDE_ENV, raising=False)
     monkeypatch.delenv("MY_HUB", raising=False)
+    monkeypatch.delenv("WEBSITE_SLOT_NAME", raising=False)
     # No hubName: the app's name, made valid as the Azure Storage provider does; two apps differ.
     for site, hub in (("agents-prod", "agentsprod"), ("agents-staging", "agentsstaging"),
                       ("1st-app", "t1stapp"), ("ab", "abHub")):
         monkeypatch.setenv("WEBSITE_SITE_NAME", site)
         assert HostSettings.load(tmp_path).task_hub == hub
+    # A deployment slot other than production needs a chosen name.
+    monkeypatch.setenv("WEBSITE_SLOT_NAME", "staging")
+    with pytest.raises(DevHostError, match="slot"):
+        HostSettings.load(tmp_path)
+    monkeypatch.setenv("WEBSITE_SLOT_NAME", "Production")
+    assert HostSettings.load(tmp_path).task_hub == "abHub"
+    monkeypatch.setenv(HUB_OVERRIDE_ENV, "StagingHub")
+    monkeypatch.setenv("WEBSITE_SLOT_NAME", "staging")
+    assert HostSettings.load(tmp_path).task_hub == "StagingHub"
+    monkeypatch.delenv(HUB_OVERRIDE_ENV)
+    monkeypatch.delenv("WEBSITE_SLOT_NAME")
     # The app setting overrides host.json, as the Functions host's configuration does.
     host_json.write_text(json.dumps({"extensions": {"durableTask": {"hubName": "FromHostJson"}}}))
     assert HostSettings.load(tmp_path).task_hub == "FromHostJson"
