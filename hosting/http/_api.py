@@ -243,8 +243,7 @@ class Api:
         """GET / DELETE agents/{agent}/sessions/{session_id}"""
         agent, session_id, _entity_id, snapshot = await existing_session(self.agents, req, client)
         if req.method.upper() == "DELETE":
-            archived = snapshot.stored.archive is not None
-            await reset_or_delete(client, agent.name, session_id, "delete", archived)
+            await reset_or_delete(client, agent.name, session_id, "delete", snapshot.stored.archive_epoch)
             return json_response(
                 SessionActionBody(agent=agent.name, session_id=session_id, status="delete_requested"), 202
             )
@@ -260,8 +259,7 @@ class Api:
         reason = state_problem(snapshot.document)
         if reason is not None:
             raise unreadable(agent.name, session_id, reason)
-        archived = snapshot.stored.archive is not None
-        await reset_or_delete(client, agent.name, session_id, "reset", archived)
+        await reset_or_delete(client, agent.name, session_id, "reset", snapshot.stored.archive_epoch)
         return json_response(
             SessionActionBody(agent=agent.name, session_id=session_id, status="reset_requested"), 202
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -70,8 +71,13 @@ def background(key: StreamKey, job: Job) -> None:
 
 DEFAULT_HEARTBEAT_SECONDS = 15.0
 HEARTBEAT_ENV = "DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS"
-COMMIT_WAIT_SECONDS = 10.0
-"""How long a reader waits, after the terminal event, for the host to have stored the turn."""
+COMMIT_WAIT_LIMIT_SECONDS = 3600.0
+"""How long a reader waits at most, after the terminal event, for the host to have stored the
+turn. The entity publishes a run's answer when its operation ends, but the host commits it with
+the whole batch, after every other queued turn of the session (maxEntityOperationBatchSize of
+them); the wait follows that batch however long it takes (heartbeats keep the stream open
+meanwhile) and gives up only past any functionTimeout the app runs with (host.json: 10 min),
+when the batch can no longer commit, sending the published answer as before."""
 
 
 def heartbeat_from_env() -> float:
@@ -151,13 +157,26 @@ class RunStreams:
         body = json.loads(response.get_body())
         return (RUN_COMPLETED if response.status_code == 200 else RUN_FAILED), body
 
-    async def _render(self, client: DurableClient, key: StreamKey, event: StreamEvent) -> bytes:
+    async def _frames(
+        self, client: DurableClient, key: StreamKey, event: StreamEvent
+    ) -> AsyncIterator[bytes]:
+        """The event's frame; for the terminal event, heartbeats while its batch is being
+        committed, then the stored answer."""
         if not event.terminal:
-            return sse_frame(event.seq, event.type, event.data)
-        # The entity publishes its answer just before the host commits it: wait for the stored
-        # run, so a client that has the terminal event finds the turn stored, and the event is
-        # the stored answer itself.
-        result = await self._committed(client, key)
+            yield sse_frame(event.seq, event.type, event.data)
+            return
+        # The entity publishes its answer before the host commits it (with the rest of the
+        # batch): wait for the stored run, so a client that has the terminal event finds the turn
+        # stored, and the event is the stored answer itself.
+        deadline = time.monotonic() + COMMIT_WAIT_LIMIT_SECONDS
+        while True:
+            committed, result = await self._committed(client, key)
+            if committed or time.monotonic() >= deadline:
+                break
+            yield b": heartbeat\n\n"
+        yield self._terminal_frame(key, event, result)
+
+    def _terminal_frame(self, key: StreamKey, event: StreamEvent, result: TurnResult | None) -> bytes:
         if result is None:
             try:
                 result = TurnResult.from_json(event.data)
@@ -167,8 +186,9 @@ class RunStreams:
         kind, body = self.terminal(key.agent, key.session_id, result)
         return sse_frame(event.seq, kind, body)
 
-    async def _committed(self, client: DurableClient, key: StreamKey) -> TurnResult | None:
-
+    async def _committed(self, client: DurableClient, key: StreamKey) -> tuple[bool, TurnResult | None]:
+        """(whether the wait is over, the stored result): waits one heartbeat at most; over when
+        the run has an outcome, or its state cannot be read (the published answer is sent)."""
         try:
             outcome = await wait_for_run(
                 client,
@@ -176,13 +196,13 @@ class RunStreams:
                 agent=key.agent,
                 session_id=key.session_id,
                 correlation_id=key.correlation_id,
-                timeout=COMMIT_WAIT_SECONDS,
+                timeout=self.heartbeat_seconds,
                 state_checked=True,
             )
         except Exception:
             log.warning("stream %s: the stored run could not be read; sending the published answer", key)
-            return None
-        return None if outcome.run is None else outcome.run.result()
+            return True, None
+        return not outcome.pending, (None if outcome.run is None else outcome.run.result())
 
     async def _stored_result(self, client: DurableClient, key: StreamKey) -> TurnResult | None:
 
@@ -276,7 +296,8 @@ class RunStreams:
             async for event in self.store.follow(key, after, self.heartbeat_seconds):
                 if event is not None:
                     after = event.seq
-                    yield await self._render(client, key, event)
+                    async for frame in self._frames(client, key, event):
+                        yield frame
                     if then is not None and event.type != RUN_STARTED:
                         background(key, then)
                         then = None

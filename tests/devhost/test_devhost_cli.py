@@ -282,3 +282,25 @@ def test_reload_serves_the_changed_app_and_stops_with_its_host(tmp_path: pathlib
     # The host it started has stopped too: nothing answers on its port.
     with pytest.raises((urllib.error.URLError, ConnectionError)):
         _request("GET", f"{proc.url}/api/hello/you")
+
+
+@pytest.mark.parametrize(
+    ("host_json", "env", "named"),
+    [
+        ({"extensions": {"durableTask": {"hubName": "my-hub"}}}, {}, "'my-hub'"),
+        ({"extensions": {"durableTask": {"hubName": "%NO_SUCH_HUB_SETTING%"}}}, {}, "NO_SUCH_HUB_SETTING"),
+        ({}, {"DEVHOST_ORCHESTRATION_DELAY_SECONDS": "soon"}, "DEVHOST_ORCHESTRATION_DELAY_SECONDS"),
+    ],
+)
+def test_a_task_hub_or_delay_azure_would_refuse_stops_the_host(
+    tmp_path: pathlib.Path, host_json: dict[str, Any], env: dict[str, str], named: str
+) -> None:
+    (tmp_path / "host.json").write_text(json.dumps({"version": "2.0", **host_json}))
+    environment = {k: v for k, v in _env(False).items() if k != "NO_SUCH_HUB_SETTING"}
+    result = subprocess.run(
+        [sys.executable, "-m", "devhost", "--app", "basic_app", "--port", "0",
+         "--data-dir", str(tmp_path / "d")],
+        cwd=tmp_path, env={**environment, **env}, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert named in result.stderr, result.stderr[-2000:]
