@@ -7,6 +7,11 @@ Three cases, from what this process knows (`hosting._wakeup`):
 * an operation of the session is running here: its end will wake us, so only a safety read every
   `RUNNING_DELAY` (a slow model costs one read per waiting request every 5 s, not ten a second);
   an operation starting here during a pause turns that pause into such a wait;
+* a watch on the run's terminal event (`watched`: the HTTP edge follows the run's event stream
+  when a shared stream store is configured; the entity publishes the terminal event just before
+  its batch commits): the event wakes us, so only a safety read every `RUNNING_DELAY`, as for an
+  operation running here; a watch that ends without the event (the store failed) wakes us too,
+  and polling resumes;
 * nothing known (the turn is still queued, or the entity runs in another process or instance):
   poll, `FIRST_DELAY` doubling to `POLL_DELAY`, and from then on at most a quarter of the time
   waited so far, up to `MAX_DELAY`: a run finished elsewhere is seen at most 25 % (and 1 s) of
@@ -51,6 +56,16 @@ class ReadPacer:
         self.delay = FIRST_DELAY / 2
         self.settling = False
         self.just_sent = False
+        self.watched = False
+
+    def watch_ended(self) -> None:
+        """The watch on the run's terminal event is over (it came: re-read as the batch commits;
+        or the store failed: reads settle, then poll again). The pause ends now."""
+        self.watched = False
+        # The commit is due any moment now: polling, if it comes to that, paces itself by the
+        # time since the event, not since the wait began.
+        self.started = time.monotonic()
+        self.woken.set()
 
     def sent(self) -> None:
         """This caller has just sent the turn: the first pause is `SENT_DELAY`, not a poll."""
@@ -71,7 +86,7 @@ class ReadPacer:
         """Seconds until the next read (see the module docstring for the three cases)."""
         if self.woken.is_set():
             self._settle()  # it ended during the read
-        elif not self.settling and session_running(self.topic):
+        elif not self.settling and (self.watched or session_running(self.topic)):
             return RUNNING_DELAY  # its end wakes us; this read is only a safety net
         elif self.just_sent:
             self.just_sent = False

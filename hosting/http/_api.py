@@ -36,6 +36,7 @@ from ..lifecycle._expiry import reset_or_delete
 from ..lifecycle._sweeper import sweepers_of
 from ..stored import StoredDocument, StoredRun, TurnEntry
 from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
+from ..streams._watch import terminal_watch
 from ._answers import Answers
 from ._history import with_history
 from ._lookup import existing_session, hosted_agent
@@ -195,6 +196,10 @@ class Api:
             )
             if pace is not None and sent:
                 pace.sent()
+            if pace is not None:
+                # Wherever the entity runs, its terminal event wakes this wait (no polling).
+                pace.watched = True
+                waiting.enter_context(terminal_watch(self.streams.store, key, pace.watch_ended))
             watch = self.submitter.after_send(client, prepared) if sent else None
             if streams is not None:
                 # Once the stream's first answer event is out: a sweeper's start then does not

@@ -1,0 +1,47 @@
+"""Following a run's event stream only for its end: a waiting caller's wakeup across processes.
+
+A caller waiting for a JSON answer learns the outcome by reading the session's entity state. When
+the entity runs in this process its end wakes the caller; when it runs elsewhere (another worker
+process, another instance: on Flex Consumption, Durable functions never share an instance with
+HTTP ones) the caller would poll. The entity publishes the run's terminal event just before its
+batch commits, so with a shared stream store the caller can wait for that event instead, and read
+the state once it is there (plus a slow safety read).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+
+from ._store import StreamKey, StreamStore
+
+log = logging.getLogger("hosting.streams")
+
+IDLE_SECONDS = 30.0
+"""The follow's idle beat (ignored here: the caller's own safety reads cover a silent store)."""
+
+
+@contextlib.contextmanager
+def terminal_watch(store: StreamStore, key: StreamKey, ended: Callable[[], None]) -> Iterator[None]:
+    """For the `with` block, follow the run's events and call `ended()` at its terminal event, or
+    when following fails (the store is down or not shared: the caller polls again). Leaving the
+    block first stops the watch without calling it."""
+
+    async def watch() -> None:
+        try:
+            async for event in store.follow(key, 0, IDLE_SECONDS):
+                if event is not None and event.terminal:
+                    break
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.debug("run %s: following its events for the answer failed (%r); polling", key, error)
+        ended()
+
+    task = asyncio.get_running_loop().create_task(watch())
+    try:
+        yield
+    finally:
+        task.cancel()
