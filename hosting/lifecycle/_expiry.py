@@ -6,8 +6,11 @@ entity change that orphaned them is committed.
   for its TTL, as a one-shot check (`once`). Watchers that earlier versions started with each
   session (no `once`) keep their old loop: when the session is not idle yet they sleep on a
   durable timer until it would be due and ask again (`continue_as_new`).
-* `dafx_session_cleanup`: a reset or delete of a session that has archived history: the entity
-  operation is called (its answer names the archive it left behind), then the chunks go.
+* `dafx_session_cleanup` (`dafx-cleanup-{agent}-{session}-{uuid}`): a reset or delete of a
+  session that has archived history: the entity operation is called (its answer names the
+  archive it left behind), then the chunks go.
+
+The sweeper purges both kinds of instance once finished (hosting.lifecycle._purge).
 * `dafx_forget_history` (activity): deletes one archive epoch's chunks.
 
 Durable timers, entity calls and activities are what the Durable extension offers (and the local
@@ -26,7 +29,7 @@ import azure.durable_functions as df
 from .._ids import entity_name
 from ..archive import default_archive
 from ..client._binding import DurableClient
-from ._names import CLEANUP, FORGET
+from ._names import CLEANUP, FORGET, cleanup_instance
 
 log = logging.getLogger("hosting.lifecycle")
 
@@ -80,6 +83,7 @@ async def reset_or_delete(
     """Queue a reset or delete; with archived history, through `dafx_session_cleanup` so the
     chunks are deleted once the entity change is committed."""
     if archived:
-        await client.start_new(CLEANUP, None, {"agent": agent, "session": session_id, "operation": operation})
+        spec = {"agent": agent, "session": session_id, "operation": operation}
+        await client.start_new(CLEANUP, cleanup_instance(agent, session_id), spec)
     else:
         await client.signal_entity(df.EntityId(entity_name(agent), session_id), operation)

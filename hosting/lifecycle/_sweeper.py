@@ -32,6 +32,7 @@ from .._ids import entity_name
 from ..client._binding import DurableClient
 from ..client._query import ContinuationRefused, entity_key, query_entities, rpc_base_url
 from ._names import EXPIRY, SWEEP, SWEEPER, expiry_instance, sweeper_instance
+from ._purge import purge_finished
 from ._ttl import ttl_for
 
 log = logging.getLogger("hosting.lifecycle")
@@ -106,7 +107,17 @@ async def sweep_activity(spec: dict[str, Any], client: DurableClient) -> dict[st
             break
     if checked:
         log.info("sweep of %s: %d idle session(s) checked", agent, checked)
-    return {"intervalSeconds": sweep_interval(ttl).total_seconds(), "checked": checked, "cursor": token}
+    try:
+        purged = await purge_finished(client, agent)
+    except Exception as error:  # the checks were started: their cursor must not be lost
+        log.warning("sweep of %s: purging finished instances failed: %s", agent, error)
+        purged = 0
+    return {
+        "intervalSeconds": sweep_interval(ttl).total_seconds(),
+        "checked": checked,
+        "purged": purged,
+        "cursor": token,
+    }
 
 
 async def ensure_sweepers(client: DurableClient, agents: Iterable[str]) -> None:

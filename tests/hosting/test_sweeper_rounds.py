@@ -4,6 +4,7 @@ cannot keep the sessions behind them from expiring."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sqlite3
 import time
@@ -11,7 +12,7 @@ from typing import Any
 
 import azure.durable_functions as df
 import pytest
-from hosting_support import Api
+from hosting_support import Api, stored_state
 
 from agents.testing import ModelServer, Reply
 from hosting.lifecycle import EXPIRY, expiry_instance
@@ -70,3 +71,46 @@ async def test_a_sweep_moves_on_past_sessions_whose_checks_cannot_run(
     with sqlite3.connect(host.db_path) as conn:  # the others stay as they are
         kept = conn.execute("SELECT COUNT(*) FROM entity_states WHERE state = ?", (NEWER,)).fetchone()[0]
     assert kept == len(keys)
+
+
+def lifecycle_rows(host: Any) -> tuple[int, int]:
+    """(instances, history rows) of expiry checks and cleanups in the host's task hub."""
+    with sqlite3.connect(host.db_path) as conn:
+        instances = conn.execute(
+            "SELECT COUNT(*) FROM orch_instances WHERE instance_id LIKE 'dafx-expiry-%'"
+            " OR instance_id LIKE 'dafx-cleanup-%'"
+        ).fetchone()[0]
+        history = conn.execute(
+            "SELECT COUNT(*) FROM orch_history WHERE instance_id LIKE 'dafx-expiry-%'"
+            " OR instance_id LIKE 'dafx-cleanup-%'"
+        ).fetchone()[0]
+    return int(instances), int(history)
+
+
+async def test_finished_expiry_checks_are_purged(
+    api: Api, host: Any, model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Sessions idle for long (copies of a real session's state, last active in 2020): each
+    # sweep's checks expire them, and their finished instances go with a later sweep.
+    monkeypatch.setenv("DURABLE_AGENTS_SESSION_TTL__assistant", str(TTL))
+    model.script(Reply.text("hello"))
+    turn = {"message": "hi", "session_id": "model"}
+    assert (await api.post("/api/agents/assistant/run", json_body=turn)).status == 200
+    document = json.loads(await stored_state(host, "assistant", "model"))
+    document["data"]["lastActivityAt"] = "2020-01-01T00:00:00+00:00"
+    keys = [f"idle-{n:03d}" for n in range(150)]
+    with sqlite3.connect(host.db_path) as conn:
+        conn.executemany(
+            "INSERT INTO entity_states (entity_id, name, key, state, last_operation_at)"
+            " VALUES (?, ?, ?, ?, 0)",
+            [(f"@dafx-assistant@{key}", "dafx-assistant", key, json.dumps(document)) for key in keys],
+        )
+    started = time.monotonic()
+    while True:
+        with sqlite3.connect(host.db_path) as conn:
+            left = conn.execute("SELECT COUNT(*) FROM entity_states WHERE key LIKE 'idle-%'").fetchone()[0]
+        instances, history = lifecycle_rows(host)
+        if left == 0 and instances == 0 and history == 0:
+            break
+        assert time.monotonic() - started < 90, f"{left} sessions, {instances} instances, {history} rows left"
+        await asyncio.sleep(0.5)
