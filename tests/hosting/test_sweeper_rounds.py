@@ -15,7 +15,8 @@ import pytest
 from hosting_support import Api, stored_state
 
 from agents.testing import ModelServer, Reply
-from hosting.lifecycle import EXPIRY, expiry_instance
+from hosting.lifecycle import CLEANUP, EXPIRY, expiry_instance
+from hosting.lifecycle._names import cleanup_instance
 from hosting.lifecycle._sweeper import MAX_CHECKS_PER_SWEEP
 
 # A state of a newer major schema version (written before a rollback): this build cannot read it.
@@ -105,6 +106,11 @@ async def test_finished_expiry_checks_are_purged(
             " VALUES (?, ?, ?, ?, 0)",
             [(f"@dafx-assistant@{key}", "dafx-assistant", key, json.dumps(document)) for key in keys],
         )
+    # And cleanups (a reset or delete of an archived session), under the agent's cleanup prefix.
+    client = df.DurableOrchestrationClient(host.client_binding())
+    for n in range(3):
+        spec = {"agent": "assistant", "session": f"gone-{n}", "operation": "delete"}
+        await client.start_new(CLEANUP, cleanup_instance("assistant", f"gone-{n}"), spec)
     started = time.monotonic()
     while True:
         with sqlite3.connect(host.db_path) as conn:
