@@ -15,7 +15,7 @@ import pytest
 from hosting_support import Api, stored_state
 
 from agents.testing import ModelServer, Reply
-from hosting.lifecycle import CLEANUP, EXPIRY, expiry_instance
+from hosting.lifecycle import CLEANUP, EXPIRY, SWEEPER, expiry_instance, sweeper_instance
 from hosting.lifecycle._names import cleanup_instance
 from hosting.lifecycle._sweeper import MAX_CHECKS_PER_SWEEP
 
@@ -120,3 +120,21 @@ async def test_finished_expiry_checks_are_purged(
             break
         assert time.monotonic() - started < 90, f"{left} sessions, {instances} instances, {history} rows left"
         await asyncio.sleep(0.5)
+
+
+async def test_a_cursor_the_backend_refuses_starts_the_round_again(
+    api: Api, host: Any, model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stored cursor can go stale (a backend may let a continuation token expire, or a task hub
+    # be moved): the sweep starts again at the first page instead of failing on every sweep.
+    monkeypatch.setenv("DURABLE_AGENTS_SESSION_TTL__assistant", str(TTL))
+    model.script(Reply.text("hello"))
+    turn = {"message": "hi", "session_id": "stale"}
+    client = df.DurableOrchestrationClient(host.client_binding())
+    spec = {"agent": "assistant", "intervalSeconds": 0.2, "cursor": "bm90IGEgdG9rZW4="}
+    await client.start_new(SWEEPER, sweeper_instance("assistant"), spec)
+    assert (await api.post("/api/agents/assistant/run", json_body=turn)).status == 200
+    started = time.monotonic()
+    while (await api.get("/api/agents/assistant/sessions/stale")).status != 404:
+        assert time.monotonic() - started < 60, "the session never expired"
+        await asyncio.sleep(0.2)
