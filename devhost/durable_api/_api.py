@@ -351,6 +351,9 @@ class DurableApi:
         if after is not None:
             statuses = [s for s in statuses if str(s["instanceId"]) > after]
         page = [_wire_status(s) for s in statuses[:size]]
+        if not _flag(request, "showInput", default=True):
+            # OrchestrationStatusQueryCondition.ShowInput: the input is not fetched, so null.
+            page = [{**s, "input": None} for s in page]
         token = _encode_token([str(page[-1]["instanceId"])]) if len(statuses) > size else ""
         return web.json_response(page, headers={CONTINUATION_HEADER: token})
 

@@ -134,13 +134,17 @@ async def test_instance_query_pages_by_100_in_instance_id_order(
     # get_status_all reads that first page and drops the continuation token.
     assert [s.instance_id for s in await client.get_status_all()] == ids[:100]
     async with http.get(f"{host.webhook_base_url}instances?instanceIdPrefix=q-") as r:
-        first = [item["instanceId"] for item in await r.json()]
+        answered = await r.json()
+        first = [item["instanceId"] for item in answered]
+        first_inputs = all(item["input"] == {"key": item["instanceId"]} for item in answered)
         token = r.headers["x-ms-continuation-token"]
     assert first == ids[:100] and token
-    async with http.get(f"{host.webhook_base_url}instances?instanceIdPrefix=q-",
+    async with http.get(f"{host.webhook_base_url}instances?instanceIdPrefix=q-&showInput=false",
                         headers={"x-ms-continuation-token": token}) as r:
-        assert [item["instanceId"] for item in await r.json()] == ids[100:]
+        rest = await r.json()
+        assert [item["instanceId"] for item in rest] == ids[100:]
         assert r.headers["x-ms-continuation-token"] == ""
+        assert all(item["input"] is None for item in rest) and first_inputs
     async with http.get(f"{host.webhook_base_url}instances",
                         headers={"x-ms-continuation-token": "not-ours"}) as r:
         assert r.status == 400
