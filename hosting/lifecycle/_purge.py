@@ -47,9 +47,14 @@ async def _purge_prefix(client: DurableClient, prefix: str, budget: int) -> int:
             instance_id = item.get("instanceId")
             # The backend filters by status already; checked again because purging a running
             # instance would take its queued work (and a watcher's timer) with it.
-            if isinstance(instance_id, str) and item.get("runtimeStatus") in FINISHED:
+            if not (isinstance(instance_id, str) and item.get("runtimeStatus") in FINISHED):
+                continue
+            try:
                 await client.purge_instance_history(instance_id)
-                purged += 1
+            except Exception as error:  # one refused purge does not stop the others
+                log.warning("purge of %s failed: %s", instance_id, error)
+                continue
+            purged += 1
         if not token:
             break
     return purged
