@@ -155,6 +155,7 @@ bench: install
 	$(PY) bench/wait_bench.py
 	$(PY) bench/telemetry_bench.py
 	$(PY) bench/stream_bench.py
+	$(PY) bench/expiry_bench.py
 
 clean:
 	rm -rf $(VENV) $(LOWEST) $(IAC_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -126,6 +126,20 @@ def _entity_token(token: str | None) -> tuple[str, str] | None:
     return value[0], value[1]
 
 
+def _instance_token(token: str | None) -> str | None:
+    """The instance id an instance query's continuation token resumes after; ValueError for a
+    token not ours."""
+    if not token:
+        return None
+    try:
+        value = json.loads(base64.urlsafe_b64decode(token.encode("ascii")))
+    except (ValueError, UnicodeError) as exc:
+        raise ValueError("the continuation token is not one this host handed out") from exc
+    if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], str)):
+        raise ValueError("the continuation token is not one this host handed out")
+    return value[0]
+
+
 class DurableApi:
     """Handlers for the durable endpoints; mounted by the host on its aiohttp app."""
 
@@ -328,20 +342,27 @@ class DurableApi:
         return web.json_response(_wire_status(status), status=code, headers=headers)
 
     async def query(self, request: web.Request) -> web.StreamResponse:
+        """The instance query, paged as the extension pages it (HttpApiHandler
+        HandleGetStatusRequestAsync): ``top`` is the page size, 100 when absent
+        (OrchestrationStatusQueryCondition.PageSize), the next page's token in the
+        x-ms-continuation-token header both ways; a caller that ignores the token (the Python SDK's
+        get_status_all / get_status_by) sees only the first page. Instances come in instance id
+        order, as the Azure Storage Instances table (partition key = instance id) answers them;
+        the token resumes after the last id handed out, so purging while paging skips nothing."""
         if self._engine is None:
             return self._no_engine()
-        statuses = [_wire_status(s) for s in await self._filtered(request)]
         top = request.query.get("top", "")
-        if not top.isdigit() or int(top) < 1:
-            return web.json_response(statuses)
-        # Pages as the extension does: ?top=N, the next page's token in x-ms-continuation-token
-        # (sent back in the same request header); here the token is the offset of the next page.
-        token = request.headers.get("x-ms-continuation-token", "")
-        start = int(token) if token.isdigit() else 0
-        page = statuses[start : start + int(top)]
-        following = start + int(top)
-        headers = {"x-ms-continuation-token": str(following) if following < len(statuses) else ""}
-        return web.json_response(page, headers=headers)
+        size = min(int(top), _MAX_PAGE) if top.isdigit() and int(top) > 0 else _DEFAULT_PAGE
+        after = _instance_token(request.headers.get(CONTINUATION_HEADER))
+        statuses = sorted(await self._filtered(request), key=lambda s: str(s["instanceId"]))
+        if after is not None:
+            statuses = [s for s in statuses if str(s["instanceId"]) > after]
+        page = [_wire_status(s) for s in statuses[:size]]
+        if not _flag(request, "showInput", default=True):
+            # OrchestrationStatusQueryCondition.ShowInput: the input is not fetched, so null.
+            page = [{**s, "input": None} for s in page]
+        token = _encode_token([str(page[-1]["instanceId"])]) if len(statuses) > size else ""
+        return web.json_response(page, headers={CONTINUATION_HEADER: token})
 
     async def _filtered(self, request: web.Request) -> list[dict[str, Any]]:
         assert self._engine is not None

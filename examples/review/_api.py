@@ -11,6 +11,7 @@ from typing import Any
 
 import azure.functions as func
 from azure.durable_functions import OrchestrationRuntimeStatus
+from azure.durable_functions.models.DurableOrchestrationStatus import DurableOrchestrationStatus
 from pydantic import BaseModel, ConfigDict, Field
 
 from hosting import (
@@ -29,8 +30,9 @@ from hosting import (
     parse_body,
     with_trace_context,
 )
+from hosting.client import query_instances
 
-from ._workflow import APPROVAL_EVENT, WORKFLOW_NAME
+from ._workflow import APPROVAL_EVENT, INSTANCE_PREFIX, WORKFLOW_NAME, new_instance_id
 
 JSON = Any
 
@@ -85,6 +87,7 @@ class WorkflowListBody(BaseModel):
 
 LIST_LIMIT = 50
 """Most instances `GET workflows/review` lists (the newest)."""
+_QUERY_PAGE = 100
 
 
 def _status_value(status: Any) -> str | None:
@@ -149,15 +152,19 @@ class WorkflowApi:
     async def list(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
         """GET workflows/review: the newest review workflow instances (at most `LIST_LIMIT`).
 
-        Through the durable client's instance query (`get_status_all`), which takes the first
-        page the backend answers."""
-        statuses = [
-            s
-            for s in await client.get_status_all()
-            if getattr(s, "name", None) == WORKFLOW_NAME and getattr(s, "instance_id", None)
-        ]
-        statuses.sort(key=lambda s: _iso(s.created_time) or "", reverse=True)
-        body = WorkflowListBody(instances=[self._body(req, s.instance_id, s) for s in statuses[:LIST_LIMIT]])
+        Through the instance query by id prefix (`review-`), paged to the end: the instances of
+        the task hub at large (entity rows and the sessions' expiry checks on Azure Storage) are
+        never read, so however many there are, every review instance is found."""
+        found: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            page, token = await query_instances(client, INSTANCE_PREFIX, top=_QUERY_PAGE, continuation=token)
+            found += [s for s in page if s.get("name") == WORKFLOW_NAME and s.get("instanceId")]
+            if not token:
+                break
+        found.sort(key=lambda s: str(s.get("createdTime") or ""), reverse=True)
+        statuses = [DurableOrchestrationStatus.from_json(s) for s in found[:LIST_LIMIT]]
+        body = WorkflowListBody(instances=[self._body(req, s.instance_id, s) for s in statuses])
         return json_response(body)
 
     async def start(self, req: func.HttpRequest, client: Any) -> func.HttpResponse:
@@ -165,7 +172,7 @@ class WorkflowApi:
         body = parse_body(req, WorkflowStartBody, self.settings)
         # The trace context in the input: the workflow's turns join this request's trace.
         orchestration_input = with_trace_context(body.model_dump(mode="json"))
-        instance_id = await client.start_new(WORKFLOW_NAME, None, orchestration_input)
+        instance_id = await client.start_new(WORKFLOW_NAME, new_instance_id(), orchestration_input)
         location = self._location(req, instance_id)
         payload = WorkflowStatusBody(instance_id=instance_id, runtime_status="Pending", location=location)
         return json_response(payload, 202, {"Location": location, "Retry-After": "1"})

@@ -9,6 +9,7 @@ most `max_rounds` times) the writer revises; then the orchestration waits for a 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -25,6 +26,13 @@ WORKFLOW_NAME = "review_workflow"
 """Name of the orchestrator function."""
 APPROVAL_EVENT = "approval"
 """Name of the external event a human's decision is sent as."""
+INSTANCE_PREFIX = "review-"
+"""Every review instance id starts with it, so the list queries by prefix (examples.review._api)."""
+
+
+def new_instance_id() -> str:
+    """A new review instance id: `review-` and a random UUID."""
+    return f"{INSTANCE_PREFIX}{uuid.uuid4().hex}"
 
 
 @dataclass(frozen=True)

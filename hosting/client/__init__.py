@@ -5,7 +5,14 @@ run's outcome as one value."""
 from ._archived import find_archived_run
 from ._binding import BoundClient, DurableClient, durable_client_input
 from ._outcome import PENDING, RunOutcome, SameRequest
-from ._query import ContinuationRefused, NoQueryEndpoint, entity_key, query_entities, rpc_base_url
+from ._query import (
+    ContinuationRefused,
+    NoQueryEndpoint,
+    entity_key,
+    query_entities,
+    query_instances,
+    rpc_base_url,
+)
 from ._read import Snapshot, read_session, state_problem
 from ._submit import RUN_OPERATION, Prepared, Submission, Submitter, session_entity
 from ._waiting import wait_for_run
@@ -27,6 +34,7 @@ __all__ = [
     "entity_key",
     "find_archived_run",
     "query_entities",
+    "query_instances",
     "read_session",
     "rpc_base_url",
     "session_entity",

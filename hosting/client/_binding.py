@@ -45,6 +45,8 @@ class DurableClient(Protocol):
         self, orchestration_function_name: str, instance_id: str | None = None, client_input: Any = None
     ) -> str: ...
 
+    async def purge_instance_history(self, instance_id: str) -> Any: ...
+
 
 class BoundClient(df.DurableOrchestrationClient):
     """The SDK's durable client, with the base URL of the extension's HTTP API it is bound to."""

@@ -1,14 +1,18 @@
-"""The Durable extension's entity query, called over the durable client binding's `rpcBaseUrl`.
+"""The Durable extension's entity and instance queries, called over the durable client binding's
+`rpcBaseUrl`.
 
 The Python durable client has no entity query, so this calls the extension's own HTTP API
 (`GET entities/{name}?fetchState=..&top=N[&lastOperationTimeTo=T]`, the continuation token in the
 `x-ms-continuation-token` header both ways), the endpoint the .NET client's `ListEntitiesAsync`
 is served by. The sessions list (hosting.http._sessions) and the expiry sweeper (hosting.lifecycle._sweeper)
-both page through it.
+both page through it. Its instance query (`get_status_by`) cannot page, so the instance query by id
+prefix (`GET instances?instanceIdPrefix=..&top=N`, same header) is called here too: the sweeper
+purges its finished checks through it and the review example lists its instances with it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -56,13 +60,42 @@ async def query_entities(
     `lastOperationTime`, `state` when fetched), only those last operated on at or before
     `operated_before` when given, and the backend's token of the next page. Raises
     `NoQueryEndpoint` and `ContinuationRefused`; the backend's other failures as aiohttp's."""
-    base = rpc_base_url(client)
-    if base is None:
-        raise NoQueryEndpoint("the durable client binding carries no rpcBaseUrl to query")
     query: dict[str, str | int] = {"fetchState": "true" if fetch_state else "false", "top": top}
     if operated_before is not None:
         query["lastOperationTimeTo"] = operated_before.astimezone(UTC).isoformat()
-    url = f"{base}entities/{quote(entity, safe='')}?{urlencode(query)}"
+    return await _get_page(client, f"entities/{quote(entity, safe='')}", query, continuation)
+
+
+async def query_instances(
+    client: DurableClient,
+    prefix: str,
+    *,
+    top: int,
+    continuation: str | None = None,
+    runtime_status: Sequence[str] = (),
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of the orchestration instances whose id starts with `prefix` (the extension's
+    status items: `instanceId`, `name`, `runtimeStatus`, `createdTime`, ...), only those in one of
+    `runtime_status` when given, and the backend's token of the next page.
+
+    The SDK's `get_status_by` takes the prefix but sends no page size and drops the continuation
+    token, so it sees only the backend's first page (100 instances, which on Azure Storage may
+    also be entity rows and other instances when filtered by status alone); this pages. Raises
+    `NoQueryEndpoint` and `ContinuationRefused`; the backend's other failures as aiohttp's."""
+    query: dict[str, str | int] = {"instanceIdPrefix": prefix, "top": top, "showInput": "false"}
+    if runtime_status:
+        query["runtimeStatus"] = ",".join(runtime_status)
+    return await _get_page(client, "instances", query, continuation)
+
+
+async def _get_page(
+    client: DurableClient, path: str, query: dict[str, str | int], continuation: str | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of a query of the extension's HTTP API (`path` under `rpcBaseUrl`)."""
+    base = rpc_base_url(client)
+    if base is None:
+        raise NoQueryEndpoint("the durable client binding carries no rpcBaseUrl to query")
+    url = f"{base}{path}?{urlencode(query)}"
     headers = {CONTINUATION_HEADER: continuation} if continuation else {}
     timeout = aiohttp.ClientTimeout(total=_QUERY_TIMEOUT_SECONDS)
     async with aiohttp.ClientSession(timeout=timeout) as session, session.get(url, headers=headers) as resp:
@@ -72,7 +105,7 @@ async def query_entities(
             )
         if resp.status != 200:
             raise aiohttp.ClientResponseError(
-                resp.request_info, (), status=resp.status, message="entity query failed"
+                resp.request_info, (), status=resp.status, message=f"query of {path} failed"
             )
         items = await resp.json(content_type=None)
         next_token = resp.headers.get(CONTINUATION_HEADER) or None

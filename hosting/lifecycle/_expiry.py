@@ -6,15 +6,17 @@ entity change that orphaned them is committed.
   for its TTL, as a one-shot check (`once`). Watchers that earlier versions started with each
   session (no `once`) keep their old loop: when the session is not idle yet they sleep on a
   durable timer until it would be due and ask again (`continue_as_new`).
-* `dafx_session_cleanup`: deletes the archive a reset or delete of a session left behind. The
-  reset or delete itself is signalled to the entity directly, before the caller is answered: an
-  orchestration's messages can be overtaken by a direct signal (each hop waits for its control
-  queue's next poll), so a run sent after the 202 could otherwise reach the entity first and be
-  wiped. The cleanup asks the entity (`archive_epoch`) until the epoch it was given is no longer
-  the session's, i.e. the change is committed, and only then deletes that epoch's chunks. Cleanups
-  an earlier version started (input without `epoch`) still call the operation themselves.
+* `dafx_session_cleanup` (`dafx-cleanup-{agent}-{session}-{uuid}`): deletes the archive a reset or
+  delete of a session left behind. The reset or delete itself is signalled to the entity directly,
+  before the caller is answered: an orchestration's messages can be overtaken by a direct signal
+  (each hop waits for its control queue's next poll), so a run sent after the 202 could otherwise
+  reach the entity first and be wiped. The cleanup asks the entity (`archive_epoch`) until the
+  epoch it was given is no longer the session's, i.e. the change is committed, and only then
+  deletes that epoch's chunks. Cleanups an earlier version started (input without `epoch`) still
+  call the operation themselves.
 * `dafx_forget_history` (activity): deletes one archive epoch's chunks.
 
+The sweeper purges the expiry and cleanup instances once finished (hosting.lifecycle._purge).
 Durable timers, entity calls and activities are what the Durable extension offers (and the local
 host implements), so expiry works the same on Azure and on `make run`.
 """
@@ -31,7 +33,7 @@ import azure.durable_functions as df
 from .._ids import entity_name
 from ..archive import default_archive
 from ..client._binding import DurableClient
-from ._names import CLEANUP, FORGET
+from ._names import CLEANUP, FORGET, cleanup_instance
 
 log = logging.getLogger("hosting.lifecycle")
 
@@ -107,6 +109,5 @@ async def reset_or_delete(
     `dafx_session_cleanup` to delete that epoch's chunks once the change is committed."""
     await client.signal_entity(df.EntityId(entity_name(agent), session_id), operation)
     if epoch is not None:
-        await client.start_new(
-            CLEANUP, None, {"agent": agent, "session": session_id, "operation": operation, "epoch": epoch}
-        )
+        spec = {"agent": agent, "session": session_id, "operation": operation, "epoch": epoch}
+        await client.start_new(CLEANUP, cleanup_instance(agent, session_id), spec)

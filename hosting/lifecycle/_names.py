@@ -4,6 +4,8 @@ registration declares them all."""
 
 from __future__ import annotations
 
+import uuid
+
 EXPIRY = "dafx_session_expiry"
 """Orchestration: the one-shot idle check of one session (hosting.lifecycle._expiry)."""
 CLEANUP = "dafx_session_cleanup"
@@ -18,7 +20,24 @@ SWEEP = "dafx_sweep_sessions"
 
 def expiry_instance(agent: str, session_id: str) -> str:
     """The instance id of a session's expiry watcher."""
-    return f"dafx-expiry-{agent}-{session_id}"
+    return f"{expiry_prefix(agent)}{session_id}"
+
+
+def expiry_prefix(agent: str) -> str:
+    """What the instance ids of `agent`'s expiry checks start with (the sweeper purges the
+    finished ones by it)."""
+    return f"dafx-expiry-{agent}-"
+
+
+def cleanup_instance(agent: str, session_id: str) -> str:
+    """A new instance id for a cleanup (reset or delete, then the chunks) of a session: unique,
+    and under `cleanup_prefix(agent)` so the sweeper finds it to purge once finished."""
+    return f"{cleanup_prefix(agent)}{session_id}-{uuid.uuid4().hex}"
+
+
+def cleanup_prefix(agent: str) -> str:
+    """What the instance ids of `agent`'s cleanups start with."""
+    return f"dafx-cleanup-{agent}-"
 
 
 def sweeper_instance(agent: str) -> str:

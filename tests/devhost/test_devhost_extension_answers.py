@@ -120,3 +120,31 @@ async def test_entity_delete_text_body_and_unknown_name(host: LocalHost, http: a
         assert r.status == 400
     with pytest.raises(Exception, match="400"):  # the SDK reports the 400 by its status
         await client.signal_entity(df.EntityId("NoSuchEntity", "k"), "x", 1)
+
+
+async def test_instance_query_pages_by_100_in_instance_id_order(
+    host: LocalHost, http: aiohttp.ClientSession, client: df.DurableOrchestrationClient
+) -> None:
+    # Started in the reverse of their id order: the backend answers by instance id (the Azure
+    # Storage Instances table's partition key), not by creation.
+    ids = [f"q-{n:03d}" for n in range(104)]
+    for instance_id in reversed(ids):
+        await client.start_new("approval_flow", instance_id, {"key": instance_id})
+    # Without `top` the page is 100 (OrchestrationStatusQueryCondition.PageSize); the SDK's
+    # get_status_all reads that first page and drops the continuation token.
+    assert [s.instance_id for s in await client.get_status_all()] == ids[:100]
+    async with http.get(f"{host.webhook_base_url}instances?instanceIdPrefix=q-") as r:
+        answered = await r.json()
+        first = [item["instanceId"] for item in answered]
+        first_inputs = all(item["input"] == {"key": item["instanceId"]} for item in answered)
+        token = r.headers["x-ms-continuation-token"]
+    assert first == ids[:100] and token
+    async with http.get(f"{host.webhook_base_url}instances?instanceIdPrefix=q-&showInput=false",
+                        headers={"x-ms-continuation-token": token}) as r:
+        rest = await r.json()
+        assert [item["instanceId"] for item in rest] == ids[100:]
+        assert r.headers["x-ms-continuation-token"] == ""
+        assert all(item["input"] is None for item in rest) and first_inputs
+    async with http.get(f"{host.webhook_base_url}instances",
+                        headers={"x-ms-continuation-token": "not-ours"}) as r:
+        assert r.status == 400

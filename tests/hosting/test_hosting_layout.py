@@ -38,6 +38,7 @@ PINNED = {
         "entity_key",
         "find_archived_run",
         "query_entities",
+        "query_instances",
         "read_session",
         "rpc_base_url",
         "session_entity",

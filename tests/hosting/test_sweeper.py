@@ -1,5 +1,5 @@
-"""The expiry sweeper's schedule (its sweeping runs end to end in tests/e2e/test_e2e_long_session.py
-and tests/e2e/test_e2e_stream_runs.py)."""
+"""The expiry sweeper's schedule (its sweeping runs end to end in tests/e2e/test_e2e_long_session.py,
+tests/e2e/test_e2e_stream_runs.py and tests/hosting/test_sweeper_rounds.py)."""
 
 from __future__ import annotations
 
