@@ -20,7 +20,7 @@ from agents import Agent, AgentConfigurationError, ModelSettings
 from agents._settings import DEFAULT_AZURE_API_VERSION
 from hosting._app import _check_agents
 from hosting._ids import MAX_ID_LENGTH
-from hosting._settings import MAX_BODY_BYTES
+from hosting._settings import DEFAULT_MAX_SESSION_BYTES, MAX_BODY_BYTES, ApiSettings
 from hosting.mcp._config import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, MIN_WAIT_SECONDS
 from state import CURRENT_SCHEMA_VERSION
 
@@ -135,7 +135,7 @@ def test_the_body_limit() -> None:
     assert sample["FUNCTIONS_REQUEST_BODY_SIZE_LIMIT"] == str(MAX_BODY_BYTES)
     infra = (ROOT / "infra" / "resources.bicep").read_text()
     assert f"name: 'FUNCTIONS_REQUEST_BODY_SIZE_LIMIT', value: '{MAX_BODY_BYTES}'" in infra
-    check(r"FUNCTIONS_REQUEST_BODY_SIZE_LIMIT[`'\"*|=: ]{1,8}(\d+)", str(MAX_BODY_BYTES), at_least=3)
+    check(r"FUNCTIONS_REQUEST_BODY_SIZE_LIMIT[`'\"*|=: ]{1,8}(\d+)", str(MAX_BODY_BYTES), at_least=2)
     kib = str(MAX_BODY_BYTES // 1024)
     check(r"\b[Bb]od(?:y|ies)\b[^.\n]{0,40}?\b(\d+) ?KiB", kib, at_least=4)
     check(r"\b(\d+) ?KiB[^.\n]{0,12}\b(?:the API's own limit|\(the API's own limit\))", kib, at_least=0)
@@ -161,6 +161,38 @@ def test_the_mcp_wait() -> None:
                 if match.lastindex == 2 and match.group(2) != most:
                     wrong.append(f"{where}: {match.group(0)!r}, the code: at most {most}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_waits_of_a_run() -> None:
+    settings = ApiSettings(public_base_url=None, max_session_bytes=DEFAULT_MAX_SESSION_BYTES)
+    answer, poll = _number(settings.response_wait_seconds), _number(settings.max_poll_wait_seconds)
+    # "POST .../run` waits up to 30 s", "(at most **30 s**, `ApiSettings.response_wait_seconds`)",
+    # "| wait of `POST .../run` | 30 s, then 202 |"
+    check(r"/run`? waits (?:up to|at most) \**(\d+) s", answer, at_least=0)
+    check(r"\b(\d+) s\**,? `ApiSettings\.response_wait_seconds`", answer, at_least=1)
+    check(r"\| wait of `POST \.\.\./run` \| (\d+) s", answer, at_least=1)
+    # "`?wait=` long-polls up to 60 s", "| `?wait=` of the run resource | 0-60 s |"
+    check(r"\?wait=`? (?:long-polls )?up to (\d+) s", poll, at_least=1)
+    check(r"\| `\?wait=` of the run resource \| 0[-\u2013](\d+) s", poll, at_least=1)
+
+
+def test_the_session_size_limit() -> None:
+    kib = str(DEFAULT_MAX_SESSION_BYTES // 1024)
+    # "`ApiSettings.max_session_bytes` (default **960 KiB**", "`max_session_bytes` (960 KiB)",
+    # "A single turn's limit: 960 KiB", "| one turn | 960 KiB"
+    check(r"max_session_bytes(?:=\.\.\.\))?`? \((?:default )?\**(\d+) KiB", kib, at_least=3)
+    check(r"single turn's limit: (\d+) KiB", kib, at_least=0)
+    check(r"\| one turn \| (\d+) KiB", kib, at_least=1)
+
+
+def test_the_runtime_version_is_the_pinned_one() -> None:
+    pinned = re.search(
+        r"^azure-functions-runtime==([\w.]+)", (ROOT / "requirements.txt").read_text(), re.MULTILINE
+    )
+    assert pinned is not None
+    # "`azure-functions-runtime` 1.3.0", "the app pins 1.3.0"
+    check(r"azure-functions-runtime`? (\d+\.\d+\.\d+)", pinned.group(1), at_least=1)
+    check(r"the app pins (\d+\.\d+\.\d+)", pinned.group(1), at_least=1)
 
 
 # -- function_app.py ----------------------------------------------------------------------------
