@@ -112,6 +112,7 @@ class LocalHost:
         # (PYTHON_THREADPOOL_THREAD_COUNT).
         self.entity_concurrency = self.settings.entity_batches_at_once
         self.workers: Workers | None = None
+        self.durable_api: DurableApi | None = None
         self._dispatcher: HttpDispatcher | None = None
         self.model: AppModel | None = None
         self.entities: EntityGateway | None = None
@@ -191,7 +192,7 @@ class LocalHost:
         except Exception as exc:
             self.log.exception("the orchestration engine failed to initialise")
             self.engine_error = f"the orchestration engine failed to initialise: {exc!r}"
-        api = DurableApi(
+        self.durable_api = api = DurableApi(
             entities=self.entities,
             engine=self.engine,
             engine_error=self.engine_error,
@@ -288,6 +289,11 @@ class LocalHost:
 
     async def stop(self) -> None:
         """Stop serving; running entity batches get a few seconds, the rest is redelivered."""
+        if self.durable_api is not None and self.durable_api.calls:
+            # What the app asked of the durable backend (each a storage transaction or more in
+            # Azure): entity reads are what waiting callers cost.
+            calls = ", ".join(f"{kind}={count}" for kind, count in sorted(self.durable_api.calls.items()))
+            self.log.info("durable API calls: %s", calls)
         if self.mcp is not None:
             await self.mcp.stop()
         if self._runner is not None:

@@ -112,6 +112,8 @@ def document_ok(doc: Any) -> bool:
                 return False
     if "lastActivityAt" in data and type(data["lastActivityAt"]) is not str:
         return False
+    if "userId" in data and type(data["userId"]) is not str:
+        return False
     return "archive" not in data or _archive_ok(data["archive"])
 
 

@@ -183,6 +183,22 @@ class AgentState:
             raise TypeError(f"last_activity_at must be a string, not {type(value).__name__}")
         self._data["lastActivityAt"] = value
 
+    @property
+    def user_id(self) -> str | None:
+        """(1.5.0) The user the session belongs to (set when a user created it), or None: a
+        session of no one in particular. The package stores it; hosts decide who may see it."""
+        value = self._data.get("userId")
+        return value if isinstance(value, str) else None
+
+    @user_id.setter
+    def user_id(self, value: str | None) -> None:
+        if value is None:
+            self._data.pop("userId", None)
+            return
+        if not isinstance(value, str):
+            raise TypeError(f"user_id must be a string, not {type(value).__name__}")
+        self._data["userId"] = value
+
     # --- archive (1.3.0): see state._archive -----------------------------------------------
 
     @property

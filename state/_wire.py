@@ -169,6 +169,7 @@ class _StateData(TypedDict):
     serviceThreadId: NotRequired[str | None]
     archive: NotRequired[_Archive]
     lastActivityAt: NotRequired[str]
+    userId: NotRequired[str]
 
 
 class _Root(TypedDict):

@@ -66,7 +66,7 @@ def test_new_state_is_an_empty_current_state() -> None:
     assert state.state_bag == {}
     assert state.service_thread_id is None
     assert json.loads(dump_state(state)) == {
-        "schemaVersion": "1.4.0",
+        "schemaVersion": "1.5.0",
         "data": {"conversationHistory": [], "runs": {}},
     }
 
@@ -350,3 +350,21 @@ def test_a_stored_index_that_matches_is_written_back_unchanged() -> None:
     doc["data"]["runs"]["c1"]["note"] = "kept"
     out = json.loads(dump_state(load_state(json.dumps(doc))))
     assert out["data"]["runs"] == doc["data"]["runs"]
+
+
+def test_user_id_is_stored_kept_on_reload_and_removable() -> None:
+    state = AgentState.new()
+    assert state.user_id is None
+    state.user_id = "u1"
+    assert json.loads(dump_state(state))["data"]["userId"] == "u1"
+    assert _reload(state).user_id == "u1"
+    with pytest.raises(TypeError):
+        state.user_id = 5  # type: ignore[assignment]
+    state.user_id = None
+    assert "userId" not in json.loads(dump_state(state))["data"]
+
+
+def test_user_id_that_is_not_a_string_is_refused_on_load() -> None:
+    doc = {"schemaVersion": "1.5.0", "data": {"conversationHistory": [], "userId": 7}}
+    with pytest.raises(InvalidState):
+        load_state(json.dumps(doc))

@@ -22,7 +22,8 @@ def test_fixture_set_is_complete() -> None:
         "state-1.2.0-all-features.json",
         "state-1.4.0-refused-runs.json",
         "state-1.4.0-deleted.json",
-        "state-1.5.0-newer-minor.json",
+        "state-1.5.0-owned.json",
+        "state-1.6.0-newer-minor.json",
     } <= names
 
 
@@ -118,9 +119,9 @@ def test_our_1_2_0_fixture() -> None:
 
 
 def test_newer_minor_fixture_keeps_what_it_does_not_know() -> None:
-    raw = (FIXTURES / "state-1.5.0-newer-minor.json").read_bytes()
+    raw = (FIXTURES / "state-1.6.0-newer-minor.json").read_bytes()
     state = load_state(raw)
-    assert state.schema_version == "1.5.0"
+    assert state.schema_version == "1.6.0"
     contents = state.entries[1].messages[0].contents
     opaque = [c for c in contents if isinstance(c, OpaqueContent)]
     assert [c.type for c in opaque] == ["hologram"]

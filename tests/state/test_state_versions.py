@@ -21,7 +21,9 @@ def _doc(version: str, **data: Any) -> dict[str, Any]:
     return {"schemaVersion": version, "data": {"conversationHistory": history, **data}}
 
 
-@pytest.mark.parametrize("version", ["1.0.0", "1.0.3", "1.1.0", "1.2.0", "1.2.9", "1.3.0", "1.4.0", "1.40.2"])
+@pytest.mark.parametrize(
+    "version", ["1.0.0", "1.0.3", "1.1.0", "1.2.0", "1.2.9", "1.3.0", "1.4.0", "1.5.0", "1.40.2"]
+)
 def test_every_1_x_loads_and_saves_as_current(version: str) -> None:
     state = load_state(json.dumps(_doc(version)))
     assert state.schema_version == version
@@ -76,10 +78,10 @@ def test_upgrade_runs_the_chain_from_the_loaded_minor() -> None:
         for minor in saved:
             UPGRADE_STEPS[minor] = lambda doc, m=minor: calls.append(m)  # type: ignore[misc]
         upgrade({}, 0)
-        assert calls == [0, 1, 2, 3]
+        assert calls == [0, 1, 2, 3, 4]
         calls.clear()
         upgrade({}, 1)
-        assert calls == [1, 2, 3]
+        assert calls == [1, 2, 3, 4]
         calls.clear()
         upgrade({}, CURRENT_MINOR)
         upgrade({}, CURRENT_MINOR + 3)  # newer minors: nothing to do
@@ -105,8 +107,16 @@ def test_runs_index_carried_by_an_older_writer_is_rebuilt() -> None:
 
 
 def test_newer_minor_runs_index_is_used_as_stored() -> None:
-    doc = _doc("1.5.0", runs={"a": {"status": "failed", "requestIndex": 0, "responseIndex": 1, "x": 1}})
+    doc = _doc("1.6.0", runs={"a": {"status": "failed", "requestIndex": 0, "responseIndex": 1, "x": 1}})
     state = load_state(json.dumps(doc))
     run = state.find_run("a")
     assert run is not None and run.status == "failed"
     assert json.loads(dump_state(state))["data"]["runs"] == doc["data"]["runs"]
+
+
+def test_step_1_4_to_1_5_keeps_an_owner_carried_by_a_1_4_writer() -> None:
+    doc = _doc("1.4.0", userId="u1", discardedRuns=["c"])
+    before = copy.deepcopy(doc)
+    UPGRADE_STEPS[4](doc)
+    assert doc == before
+    assert load_state(json.dumps(doc)).user_id == "u1"
