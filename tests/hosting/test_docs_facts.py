@@ -127,6 +127,43 @@ def test_the_azure_openai_api_version_is_the_default() -> None:
     check(r"AZURE_OPENAI_API_VERSION[=:\"` ]+(\d{4}-\d\d-\d\d[\w-]*)", DEFAULT_AZURE_API_VERSION, at_least=0)
 
 
+def test_host_json_values() -> None:
+    host = json.loads((ROOT / "host.json").read_text())
+    durable = host["extensions"]["durableTask"]
+    values = {
+        "functionTimeout": host["functionTimeout"],
+        "routePrefix": host["extensions"]["http"]["routePrefix"],
+        "maxQueuePollingInterval": durable["storageProvider"]["maxQueuePollingInterval"],
+        **{k: str(v) for k, v in durable.items() if k.startswith("maxConcurrent")},
+    }
+    found = 0
+    for key, value in values.items():
+        # "`storageProvider.maxQueuePollingInterval` `00:00:02`", "| `maxConcurrentEntityFunctions` |
+        # ... | `256` |" (the value in the table's last column), "`maxConcurrentEntityFunctions` (256,"
+        for pattern in (
+            rf"`(?:[\w.]*\.)?{key}`\**:? `([^`]+)`",
+            rf"^\| `{key}` \|[^\n]*\| `([^`]+)` \|$",
+            rf"`{key}` \((\d+),",
+        ):
+            check(pattern, value, at_least=0, flags=re.MULTILINE)
+            found += len(list(mentions(pattern, re.MULTILINE)))
+    assert found >= len(values), found
+    bundle = host["extensionBundle"]["version"]
+    check(r"(\[\d+\.\d+\.\d+, \d+\.\d+\.\d+\))", bundle, at_least=2)
+    floor = re.match(r"\[([\d.]+),", bundle)
+    assert floor is not None
+    check(r"bundle (\d+\.\d+\.\d+) (?:or later|is the first)", floor.group(1), at_least=1)
+
+
+def test_the_thread_count() -> None:
+    sample = json.loads((ROOT / "local.settings.sample.json").read_text())["Values"]
+    count = sample["PYTHON_THREADPOOL_THREAD_COUNT"]
+    infra = (ROOT / "infra" / "resources.bicep").read_text()
+    assert f"name: 'PYTHON_THREADPOOL_THREAD_COUNT', value: '{count}'" in infra
+    check(r"PYTHON_THREADPOOL_THREAD_COUNT[`'\"*|=: ]{1,8}(\d+)", count, at_least=1)
+    check(r"^\| `PYTHON_THREADPOOL_THREAD_COUNT` \|[^\n]*\| `(\d+)`", count, at_least=1, flags=re.MULTILINE)
+
+
 # -- limits -------------------------------------------------------------------------------------
 
 
