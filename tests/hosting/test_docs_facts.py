@@ -21,7 +21,11 @@ from agents._settings import DEFAULT_AZURE_API_VERSION
 from hosting._app import _check_agents
 from hosting._ids import MAX_ID_LENGTH
 from hosting._settings import DEFAULT_MAX_SESSION_BYTES, MAX_BODY_BYTES, ApiSettings
+from hosting.archive._settings import DEFAULT_ARCHIVE_AT_BYTES, DEFAULT_KEEP_BYTES
+from hosting.http._sse import DEFAULT_HEARTBEAT_SECONDS
+from hosting.lifecycle._ttl import DEFAULT_TTL
 from hosting.mcp._config import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, MIN_WAIT_SECONDS
+from hosting.streams._store import DEFAULT_RETENTION_SECONDS
 from state import CURRENT_SCHEMA_VERSION
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -230,6 +234,29 @@ def test_the_runtime_version_is_the_pinned_one() -> None:
     # "`azure-functions-runtime` 1.3.0", "the app pins 1.3.0"
     check(r"azure-functions-runtime`? (\d+\.\d+\.\d+)", pinned.group(1), at_least=1)
     check(r"the app pins (\d+\.\d+\.\d+)", pinned.group(1), at_least=1)
+
+
+def test_setting_defaults() -> None:
+    check(r"`DURABLE_AGENTS_ARCHIVE_AT_BYTES` \| (\d+) \|", str(DEFAULT_ARCHIVE_AT_BYTES), at_least=1)
+    check(r"`DURABLE_AGENTS_ARCHIVE_KEEP_BYTES` \| (\d+) \|", str(DEFAULT_KEEP_BYTES), at_least=1)
+    heartbeat = _number(DEFAULT_HEARTBEAT_SECONDS)
+    # "idle for 15 s (`DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS`", "| SSE heartbeat | every 15 s",
+    # "closes idle connections sooner than 15 s"
+    check(r"idle for (\d+) s \(`DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS`", heartbeat, at_least=1)
+    check(r"\| SSE heartbeat \| every (\d+) s", heartbeat, at_least=1)
+    check(r"idle connections sooner than (\d+) s", heartbeat, at_least=0)
+    # "(default **3600**, one hour)", "| retention of a run's events | 1 hour", "retention (1 hour)"
+    check(r"STREAM_RETENTION_SECONDS` \|[^|\n]*default \**(\d+)", str(DEFAULT_RETENTION_SECONDS), at_least=1)
+    hours = str(DEFAULT_RETENTION_SECONDS // 3600)
+    check(r"\| retention of a run's events \| (\d+) hours?", hours, at_least=1)
+    check(r"retention \((\d+) hours?\)", hours, at_least=0)
+    # "| idle session | 30 days", "default 30 days"
+    check(r"\| idle session \| (\d+) days", str(DEFAULT_TTL.days), at_least=1)
+    check(
+        r"`DURABLE_AGENTS_SESSION_TTL__\{agent\}` \(one agent\); default (\d+) days",
+        str(DEFAULT_TTL.days),
+        at_least=0,
+    )
 
 
 # -- function_app.py ----------------------------------------------------------------------------
