@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ast
 import json
+import pathlib
 import re
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -289,3 +291,39 @@ def test_the_function_app_snippets_are_the_file() -> None:
     listed = list(mentions(r"function_app\.py +(app = [^\n]*?)\s*$", re.MULTILINE))
     assert listed, "no listing shows function_app.py's app line"
     assert all(line == app_line for _, line in listed), (app_line, listed)
+
+
+# -- what the text speaks of --------------------------------------------------------------------
+
+# Phrases about how the code was built rather than what it does. A citation of another project's
+# tracker ("azure-functions-host issues #10098", "python/cpython#106905") says where a fact comes
+# from and is not matched.
+_PROCESS_PHRASES = re.compile(
+    r"\b(?:this|previous|earlier|last|the) submission\b|\bsubmitted code\b|\bcode as submitted\b"
+    r"|\b(?:the|this|that|an?) issue(?:'s|s)?\b(?! #)|\bissue \d+\b|\bfinal code\b|\bfirst version\b"
+    r"|\bour first version\b|\bhas not landed\b",
+    re.IGNORECASE,
+)
+_TEXT_SUFFIXES = {".md", ".py", ".js", ".html", ".css", ".sh", ".yml", ".yaml", ".bicep", ".toml", ".txt"}
+
+
+def test_no_text_speaks_of_how_it_was_built() -> None:
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+    paths = [
+        ROOT / name
+        for name in listed.stdout.splitlines()
+        if (pathlib.PurePath(name).suffix in _TEXT_SUFFIXES or name.endswith("Makefile"))
+        and "/vendor/" not in name
+        and name != "tests/hosting/test_docs_facts.py"
+    ]
+    assert len(paths) > 100, len(paths)
+    found = []
+    for path in paths:
+        if not path.is_file():  # deleted in the work tree, not yet in the index
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for match in _PROCESS_PHRASES.finditer(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {match.group(0)!r}")
+    assert not found, "say what the product does (a commit id or a date for a comparison):\n" + "\n".join(
+        found
+    )
