@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from .._ids import ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT
+from .._settings import MAX_BODY_BYTES
 from ..archive._pages import CURSOR_PATTERN
 from ._models import (
     AgentsBody,
@@ -135,7 +136,7 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                         "start a new session).",
                     ),
                     _DISCARDED,
-                    Response(413, "Body over the documented limit (256 KiB)."),
+                    Response(413, f"Body over the documented limit ({MAX_BODY_BYTES // 1024} KiB)."),
                     Response(415, "Content-Type other than application/json or text/plain."),
                     Response(
                         500,

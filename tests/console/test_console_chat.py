@@ -200,7 +200,7 @@ def test_streamed_tokens_arrive_before_the_turn_ends(page: BrowserPage, model: M
     expect(view.locator("#transcript .msg.assistant:not(.live) .markdown")).to_have_count(1)
     assert _answers(page) == ["".join(words).strip()]
     if not streaming:
-        # This build has no streaming API (issue 11): the console fell back to the JSON answer.
+        # A server without the streaming API: the console fell back to the JSON answer.
         expect(view.locator("#chat-mode")).to_contain_text("JSON")
         pytest.skip("this build does not stream runs (text/event-stream); the JSON fallback was checked")
     expect(view.locator("#chat-mode")).to_have_text("streaming")

@@ -1,4 +1,4 @@
-"""No run stays `pending` forever (issue 10), over real sockets to `python -m devhost`: runs of a
+"""No run stays `pending` forever, over real sockets to `python -m devhost`: runs of a
 session deleted afterwards answer 410 at once, while a new session's first run is still
 `pending`; many concurrent requests racing past a nearly full session's check each get a
 terminal answer."""
