@@ -3,7 +3,8 @@
 Orchestration `review_workflow`: the writer agent drafts a piece on the topic; the reviewer
 agent answers with structured output `{approved, feedback}`; while it does not approve (and at
 most `max_rounds` times) the writer revises; then the orchestration waits for a human's
-`approval` event, or gives up after `approval_timeout_seconds`.
+`approval` event, or gives up after `approval_timeout_seconds`. Every custom status and the
+output carry the `topic`, so a status read (and the console) shows what the piece is about.
 """
 
 from __future__ import annotations
@@ -67,11 +68,13 @@ def make_orchestrator(workflow: ReviewWorkflow) -> Any:
         reviews: list[dict[str, Any]] = []
         draft = ""
         try:
-            context.set_custom_status({"stage": "drafting", "round": 1})
+            context.set_custom_status({"stage": "drafting", "topic": topic, "round": 1})
             result = yield from writer.run(f"Write a short piece about: {topic}", session_id=writer_session)
             draft = result.text
             for round_ in range(1, max_rounds + 1):
-                context.set_custom_status({"stage": "reviewing", "round": round_, "draft": draft})
+                context.set_custom_status(
+                    {"stage": "reviewing", "topic": topic, "round": round_, "draft": draft}
+                )
                 review = yield from reviewer.run(
                     f"Review this draft about {topic!r}. Approve it only if it is ready.\n\n{draft}",
                     session_id=reviewer_session,
@@ -81,28 +84,43 @@ def make_orchestrator(workflow: ReviewWorkflow) -> Any:
                 reviews.append({"round": round_, **verdict})
                 if verdict["approved"] or round_ == max_rounds:
                     break
-                context.set_custom_status({"stage": "revising", "round": round_ + 1, "draft": draft})
+                context.set_custom_status(
+                    {"stage": "revising", "topic": topic, "round": round_ + 1, "draft": draft}
+                )
                 result = yield from writer.run(
-                    f"Revise your draft using this feedback:\n\n{verdict['feedback']}",
+                    # The topic again: a writer that forgets earlier turns (or the offline model,
+                    # which answers the last message only) must not lose what the piece is about.
+                    f"Revise your draft about {topic!r} using this feedback:\n\n{verdict['feedback']}",
                     session_id=writer_session,
                 )
                 draft = result.text
         except AgentRunFailed as failure:
             return {
                 "status": "failed",
+                "topic": topic,
                 "draft": draft,
                 "reviews": reviews,
                 "error": {"agent": failure.agent, "code": failure.code, "message": failure.message},
             }
         reviewer_approved = bool(reviews and reviews[-1]["approved"])
         context.set_custom_status(
-            {"stage": "awaiting_approval", "draft": draft, "reviewer_approved": reviewer_approved}
+            {
+                "stage": "awaiting_approval",
+                "topic": topic,
+                "draft": draft,
+                "reviewer_approved": reviewer_approved,
+            }
         )
         deadline = context.current_utc_datetime + timedelta(seconds=timeout)
         timer = context.create_timer(deadline)
         approval = context.wait_for_external_event(APPROVAL_EVENT)
         winner = yield context.task_any([approval, timer])
-        outcome: dict[str, Any] = {"draft": draft, "reviews": reviews, "reviewer_approved": reviewer_approved}
+        outcome: dict[str, Any] = {
+            "topic": topic,
+            "draft": draft,
+            "reviews": reviews,
+            "reviewer_approved": reviewer_approved,
+        }
         if winner == approval:
             timer.cancel()
             decision = approval.result
@@ -116,7 +134,7 @@ def make_orchestrator(workflow: ReviewWorkflow) -> Any:
             outcome.update(status="approved" if approved else "rejected", comment=decision.get("comment"))
         else:
             outcome.update(status="timed_out")
-        context.set_custom_status({"stage": "done", "status": outcome["status"]})
+        context.set_custom_status({"stage": "done", "topic": topic, "status": outcome["status"]})
         return outcome
 
     return review_workflow

@@ -11,7 +11,7 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
-from console_support import CONSOLE_PATH, REPO, BrowserPage
+from console_support import CONSOLE_PATH, REPO, BrowserPage, api
 from e2e_support import HostProcess
 from playwright.sync_api import expect
 
@@ -163,3 +163,29 @@ def test_every_module_is_preloaded_by_the_page() -> None:
         for p in [*static.glob("js/**/*.js"), *static.glob("vendor/**/*.js"), *static.glob("vendor/*.mjs")]
     }
     assert preloaded == modules - {"js/main.js"}
+
+
+def test_the_session_page_fits_375_px(phone: BrowserPage, model: ModelServer) -> None:
+    # A remembered fact and a tool call: the state bag, the turns table and the stored JSON are
+    # the widest parts of the page.
+    model.script(
+        Reply.tool_call("remember", {"fact": "A traveller who prefers aisle seats on long flights."}),
+        Reply.text("Noted."),
+    )
+    body = {
+        "message": "Remember my seat preference",
+        "correlation_id": "a-rather-long-correlation-id-0123456789",
+    }
+    run = api(phone.base_url, "POST", "/api/agents/concierge/run", body)
+    view = phone.page
+    view.set_viewport_size({"width": 375, "height": 812})
+    phone.open(f"sessions/concierge/{run['session_id']}")
+    expect(view.locator("#turn-count")).to_have_text("1")
+    view.locator("#session-view details").evaluate_all("all => all.forEach((d) => { d.open = true; })")
+    phone.shot("phone-session")
+    width = view.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+    assert width[0] <= width[1], width
+    phone.open("runs/concierge")
+    expect(view.locator("#recent-runs tbody tr").first).to_be_visible()
+    width = view.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+    assert width[0] <= width[1], width

@@ -208,3 +208,29 @@ def test_streamed_tokens_arrive_before_the_turn_ends(page: BrowserPage, model: M
     final = "".join(words).strip()
     partial = [s["live"] for s in seen if s["done"] == 0 and s["live"] and s["live"].strip() != final]
     assert partial, f"no partial text was shown before the turn ended: {seen[:10]}"
+
+
+def test_a_reopened_chat_keeps_each_answers_tokens_and_run_link(
+    page: BrowserPage, model: ModelServer
+) -> None:
+    model.script(Reply.text("First answer."), Reply.text("Second answer."))
+    view = page.open("chat/assistant")
+    _send(page, "one")
+    expect(view.locator("#transcript .msg.assistant:not(.live)")).to_have_count(1)
+    _send(page, "two")
+    expect(view.locator("#transcript .msg.assistant:not(.live)")).to_have_count(2)
+    lines = view.locator("#transcript .msg.assistant .usage")
+    before = lines.all_inner_texts()
+    links = [a.get_attribute("href") for a in view.locator("#transcript .msg.assistant .usage a").all()]
+    assert len(before) == 2 and all(" in · " in line for line in before), before
+    assert len(links) == 2 and all(link and link.startswith("#/runs/assistant/") for link in links)
+    view.reload()
+    expect(view.locator("#transcript .msg.assistant")).to_have_count(2)
+    expect(lines).to_have_count(2)
+    assert lines.all_inner_texts() == before
+    assert [
+        a.get_attribute("href") for a in view.locator("#transcript .msg.assistant .usage a").all()
+    ] == links
+    view.locator("#transcript .msg.assistant .usage a").first.click()
+    expect(view.locator("#run-status")).to_have_text("succeeded")
+    expect(view.locator("#run-view")).to_contain_text("First answer.")

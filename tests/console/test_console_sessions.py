@@ -91,9 +91,88 @@ def test_a_run_by_correlation_id(page: BrowserPage, model: ModelServer) -> None:
     expect(view.locator("#run-status")).to_have_text("succeeded")
     expect(view.locator("#run-view .markdown em")).to_have_text("answer")
     page.shot("run")
-    view.fill("input[name=run]", "no-such-run")
-    view.get_by_role("button", name="Show run").click()
-    expect(view.locator("#run-status")).to_have_text("pending")  # unknown ids stay pending: the API's answer
+
+
+def test_a_mistyped_run_id_is_called_unknown_after_a_bounded_wait(
+    page: BrowserPage, model: ModelServer
+) -> None:
+    # The run resource answers `pending` for any id (a run may still be queued); the console asks
+    # the run's stream, which knows every run that has started, and gives up after a bounded wait.
+    model.script(Reply.text("here"))
+    run = api(
+        page.base_url, "POST", "/api/agents/assistant/run", {"message": "hi", "correlation_id": "real-run"}
+    )
+    view = page.open(f"runs/assistant/{run['session_id']}/reel-run")
+    expect(view.locator("#run-status")).to_have_text("pending")
+    expect(view.locator("#run-status")).to_have_text("unknown", timeout=30_000)
+    unknown = view.locator("#run-unknown")
+    expect(unknown).to_contain_text("has no run reel-run")
+    expect(unknown.get_by_role("link", name="the session's turns")).to_have_attribute(
+        "href", f"#/sessions/assistant/{run['session_id']}"
+    )
+
+
+def test_runs_lists_the_agents_recent_runs_with_status_and_links(
+    page: BrowserPage, model: ModelServer
+) -> None:
+    model.script(Reply.text("first"), Reply.text("second"))
+    first = api(
+        page.base_url, "POST", "/api/agents/concierge/run", {"message": "a", "correlation_id": "recent-a"}
+    )
+    second = api(
+        page.base_url,
+        "POST",
+        "/api/agents/concierge/run",
+        {"message": "b", "correlation_id": "recent-b", "session_id": first["session_id"]},
+    )
+    assert second["session_id"] == first["session_id"]
+    view = page.open("runs/concierge")
+    table = view.locator("#recent-runs")
+    expect(table.get_by_role("link", name="recent-b")).to_be_visible()
+    rows = table.locator("tbody tr")
+    # Newest first: the second run is above the first.
+    expect(rows.nth(0)).to_contain_text("recent-b")
+    expect(rows.nth(1)).to_contain_text("recent-a")
+    expect(rows.nth(0)).to_contain_text("succeeded")
+    expect(rows.nth(0).get_by_role("link", name=first["session_id"])).to_have_attribute(
+        "href", f"#/sessions/concierge/{first['session_id']}"
+    )
+    table.get_by_role("link", name="recent-a").click()
+    expect(view.locator("#run-status")).to_have_text("succeeded")
+    expect(view.locator("#run-view")).to_contain_text("first")
+
+
+def test_sessions_are_listed_most_recent_first(page: BrowserPage, model: ModelServer) -> None:
+    model.handler = lambda request: Reply.text("ok")
+    # Created in this order, continued last: recency order differs from id order both ways.
+    for session_id in ("recency-c", "recency-a", "recency-b", "recency-c"):
+        api(
+            page.base_url,
+            "POST",
+            "/api/agents/writer/run",
+            {"message": f"to {session_id}", "session_id": session_id},
+        )
+    view = page.open("sessions/writer")
+    table = view.locator("#sessions-table")
+    expect(table.get_by_role("link", name="recency-b")).to_be_visible()
+    shown = [t for t in table.locator("tbody th a").all_inner_texts() if t.startswith("recency-")]
+    assert shown == ["recency-c", "recency-b", "recency-a"]
+
+
+def test_sessions_and_runs_open_on_the_agent_of_the_chat(page: BrowserPage, model: ModelServer) -> None:
+    view = page.open("chat/reviewer")
+    expect(view.locator("select[name=agent]")).to_have_value("reviewer")
+    view.locator("nav").get_by_role("link", name="Sessions").click()
+    expect(view.locator("#sessions-table caption")).to_contain_text("Sessions of reviewer")
+    expect(view.locator("select[name=agent]")).to_have_value("reviewer")
+    view.locator("nav").get_by_role("link", name="Runs").click()
+    expect(view.locator("#recent-runs caption")).to_contain_text("Recent runs of reviewer")
+    expect(view.locator("select[name=agent]")).to_have_value("reviewer")
+    # Picking another agent there is remembered in turn.
+    view.select_option("select[name=agent]", "concierge")
+    expect(view.locator("#recent-runs caption")).to_contain_text("Recent runs of concierge")
+    view.locator("nav").get_by_role("link", name="Chat").click()
+    expect(view.locator("select[name=agent]")).to_have_value("concierge")
 
 
 def test_a_running_run_is_followed_until_it_finishes(page: BrowserPage, model: ModelServer) -> None:

@@ -28,6 +28,11 @@ def script_review(model: ModelServer, verdicts: list[dict[str, Any]]) -> None:
     model.handler = handler
 
 
+def writer_prompts(model: ModelServer) -> list[str]:
+    """What the writer was asked, in order (the reviewer's requests ask for structured output)."""
+    return [r.last_user_text or "" for r in model.requests if r.response_format is None]
+
+
 async def status_of(api: Api, instance: str) -> dict[str, Any]:
     response = await api.get(f"{START}/{instance}")
     assert response.status == 200, response.body
@@ -68,6 +73,9 @@ async def test_writer_and_reviewer_loop_then_a_human_approves(
     waiting = await wait_until(api, instance, awaiting)
     assert waiting["custom_status"]["draft"] == "Draft v2"
     assert waiting["custom_status"]["reviewer_approved"] is True
+    assert waiting["custom_status"]["topic"] == "coffee"  # every status says what it is about
+    listed = (await api.get(START)).json()["instances"]
+    assert [i["custom_status"]["topic"] for i in listed if i["instance_id"] == instance] == ["coffee"]
     approval = await api.post(
         f"{START}/{instance}/approval", json_body={"approved": True, "comment": "ship it"}
     )
@@ -77,6 +85,9 @@ async def test_writer_and_reviewer_loop_then_a_human_approves(
     output = done["output"] if isinstance(done["output"], dict) else json.loads(done["output"])
     assert output["status"] == "approved" and output["comment"] == "ship it"
     assert output["draft"] == "Draft v2"
+    assert output["topic"] == "coffee" and done["custom_status"]["topic"] == "coffee"
+    # The revision names the topic too: a writer that forgets earlier turns keeps it.
+    assert "'coffee'" in writer_prompts(model)[1]
     assert [r["approved"] for r in output["reviews"]] == [False, True]
     # The turns ran in the agents' session entities, recorded with the orchestration's id.
     writer = (await api.get(f"/api/agents/writer/sessions/{instance}-writer")).json()

@@ -58,3 +58,29 @@ export function every(ms, fn) {
     clearTimeout(timer);
   };
 }
+
+const AGENT_STORAGE = "durable-agents.agent";
+
+/** Remember the agent the person is working with (this tab only), so that the sections they
+ * open next (Sessions, Runs, Chat) start on it rather than on the first agent. */
+export function rememberAgent(name) {
+  try {
+    if (name) sessionStorage.setItem(AGENT_STORAGE, name);
+  } catch {
+    // Storage refused (private mode quota): the views fall back to the first agent.
+  }
+}
+
+/** The agent named in the address if it is hosted, else the remembered one, else the first. */
+export function pickAgent(agents, named) {
+  let remembered = "";
+  try {
+    remembered = sessionStorage.getItem(AGENT_STORAGE) || "";
+  } catch {
+    remembered = "";
+  }
+  const hosted = (name) => name && agents.some((a) => a.name === name);
+  const agent = hosted(named) ? named : hosted(remembered) ? remembered : agents[0]?.name;
+  rememberAgent(agent);
+  return agent;
+}

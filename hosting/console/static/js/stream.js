@@ -143,19 +143,43 @@ export async function runTurn({ agent, sessionId, message }, handlers = {}) {
   return jsonAnswer(response, handlers);
 }
 
-/** Follow a run: its live stream when the server has one, else the run resource's long poll. */
+/** A run that has not started within the bounded wait: no such run (or not started yet). */
+export class RunNotFound extends ApiError {}
+
+/**
+ * Follow a run: its live stream when the server has one, else the run resource's long poll.
+ * A run the stream does not know (404 `run_not_found`: never sent, or still queued behind the
+ * session's earlier operations) is waited for on the run resource for at most `unknownAfterMs`
+ * (the run resource itself answers `pending` for any id), then rejected with RunNotFound.
+ */
 export async function followRun({ agent, sessionId, correlationId }, handlers = {}) {
   const path = `agents/${seg(agent)}/sessions/${seg(sessionId)}/runs/${seg(correlationId)}`;
-  const response = await fetch(apiUrl(`${path}/stream`), {
-    headers: headers({ Accept: SSE }),
-    signal: handlers.signal,
-  });
-  const type = response.headers.get("content-type") || "";
-  if (response.ok && type.startsWith(SSE)) {
-    handlers.onMode?.("stream");
-    return followStream(response, handlers);
+  const deadline = Date.now() + (handlers.unknownAfterMs ?? Infinity);
+  for (;;) {
+    const response = await fetch(apiUrl(`${path}/stream`), {
+      headers: headers({ Accept: SSE }),
+      signal: handlers.signal,
+    });
+    const type = response.headers.get("content-type") || "";
+    if (response.ok && type.startsWith(SSE)) {
+      handlers.onMode?.("stream");
+      return followStream(response, handlers);
+    }
+    if (response.status === 401) throw await failure(response);
+    const error = response.status === 404 ? await failure(response) : null;
+    if (error?.problem?.code !== "run_not_found") {
+      // No stream route on this server: the run resource's long poll is all there is.
+      handlers.onMode?.("json");
+      return pollRun(apiUrl(path), handlers);
+    }
+    const left = deadline - Date.now();
+    if (left <= 0) throw new RunNotFound(404, error.problem, error.message);
+    // Not started: the run resource's long poll answers as soon as it ends, then look again.
+    const url = new URL(apiUrl(path));
+    url.searchParams.set("wait", String(Math.max(1, Math.min(5, Math.ceil(left / 1000)))));
+    const polled = await fetch(url, { headers: headers({ Accept: "application/json" }), signal: handlers.signal });
+    if (!polled.ok) throw await failure(polled);
+    const body = await polled.json();
+    if (body.status !== "pending") return settle(body);
   }
-  if (response.status === 401) throw await failure(response);
-  handlers.onMode?.("json");
-  return pollRun(apiUrl(path), handlers);
 }

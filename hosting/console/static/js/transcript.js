@@ -1,6 +1,6 @@
 // A conversation as a list: the person's messages, the agent's answers (markdown, sanitized),
 // tool calls with their arguments and results (expandable), and failed turns with their problem.
-import { formatTime, h, json } from "./dom.js";
+import { formatTime, formatUsage, h, json } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
 function short(value, limit = 80) {
@@ -106,15 +106,31 @@ export function requestText(entry) {
     .join("\n");
 }
 
-/** A stored history (state.data.conversationHistory) as turns. */
-export function historyView(entries) {
+/** The line under an answer: its tokens and a link to its run (as the chat shows a new turn). */
+export function runLine(agent, sessionId, correlationId, usage) {
+  return h("p.usage", {}, `Tokens: ${formatUsage(usage)}`,
+    correlationId ? [" · run ", h("a", { href: `#/runs/${encodeURIComponent(agent)}/${encodeURIComponent(sessionId)}/${encodeURIComponent(correlationId)}` }, correlationId)] : null);
+}
+
+/**
+ * A stored history (state.data.conversationHistory) as turns. With `session` (the answer of
+ * GET .../sessions/{id}: its `agent`, `session_id` and `turns`), each answer gets its tokens and
+ * its run link, as it had when it was sent.
+ */
+export function historyView(entries, session = null) {
   const list = h("ol.transcript", { "aria-label": "Conversation" });
+  const turns = new Map((session?.turns || []).filter((t) => t.correlation_id).map((t) => [t.correlation_id, t]));
   for (const entry of entries || []) {
     if (entry.$type === "request") {
       list.append(h("li.turn", {}, userBubble(requestText(entry), entry.createdAt)));
     } else if (entry.$type === "response") {
       const last = list.lastElementChild || list.appendChild(h("li.turn"));
-      last.append(assistantBlock(entry.messages, { failure: entry.failure, time: entry.createdAt }));
+      const block = assistantBlock(entry.messages, { failure: entry.failure, time: entry.createdAt });
+      const turn = turns.get(entry.correlationId);
+      if (session && entry.correlationId) {
+        block.append(runLine(session.agent, session.session_id, entry.correlationId, turn?.usage ?? entry.usage));
+      }
+      last.append(block);
     }
   }
   return list;

@@ -1,10 +1,10 @@
 // Chat: pick an agent, start or continue a session, watch the answer arrive.
 import { ApiError, get, seg } from "../api.js";
-import { field, formatUsage, h } from "../dom.js";
+import { field, h } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
-import { replaceRoute, showNotice } from "../shell.js";
+import { pickAgent, rememberAgent, replaceRoute, showNotice } from "../shell.js";
 import { runTurn } from "../stream.js";
-import { assistantBlock, historyView, keepExpanded, problemBox, toolCall, userBubble } from "../transcript.js";
+import { assistantBlock, historyView, keepExpanded, problemBox, runLine, toolCall, userBubble } from "../transcript.js";
 import { listAgents } from "./agents.js";
 
 export async function render(main, [agentParam, sessionParam]) {
@@ -13,7 +13,7 @@ export async function render(main, [agentParam, sessionParam]) {
     main.append(h("p", {}, "No agents are hosted."));
     return null;
   }
-  let agent = agents.some((a) => a.name === agentParam) ? agentParam : agents[0].name;
+  let agent = pickAgent(agents, agentParam);
   let sessionId = sessionParam || null;
   const controller = new AbortController();
 
@@ -50,7 +50,7 @@ export async function render(main, [agentParam, sessionParam]) {
     if (!id) return;
     try {
       const session = await get(`agents/${seg(agent)}/sessions/${seg(id)}`);
-      const history = historyView(session.state?.data?.conversationHistory || []);
+      const history = historyView(session.state?.data?.conversationHistory || [], { ...session, agent, session_id: id });
       transcript.replaceChildren(...history.children);
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) {
@@ -63,6 +63,7 @@ export async function render(main, [agentParam, sessionParam]) {
 
   picker.addEventListener("change", () => {
     agent = picker.value;
+    rememberAgent(agent);
     replaceRoute("chat", agent);
     start(null);
   });
@@ -125,8 +126,7 @@ export async function render(main, [agentParam, sessionParam]) {
       updateSession();
       replaceRoute("chat", agent, sessionId);
       const done = assistantBlock(body.response?.messages || [], {});
-      done.append(h("p.usage", {}, `Tokens: ${formatUsage(body.response?.usage)} · run `,
-        h("a", { href: `#/runs/${seg(agent)}/${seg(sessionId)}/${seg(body.correlation_id)}` }, body.correlation_id)));
+      done.append(runLine(agent, sessionId, body.correlation_id, body.response?.usage));
       if (body.response?.structured !== undefined && body.response?.structured !== null) {
         done.append(h("details.structured", {}, h("summary", {}, "Structured output"), h("pre", {}, JSON.stringify(body.response.structured, null, 2))));
       }

@@ -1,17 +1,52 @@
-// Runs: any run by agent, session and correlation id, with its status, and its live stream while
-// it runs (or the run resource's long poll where the server does not stream).
+// Runs: the agent's recent runs, and any run by agent, session and correlation id, with its
+// status, and its live stream while it runs (or the run resource's long poll where the server
+// does not stream).
 import { get, seg } from "../api.js";
-import { field, formatUsage, h, statusBadge } from "../dom.js";
+import { field, formatTime, formatUsage, h, statusBadge } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
-import { navigate } from "../shell.js";
-import { followRun } from "../stream.js";
+import { navigate, pickAgent } from "../shell.js";
+import { RunNotFound, followRun } from "../stream.js";
 import { assistantBlock, keepExpanded, problemBox, toolCall } from "../transcript.js";
 import { listAgents } from "./agents.js";
+import { sessionsByRecency } from "./sessions.js";
+
+/** How long a run the server does not know is waited for before it is called unknown: the run
+ * resource answers `pending` for any id, since a run may still be queued behind the session's
+ * earlier operations. */
+export const UNKNOWN_AFTER_MS = 10_000;
+/** Sessions (most recent first) and runs shown in the recent runs table. */
+const RECENT_SESSIONS = 5;
+const RECENT_RUNS = 20;
+
+/** The agent's newest runs: the turns of its most recently active sessions, newest first. */
+async function recentRuns(agent, container) {
+  const body = h("tbody");
+  const table = h("table.list#recent-runs", {},
+    h("caption", {}, `Recent runs of ${agent} (newest first)`),
+    h("thead", {}, h("tr", {}, ["Run", "Status", "Started", "Session", "Tokens"].map((t) => h("th", { scope: "col" }, t)))),
+    body);
+  container.append(h("div.table-wrap", {}, table));
+  const { sessions } = await sessionsByRecency(agent);
+  const details = await Promise.all(sessions.slice(0, RECENT_SESSIONS)
+    .map((s) => get(`agents/${seg(agent)}/sessions/${seg(s.session_id)}`).catch(() => null)));
+  const runs = details.filter(Boolean)
+    .flatMap((session) => session.turns.filter((t) => t.correlation_id).map((t) => ({ ...t, session_id: session.session_id })))
+    .sort((a, b) => (Date.parse(b.created_at || "") || 0) - (Date.parse(a.created_at || "") || 0))
+    .slice(0, RECENT_RUNS);
+  body.replaceChildren(...runs.map((r) => h("tr", {},
+    h("th", { scope: "row" }, h("a", { href: `#/runs/${seg(agent)}/${seg(r.session_id)}/${seg(r.correlation_id)}` }, r.correlation_id)),
+    h("td", {}, statusBadge(r.status)),
+    h("td", {}, formatTime(r.created_at)),
+    h("td", {}, h("a", { href: `#/sessions/${seg(agent)}/${seg(r.session_id)}` }, r.session_id)),
+    h("td", {}, formatUsage(r.usage)))));
+  if (!runs.length) body.append(h("tr", {}, h("td", { colspan: "5" }, "No runs yet. Start one in Chat.")));
+}
 
 export async function render(main, [agentParam, sessionId, correlationId]) {
   const agents = await listAgents();
   const picker = h("select", { name: "agent" }, agents.map((a) => h("option", { value: a.name }, a.name)));
-  if (agents.some((a) => a.name === agentParam)) picker.value = agentParam;
+  const agent = pickAgent(agents, agentParam);
+  if (agent) picker.value = agent;
   const session = h("input", { name: "session", required: true, value: sessionId || "", autocomplete: "off" });
   const run = h("input", { name: "run", required: true, value: correlationId || "", autocomplete: "off" });
   const form = h("form.inline-form", {
@@ -20,7 +55,12 @@ export async function render(main, [agentParam, sessionId, correlationId]) {
   h("div.actions", {}, h("button", { type: "submit" }, "Show run")));
   const area = h("div#run-view", { "aria-live": "polite" });
   main.append(h("h2", {}, "Runs"), form, area);
-  if (!agentParam || !sessionId || !correlationId) return null;
+  if (!agentParam || !sessionId || !correlationId) {
+    if (!agent) return null;
+    picker.addEventListener("change", () => navigate("runs", picker.value));
+    await recentRuns(agent, main);
+    return null;
+  }
 
   const controller = new AbortController();
   const path = `agents/${seg(agentParam)}/sessions/${seg(sessionId)}/runs/${seg(correlationId)}`;
@@ -36,7 +76,17 @@ export async function render(main, [agentParam, sessionId, correlationId]) {
       h("a", { href: `#/sessions/${seg(agentParam)}/${seg(sessionId)}` }, sessionId)));
     area.replaceChildren(heading, block);
   }
+  function showUnknown() {
+    setStatus("unknown");
+    area.replaceChildren(heading, h("div.problem#run-unknown", { role: "alert" },
+      h("strong", {}, "No such run"),
+      h("p", {}, `Session ${sessionId} of ${agentParam} has no run ${correlationId} that has started `
+        + `(waited ${UNKNOWN_AFTER_MS / 1000} s). Check the id against `, h("a", { href: `#/sessions/${seg(agentParam)}/${seg(sessionId)}` }, "the session's turns"),
+      " or the recent runs. A run sent just now can still be queued behind a long turn of the same session: ",
+      h("button.link", { type: "button", onclick: () => window.dispatchEvent(new HashChangeEvent("hashchange")) }, "look again"), ".")));
+  }
   function showFailure(error) {
+    if (error instanceof RunNotFound) { showUnknown(); return; }
     setStatus(error.status === 404 || error.status === 400 ? "unknown" : "failed");
     area.replaceChildren(heading, problemBox(error.problem || { detail: error.message }, "Run failed"));
   }
@@ -62,6 +112,7 @@ export async function render(main, [agentParam, sessionId, correlationId]) {
   let buffer = "";
   followRun({ agent: agentParam, sessionId, correlationId }, {
     signal: controller.signal,
+    unknownAfterMs: UNKNOWN_AFTER_MS,
     onDelta: (d) => { buffer += d; renderMarkdown(buffer, text); },
     onToolCall: (c) => { const el = toolCall(c); calls.set(c.call_id, el); live.insertBefore(el, text); },
     onToolResult: (r) => calls.get(r.call_id)?.setResult(r.result, r.is_error === true),

@@ -1,18 +1,41 @@
 // Sessions: an agent's sessions a page at a time, and one session's turns, state bag and size.
 import { del, get, post, seg } from "../api.js";
 import { field, formatBytes, formatTime, formatUsage, h, json, statusBadge } from "../dom.js";
-import { confirmAction, every, navigate, showNotice } from "../shell.js";
+import { confirmAction, every, navigate, pickAgent, showNotice } from "../shell.js";
 import { historyView, problemBox } from "../transcript.js";
 import { listAgents } from "./agents.js";
 
 export async function render(main, [agentParam, sessionId]) {
   const agents = await listAgents();
-  const agent = agents.some((a) => a.name === agentParam) ? agentParam : agents[0]?.name;
+  const agent = pickAgent(agents, agentParam);
   if (!agent) {
     main.append(h("p", {}, "No agents are hosted."));
     return null;
   }
   return sessionId ? renderSession(main, agent, sessionId) : renderList(main, agents, agent);
+}
+
+/** Most sessions read to sort them by recency (the backend pages in its own order). */
+export const SESSION_SCAN_LIMIT = 1000;
+
+/**
+ * An agent's sessions, most recent activity first. The API pages in the backend's order (by key
+ * locally, by partition in Azure Storage), so every page is read (up to SESSION_SCAN_LIMIT
+ * sessions) before sorting; `more` says whether sessions were left unread.
+ */
+export async function sessionsByRecency(agent) {
+  const sessions = [];
+  let continuation = null;
+  do {
+    const query = new URLSearchParams({ page_size: "100" });
+    if (continuation) query.set("continuation", continuation);
+    const page = await get(`agents/${seg(agent)}/sessions?${query}`);
+    sessions.push(...page.sessions);
+    continuation = page.continuation;
+  } while (continuation && sessions.length < SESSION_SCAN_LIMIT);
+  const time = (s) => Date.parse(s.last_operation_time || "") || 0;
+  sessions.sort((a, b) => time(b) - time(a));
+  return { sessions, more: Boolean(continuation) };
 }
 
 async function renderList(main, agents, agent) {
@@ -21,7 +44,7 @@ async function renderList(main, agents, agent) {
   picker.addEventListener("change", () => navigate("sessions", picker.value));
   const body = h("tbody");
   const table = h("table.list#sessions-table", {},
-    h("caption", {}, `Sessions of ${agent}`),
+    h("caption", {}, `Sessions of ${agent} (most recent activity first)`),
     h("thead", {}, h("tr", {},
       ["Session", "First message", "Turns", "Size", "Last activity"].map((t) => h("th", { scope: "col" }, t)))),
     body);
@@ -29,12 +52,14 @@ async function renderList(main, agents, agent) {
   const empty = h("p.muted", { hidden: true }, "No sessions yet. Start one in Chat.");
   main.append(h("h2", {}, "Sessions"), field("Agent", picker), h("div.table-wrap", {}, table), empty, more);
 
-  let continuation = null;
-  async function load() {
-    const query = new URLSearchParams({ page_size: "20" });
-    if (continuation) query.set("continuation", continuation);
-    const page = await get(`agents/${seg(agent)}/sessions?${query}`);
-    for (const s of page.sessions) {
+  const PAGE = 20;
+  const { sessions, more: unread } = await sessionsByRecency(agent);
+  if (unread) {
+    table.before(h("p.hint#sessions-unread", {},
+      `Only the first ${sessions.length} sessions the backend listed were read and sorted; older or newer ones may be missing.`));
+  }
+  function showMore() {
+    for (const s of sessions.slice(body.children.length, body.children.length + PAGE)) {
       body.append(h("tr", {},
         h("th", { scope: "row" }, h("a", { href: `#/sessions/${seg(agent)}/${seg(s.session_id)}` }, s.session_id)),
         h("td", {}, s.readable ? s.first_message || "—" : h("em", {}, "unreadable state")),
@@ -42,12 +67,11 @@ async function renderList(main, agents, agent) {
         h("td.num", {}, formatBytes(s.size_bytes)),
         h("td", {}, formatTime(s.last_operation_time))));
     }
-    continuation = page.continuation;
-    more.hidden = !continuation;
-    empty.hidden = body.children.length > 0 || Boolean(continuation);
+    more.hidden = body.children.length >= sessions.length;
+    empty.hidden = sessions.length > 0;
   }
-  more.addEventListener("click", () => load().catch((e) => showNotice(e.message)));
-  await load();
+  more.addEventListener("click", showMore);
+  showMore();
   return null;
 }
 
@@ -99,7 +123,7 @@ async function renderSession(main, agent, sessionId) {
       h("h3", {}, "State bag"),
       h("p.hint", {}, "What the context providers keep for this session (memory facts, history summary)."),
       h("pre.json#state-bag", { tabindex: "0", "aria-label": "State bag" }, json(session.state_bag)),
-      h("details", {}, h("summary", {}, "Conversation"), historyView(history)),
+      h("details", {}, h("summary", {}, "Conversation"), historyView(history, { ...session, agent, session_id: sessionId })),
       h("details", {}, h("summary", {}, "Stored state (raw JSON)"), h("pre.json", { tabindex: "0" }, json(session.state))),
     );
     return session;

@@ -11,6 +11,14 @@ function stageOf(instance) {
   return custom && typeof custom === "object" ? custom.stage || "—" : custom || "—";
 }
 
+/** The topic the workflow writes about: every custom status and the output carry it. */
+function topicOf(instance) {
+  for (const part of [instance.custom_status, instance.output]) {
+    if (part && typeof part === "object" && typeof part.topic === "string") return part.topic;
+  }
+  return null;
+}
+
 export async function render(main, [instanceId]) {
   main.append(h("h2", {}, "Workflows"));
   const topic = h("input", { name: "topic", required: true, maxlength: "2000", autocomplete: "off" });
@@ -28,7 +36,7 @@ export async function render(main, [instanceId]) {
   const rows = h("tbody");
   const table = h("table.list#workflows-table", {},
     h("caption", {}, "Review workflow instances (newest first)"),
-    h("thead", {}, h("tr", {}, ["Instance", "Status", "Stage", "Created", "Updated"].map((t) => h("th", { scope: "col" }, t)))),
+    h("thead", {}, h("tr", {}, ["Instance", "Topic", "Status", "Stage", "Created", "Updated"].map((t) => h("th", { scope: "col" }, t)))),
     rows);
   const detail = h("section#workflow-detail", { "aria-live": "polite" });
   main.append(startForm, detail, h("div.table-wrap", {}, table));
@@ -39,18 +47,19 @@ export async function render(main, [instanceId]) {
       body = await get("workflows/review");
     } catch (error) {
       if (error.status === 404) {
-        rows.replaceChildren(h("tr", {}, h("td", { colspan: "5" }, "This app hosts no review workflow.")));
+        rows.replaceChildren(h("tr", {}, h("td", { colspan: "6" }, "This app hosts no review workflow.")));
         return;
       }
       throw error;
     }
     rows.replaceChildren(...body.instances.map((i) => h("tr", {},
       h("th", { scope: "row" }, h("a", { href: `#/workflows/${seg(i.instance_id)}` }, i.instance_id)),
+      h("td.topic", {}, topicOf(i) ?? "—"),
       h("td", {}, statusBadge(i.runtime_status)),
       h("td", {}, stageOf(i)),
       h("td", {}, formatTime(i.created_time)),
       h("td", {}, formatTime(i.last_updated_time)))));
-    if (!body.instances.length) rows.append(h("tr", {}, h("td", { colspan: "5" }, "No workflows yet.")));
+    if (!body.instances.length) rows.append(h("tr", {}, h("td", { colspan: "6" }, "No workflows yet.")));
   }
 
   let shown = "";
@@ -65,6 +74,7 @@ export async function render(main, [instanceId]) {
     const parts = [
       h("h3", {}, "Instance ", h("code", {}, instance.instance_id)),
       h("dl.facts.summary", {},
+        h("dt", {}, "Topic"), h("dd#workflow-topic", {}, topicOf(instance) ?? "— (not reported yet)"),
         h("dt", {}, "Status"), h("dd#workflow-status", {}, statusBadge(instance.runtime_status)),
         h("dt", {}, "Stage"), h("dd#workflow-stage", {}, stageOf(instance)),
         custom.round && [h("dt", {}, "Round"), h("dd", {}, String(custom.round))],
