@@ -183,7 +183,7 @@ CASES: list[tuple[str, dict[str, Any], int, str, str]] = [
         "bad correlation id",
         {"json_body": {"message": "x", "correlation_id": "c/1"}},
         400,
-        "invalid_field",
+        "invalid_correlation_id",
         "correlation_id",
     ),
     (
