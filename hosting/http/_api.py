@@ -54,6 +54,7 @@ from ._problems import json_response, problem_response
 from ._refusals import idempotency_conflict, refusal, unreadable
 from ._requests import RunCall, check_id, parse_run
 from ._sse import RunStreams, resume_after, wants_event_stream
+from ._users import caller_user
 
 log = logging.getLogger("hosting.http")
 
@@ -161,7 +162,12 @@ class Api:
         after = resume_after(req) if streams is not None else 0
 
         submission = Submission(
-            agent, call.session_id, call.request, fresh_session=call.fresh_session, retry_safe=call.retry_safe
+            agent,
+            call.session_id,
+            call.request,
+            fresh_session=call.fresh_session,
+            retry_safe=call.retry_safe,
+            user_id=call.user_id,
         )
         entity_id, asked = submission.entity_id, submission.same_request
         prepared = await self.submitter.prepare(client, submission)
@@ -213,6 +219,7 @@ class Api:
                     asked=asked,
                     state_checked=True,  # checked above; a session created since is the entity's own
                     pacer=pace,
+                    user=call.user_id,
                 )
                 self._refuse(outcome, agent.name, call.session_id, call.correlation_id)
                 if outcome.run is not None:
@@ -227,6 +234,7 @@ class Api:
             req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
         )
         wait = self._wait_param(req)
+        user = caller_user(req)
         outcome = await wait_for_run(
             client,
             df.EntityId(entity_name(agent.name), session_id),
@@ -234,6 +242,7 @@ class Api:
             session_id=session_id,
             correlation_id=correlation_id,
             timeout=wait,
+            user=user,
         )
         self._refuse(outcome, agent.name, session_id, correlation_id)
         result = None if outcome.run is None else outcome.run.result()

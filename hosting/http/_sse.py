@@ -29,7 +29,7 @@ from ..client._archived import find_archived_run
 from ..client._binding import DurableClient
 from ..client._read import Snapshot, read_session, state_problem
 from ..client._waiting import wait_for_run
-from ..stored import unrecorded_run
+from ..stored import INTERNAL, Viewer, unrecorded_run
 from ..streams._events_doc import EVENT_STREAM
 from ..streams._store import (
     RUN_COMPLETED,
@@ -43,8 +43,9 @@ from ..streams._store import (
 from ._answers import Answers
 from ._lookup import hosted_agent
 from ._problems import problem_response
-from ._refusals import discarded_problem, history_unavailable, unreadable
+from ._refusals import discarded_problem, history_unavailable, no_session, unreadable
 from ._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
+from ._users import caller_user
 
 log = logging.getLogger("hosting.streams")
 
@@ -198,14 +199,22 @@ class RunStreams:
         return StreamingResponse(body, status_code=200, media_type=EVENT_STREAM, headers=self._headers(key))
 
     async def open(
-        self, client: DurableClient, key: StreamKey, after: int, snapshot: Snapshot | None = None
+        self,
+        client: DurableClient,
+        key: StreamKey,
+        after: int,
+        snapshot: Snapshot | None = None,
+        user: Viewer = INTERNAL,
     ) -> StreamingResponse:
         """The stream of a run: its retained events after `after`, then live ones; a finished run
         whose events have expired gets its result as one event; 404 `run_not_found` otherwise.
         A session whose stored state this build cannot read is 409 `state_unreadable` at once, as
-        on every route (`snapshot`: the session as the caller has just read and checked it)."""
+        on every route (`snapshot`: the session as the caller has just read and checked it). Another
+        user's session is 404 `session_not_found` (`user`: whom the caller acts for)."""
         if snapshot is None:
             snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
+            if (snapshot.exists or snapshot.deleted) and not snapshot.stored.visible_to(user):
+                raise no_session(key.agent, key.session_id)
             reason = state_problem(snapshot.document) if snapshot.exists else None
             if reason is not None:
                 raise unreadable(key.agent, key.session_id, reason)
@@ -282,7 +291,8 @@ class RunStreams:
             req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
         )
         after = resume_after(req)
-        return await self.open(client, StreamKey(agent.name, session_id, correlation_id), after)
+        user = caller_user(req)
+        return await self.open(client, StreamKey(agent.name, session_id, correlation_id), after, user=user)
 
     def attach(
         self, client: DurableClient, key: StreamKey, after: int, then: Job | None = None

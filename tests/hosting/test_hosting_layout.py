@@ -84,6 +84,8 @@ PINNED = {
         "wants_event_stream",
     ],
     "hosting.stored": [
+        "INTERNAL",
+        "Internal",
         "MAX_DISCARDED_RUNS",
         "MAX_REFUSED_BYTES",
         "REFUSED_MESSAGE",
@@ -91,6 +93,7 @@ PINNED = {
         "StoredRun",
         "TurnEntry",
         "Unrecorded",
+        "Viewer",
         "compact_text",
         "first_text",
         "refused_result",
