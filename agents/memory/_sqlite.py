@@ -22,6 +22,7 @@ from typing import Any
 
 from ._store import (
     DEFAULT_MAX_ITEMS,
+    Candidate,
     InvalidMemory,
     MemoryFull,
     MemoryHit,
@@ -166,13 +167,30 @@ class SqliteMemoryStore:
             ).fetchone()
         return None if row is None else self._item(namespace, row)
 
-    def _all(self, namespace: MemoryNamespace) -> list[MemoryItem]:
+    def _candidates(self, namespace: MemoryNamespace, embedded: bool) -> list[Candidate]:
+        # Only what ranking reads: whole items are built for the hits alone.
+        vector = "embedding" if embedded else "NULL"
         with self._connect() as db:
             rows = db.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE user_id=? AND agent=?",
+                f"SELECT id, text, updated_at, {vector} FROM memories WHERE user_id=? AND agent=?",
                 (namespace.user_id, _agent_key(namespace)),
             ).fetchall()
-        return [self._item(namespace, row) for row in rows]
+        return [Candidate(i, text, updated, _vector(blob)) for i, text, updated, blob in rows]
+
+    def _search(
+        self, namespace: MemoryNamespace, query: str, vector: tuple[float, ...] | None, limit: int
+    ) -> list[MemoryHit]:
+        ranked = rank(self._candidates(namespace, vector is not None), query, vector, limit)
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        with self._connect() as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id=? AND agent=? AND id IN ({marks})",
+                (namespace.user_id, _agent_key(namespace), *(i for i, _ in ranked)),
+            ).fetchall()
+        items = {row[0]: self._item(namespace, row) for row in rows}
+        return [MemoryHit(items[i], score) for i, score in ranked if i in items]
 
     def _delete(self, namespace: MemoryNamespace, item_id: str) -> bool:
         with self._connect() as db:
@@ -211,8 +229,7 @@ class SqliteMemoryStore:
     ) -> list[MemoryHit]:
         limit = checked_limit(limit)
         vector = checked_embedding(embedding)
-        items = await asyncio.to_thread(self._all, namespace)
-        return rank(items, query, vector, limit)
+        return await asyncio.to_thread(self._search, namespace, query, vector, limit)
 
     async def delete(self, namespace: MemoryNamespace, item_id: str) -> bool:
         return await asyncio.to_thread(self._delete, namespace, item_id)

@@ -198,18 +198,30 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norms if norms else 0.0
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """What a search ranks of an item (backends read only this much of every item, and whole
+    items for the hits alone)."""
+
+    id: str
+    text: str
+    updated_at: str
+    embedding: tuple[float, ...] | None = None
+
+
 def rank(
-    items: Sequence[MemoryItem], query: str, embedding: tuple[float, ...] | None, limit: int
-) -> list[MemoryHit]:
-    """The search every backend answers, over the namespace's items (newest first on ties)."""
-    newest = sorted(items, key=lambda i: i.updated_at, reverse=True)
+    candidates: Sequence[Candidate], query: str, embedding: tuple[float, ...] | None, limit: int
+) -> list[tuple[str, float]]:
+    """The search every backend answers, over the namespace's items: (id, score) of the best,
+    best first (newest first on ties)."""
+    newest = sorted(candidates, key=lambda c: c.updated_at, reverse=True)
     if embedding is not None:
-        embedded = [i for i in newest if i.embedding is not None and len(i.embedding) == len(embedding)]
+        embedded = [c for c in newest if c.embedding is not None and len(c.embedding) == len(embedding)]
         if embedded:
-            hits = [MemoryHit(i, cosine(embedding, i.embedding or ())) for i in embedded]
-            return sorted(hits, key=lambda h: h.score, reverse=True)[:limit]
+            scored = [(c.id, cosine(embedding, c.embedding or ())) for c in embedded]
+            return sorted(scored, key=lambda s: s[1], reverse=True)[:limit]
     wanted = words(query)
     if not wanted:
-        return [MemoryHit(i, 0.0) for i in newest[:limit]]
-    hits = [MemoryHit(i, keyword_score(wanted, i.text)) for i in newest]
-    return sorted((h for h in hits if h.score > 0), key=lambda h: h.score, reverse=True)[:limit]
+        return [(c.id, 0.0) for c in newest[:limit]]
+    scored = [(c.id, keyword_score(wanted, c.text)) for c in newest]
+    return sorted((s for s in scored if s[1] > 0), key=lambda s: s[1], reverse=True)[:limit]
