@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 from e2e_support import FUNCTION_KEY, Client, HostProcess, eventually, history
@@ -212,3 +213,26 @@ async def test_behind_easy_auth_the_principal_is_the_user(
     assert same.status == 200
     bad = await behind.get(path, headers={PRINCIPAL: "a b"})
     assert bad.status == 400 and bad.json()["field"] == PRINCIPAL
+
+
+async def test_the_sessions_lists_next_page_keeps_the_user(client: Client, model: ModelServer) -> None:
+    model.script(Reply.text("a"), Reply.text("b"))
+    mine = {_sid(), _sid()}
+    for session in sorted(mine):
+        assert (await client.run("assistant", "hi", session, user_id="pager")).status == 200
+    seen: set[str] = set()
+    path: str | None = "/api/agents/assistant/sessions?page_size=1&user_id=pager"
+    while path is not None:
+        page = await client.get(path)
+        assert page.status == 200, page.body
+        body = page.json()
+        seen |= {s["session_id"] for s in body["sessions"]}
+        path = body["next"]
+        if path is not None:
+            assert "user_id=pager" in path
+            parts = urlsplit(path)
+            path = f"{parts.path}?{parts.query}"
+    assert mine <= seen
+    for session in seen:  # only sessions this user may see: theirs, and those of no one
+        answer = await client.get(f"/api/agents/assistant/sessions/{session}?user_id=pager")
+        assert answer.status == 200, (session, answer.body[:200])
