@@ -14,10 +14,13 @@ endif
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LOCAL_STAMP := $(VENV)/.installed-local
 
 .PHONY: run test test-lowest install services lint typecheck unit e2e-flex smoke smoke-local deploycheck iac-check bench clean console-assets
 
-$(STAMP): requirements.txt requirements-dev.txt
+# Two steps: what `make run` needs (the app and the local host: requirements-local.txt), then the
+# test, lint and type-check tools (requirements-dev.txt), which only the test targets install.
+$(LOCAL_STAMP): requirements.txt requirements-local.txt
 	@test -n "$(PYTHON)" || { echo "Python 3.13 not found: install it (pyenv install 3.13.0), or name one with PYTHON=/path/to/python3.13" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 13) else "$(PYTHON) is Python %d.%d: the app runs on 3.13 (pyenv install 3.13.0)" % sys.version_info[:2])'
 	@# a .venv made with another Python (an older checkout's) is made again
@@ -27,6 +30,10 @@ $(STAMP): requirements.txt requirements-dev.txt
 	# pip before 23.3 stops on an 'InconsistentCandidate' resolver error for this set (the
 	# OpenTelemetry packages' ~= pins); a current pip resolves it.
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade 'pip>=24'
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-local.txt
+	touch $(LOCAL_STAMP)
+
+$(STAMP): $(LOCAL_STAMP) requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
 
@@ -36,9 +43,9 @@ install: $(STAMP)
 # sync function or entity batch) and PYTHON_ENABLE_INIT_INDEXING (the HTTP streams types need it;
 # build_app refuses to start without it); the request body limit the app documents
 # (docs/hosting.md "Body limits"), as Azure's app setting; the offline model streams its answer a
-# word every 50 ms, so `curl -N` shows tokens arriving.
-run: install
-	PYTHON_THREADPOOL_THREAD_COUNT=$${PYTHON_THREADPOOL_THREAD_COUNT:-300} PYTHON_ENABLE_INIT_INDEXING=$${PYTHON_ENABLE_INIT_INDEXING:-1} FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
+# word every 50 ms, so `curl -N` shows tokens arriving. --reload: a changed Python file restarts the host.
+run: $(LOCAL_STAMP)
+	PYTHON_THREADPOOL_THREAD_COUNT=$${PYTHON_THREADPOOL_THREAD_COUNT:-300} PYTHON_ENABLE_INIT_INDEXING=$${PYTHON_ENABLE_INIT_INDEXING:-1} FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --reload --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
 
 # The real servers the tests start (Redis, Azurite, Chromium): .ci/services.sh installs what is missing.
 services:

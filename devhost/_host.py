@@ -44,6 +44,10 @@ DB_NAME = "devhost.db"
 _CONNECTION_NAME = "Storage"
 MAX_STATE_ENV = "DEVHOST_MAX_STATE_BYTES"
 DATA_DIR_ENV = "DEVHOST_DATA_DIR"
+ORCHESTRATION_DELAY_ENV = "DEVHOST_ORCHESTRATION_DELAY_SECONDS"
+"""Seconds every message to an orchestration waits before its episode runs (default 0): the
+latency of Azure Storage's polled control queues, so a test can see an orchestration's hops
+overtaken by a direct entity signal."""
 """Given to the worker processes: the host's data directory (the app may keep per-host files there)."""
 
 
@@ -108,6 +112,7 @@ class LocalHost:
         # (PYTHON_THREADPOOL_THREAD_COUNT).
         self.entity_concurrency = self.settings.entity_batches_at_once
         self.workers: Workers | None = None
+        self.durable_api: DurableApi | None = None
         self._dispatcher: HttpDispatcher | None = None
         self.model: AppModel | None = None
         self.entities: EntityGateway | None = None
@@ -172,12 +177,14 @@ class LocalHost:
             max_state_bytes=self.max_state_bytes,
             concurrency=self.entity_concurrency,
         )
+        message_delay = _delay_from_env()  # a bad value stops the host, as a bad host.json does
         try:
             # HTTP and entities stay usable while the engine cannot start; the endpoints say why.
             self.engine = OrchestrationEngine(
                 db_path=self.db_path, workers=workers, model=self.model, entities=self.entities,
                 logger=self.log,
                 max_activities=self.settings.max_concurrent_activity_functions or 10 * (os.cpu_count() or 1),
+                message_delay=message_delay,
                 client_binding=lambda binding: self.client_binding(
                     task_hub=binding.get("taskHub"), connection_name=binding.get("connectionName")
                 ),
@@ -185,7 +192,7 @@ class LocalHost:
         except Exception as exc:
             self.log.exception("the orchestration engine failed to initialise")
             self.engine_error = f"the orchestration engine failed to initialise: {exc!r}"
-        api = DurableApi(
+        self.durable_api = api = DurableApi(
             entities=self.entities,
             engine=self.engine,
             engine_error=self.engine_error,
@@ -282,6 +289,11 @@ class LocalHost:
 
     async def stop(self) -> None:
         """Stop serving; running entity batches get a few seconds, the rest is redelivered."""
+        if self.durable_api is not None and self.durable_api.calls:
+            # What the app asked of the durable backend (each a storage transaction or more in
+            # Azure): entity reads are what waiting callers cost.
+            calls = ", ".join(f"{kind}={count}" for kind, count in sorted(self.durable_api.calls.items()))
+            self.log.info("durable API calls: %s", calls)
         if self.mcp is not None:
             await self.mcp.stop()
         if self._runner is not None:
@@ -387,3 +399,18 @@ class LocalHost:
         finally:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(60)
+
+
+def _delay_from_env() -> float:
+    raw = os.environ.get(ORCHESTRATION_DELAY_ENV, "").strip()
+    if not raw:
+        return 0.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:  # NaN fails too
+        raise DevHostError(
+            f"{ORCHESTRATION_DELAY_ENV} must be a number of seconds from 0 to 3600, not {raw!r}"
+        )
+    return value

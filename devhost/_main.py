@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import gc
 import logging
 import os
@@ -11,6 +12,7 @@ import pathlib
 import re
 import shutil
 import signal
+import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from ._errors import DevHostError
 from ._host import DB_NAME, LocalHost
 from ._logs import TraceIdFormatter
+from ._reload import supervise
 from ._settings import load_local_settings
 from ._startup_hook import STARTUP_HOOK_ENV, run_startup_hook, stop_startup_hook
 from .functions import KEY_ENV, ensure_importable
@@ -35,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on")
     parser.add_argument("--data-dir", default=".devhost", help="where state is kept (SQLite)")
     parser.add_argument("--reset", action="store_true", help="delete all local state first")
+    parser.add_argument("--reload", action="store_true",
+                        help="start again whenever a Python file of the project changes (make run does)")
     parser.add_argument("--max-batch", type=int, default=None,
                         help="most queued operations of one entity run as one batch")
     parser.add_argument("--max-state-bytes", type=int, default=None,
@@ -122,6 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.reset and reset_data_dir(data_dir):
             log.info("--reset: deleted %s", data_dir)
+        check_port_free(args.host, args.port)
+        if args.reload:
+            # The watcher serves nothing itself; each host it starts gets the same arguments,
+            # except that the data is reset once, here.
+            given = list(sys.argv[1:] if argv is None else argv)
+            return supervise([a for a in given if a not in ("--reload", "--reset")], project, data_dir)
         ensure_importable(str(project))
         load_local_settings(project, log)
         os.environ.setdefault("FUNCTIONS_WORKER_RUNTIME", "python")
@@ -144,6 +155,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("%s", exc)
         return 2
     except OSError as exc:
-        log.error("cannot start: %s", exc)
+        log.error("cannot start: %s", busy_port_message(args.host, args.port) if _in_use(exc) else exc)
         return 2
     return 0
+
+
+def _in_use(exc: OSError) -> bool:
+    return exc.errno == errno.EADDRINUSE or "address already in use" in str(exc).lower()
+
+
+def busy_port_message(host: str, port: int) -> str:
+    """What to do when the port is taken (another devhost, or `func start`, on it)."""
+    return (
+        f"port {port} on {host} is already in use (another devhost or `func start`?): stop it, or "
+        f"pick another port with --port N (make run ARGS='--port N')"
+    )
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a taken port before any worker starts, with what to do about it."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As the server binds (asyncio sets SO_REUSEADDR): only a listener holds the port.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if _in_use(exc):
+                raise DevHostError(busy_port_message(host, port)) from None
+            raise

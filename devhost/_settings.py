@@ -15,8 +15,14 @@ from ._errors import DevHostError
 DEFAULT_ROUTE_PREFIX = "api"
 # Flex Consumption's functionTimeout when host.json sets none (30 minutes; it may be unbounded).
 DEFAULT_FUNCTION_TIMEOUT = 30 * 60.0
-# `func start` uses this hub name when host.json names none.
+# The Durable extension's hub name when host.json names none and WEBSITE_SITE_NAME is unset.
 DEFAULT_TASK_HUB = "TestHubName"
+HUB_OVERRIDE_ENV = "AzureFunctionsJobHost__extensions__durableTask__hubName"
+"""The app setting that overrides host.json's hubName, as the Functions host's configuration does."""
+SITE_ENV = "WEBSITE_SITE_NAME"
+SLOT_ENV = "WEBSITE_SLOT_NAME"
+# DTFx's Azure Storage provider polls an idle control queue less and less often, up to this.
+DEFAULT_MAX_QUEUE_POLLING_INTERVAL = 30.0
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,9 @@ class HostSettings:
     """``durableTask.maxConcurrentActivityFunctions``; None: the extension's default (10 per core)."""
     function_timeout: float | None = DEFAULT_FUNCTION_TIMEOUT
     """``functionTimeout`` in seconds (None: unbounded, ``-1``); Flex Consumption's default when absent."""
+    max_queue_polling_interval: float = DEFAULT_MAX_QUEUE_POLLING_INTERVAL
+    """``durableTask.storageProvider.maxQueuePollingInterval`` in seconds (checked as the extension
+    does; the local host delivers messages at once, see docs/devhost.md)."""
     mcp_instructions: str | None = None  # extensions.mcp.instructions, sent to MCP clients
     mcp_anonymous: bool = False  # extensions.mcp.system.webhookAuthorizationLevel == "Anonymous"
 
@@ -56,7 +65,7 @@ class HostSettings:
         """Read ``host.json`` from ``project_dir``; defaults when absent."""
         path = project_dir / "host.json"
         if not path.is_file():
-            return cls()
+            return cls(task_hub=_task_hub(None, "azurestorage", path))
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -67,18 +76,19 @@ class HostSettings:
         http = _obj(extensions.get("http"))
         durable = _obj(extensions.get("durableTask"))
         prefix = http.get("routePrefix", DEFAULT_ROUTE_PREFIX)
-        hub = durable.get("hubName") or DEFAULT_TASK_HUB
-        if not isinstance(prefix, str) or not isinstance(hub, str):
-            raise DevHostError(f"{path}: routePrefix and hubName must be strings")
-        # hubName may be an app-setting expression like %MyTaskHub%.
-        if hub.startswith("%") and hub.endswith("%") and len(hub) > 2:
-            hub = os.environ.get(hub[1:-1], DEFAULT_TASK_HUB)
+        if not isinstance(prefix, str):
+            raise DevHostError(f"{path}: routePrefix must be a string")
+        storage = _obj(durable.get("storageProvider"))
+        provider = storage.get("type") or "AzureStorage"
+        if not isinstance(provider, str):
+            raise DevHostError(f"{path}: storageProvider.type must be a string")
+        hub = _task_hub(durable.get("hubName"), provider.lower(), path)
+        polling = storage.get("maxQueuePollingInterval")
+        max_polling = (DEFAULT_MAX_QUEUE_POLLING_INTERVAL if polling is None
+                       else _time_span(polling, "storageProvider.maxQueuePollingInterval", path))
         entities = _positive(durable, "maxConcurrentEntityFunctions", path)
         activities = _positive(durable, "maxConcurrentActivityFunctions", path)
         orchestrators = _positive(durable, "maxConcurrentOrchestratorFunctions", path)
-        provider = _obj(durable.get("storageProvider")).get("type") or "AzureStorage"
-        if not isinstance(provider, str):
-            raise DevHostError(f"{path}: storageProvider.type must be a string")
         timeout = _function_timeout(data.get("functionTimeout"), path)
         mcp = _obj(extensions.get("mcp"))
         instructions = mcp.get("instructions")
@@ -89,6 +99,7 @@ class HostSettings:
                    max_concurrent_orchestrator_functions=orchestrators,
                    storage_provider=provider.lower(),
                    function_timeout=timeout,
+                   max_queue_polling_interval=max_polling,
                    mcp_instructions=instructions if isinstance(instructions, str) else None,
                    mcp_anonymous=isinstance(level, str) and level.lower() == "anonymous")
 
@@ -99,14 +110,66 @@ def _function_timeout(value: Any, path: pathlib.Path) -> float | None:
         return DEFAULT_FUNCTION_TIMEOUT
     if value in (-1, "-1"):
         return None
+    return _time_span(value, "functionTimeout", path, " or -1")
+
+
+def _time_span(value: Any, name: str, path: pathlib.Path, other: str = "") -> float:
+    """A positive TimeSpan ``[d.]hh:mm:ss[.fff]`` in seconds."""
     match = re.fullmatch(r"(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)", str(value).strip())
     if match is None or int(match.group(3)) >= 60 or float(match.group(4)) >= 60:
-        raise DevHostError(f"{path}: functionTimeout must be a time span like 00:10:00 or -1, not {value!r}")
+        raise DevHostError(f"{path}: {name} must be a time span like 00:10:00{other}, not {value!r}")
     days, hours, minutes, seconds = match.groups()
     total = int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
     if total <= 0:
-        raise DevHostError(f"{path}: functionTimeout must be longer than zero")
+        raise DevHostError(f"{path}: {name} must be longer than zero")
     return total
+
+
+def _task_hub(configured: Any, provider: str, path: pathlib.Path) -> str:
+    """The task hub as the Durable extension resolves it: the app setting override, else
+    host.json's hubName, a whole ``%SETTING%`` read from that setting (left as it is when the
+    setting is missing, as the host's name resolver does); the Azure Storage provider refuses an
+    invalid configured name and sanitises the default one (WEBSITE_SITE_NAME, else TestHubName)."""
+    configured = os.environ.get(HUB_OVERRIDE_ENV, "").strip() or configured
+    if configured is not None and not isinstance(configured, str):
+        raise DevHostError(f"{path}: hubName must be a string")
+    if not configured:
+        slot = os.environ.get(SLOT_ENV)
+        if slot is not None and slot.lower() != "production":
+            # DurableTaskOptions.Validate: a slot that is not production needs a chosen hub.
+            raise DevHostError(
+                f"{path}: {SLOT_ENV} is {slot!r}: a deployment slot needs its own task hub name "
+                f"(host.json hubName or {HUB_OVERRIDE_ENV}); the Durable extension does not start "
+                "with the default one there"
+            )
+        site = os.environ.get(SITE_ENV, "").strip()
+        if not site:
+            return DEFAULT_TASK_HUB
+        return sanitized_hub(site) if provider == "azurestorage" else site
+    hub = configured
+    if len(hub) > 2 and hub.startswith("%") and hub.endswith("%"):
+        hub = os.environ.get(hub[1:-1]) or hub
+    if provider == "azurestorage" and not re.fullmatch(r"[A-Za-z][A-Za-z0-9]{2,49}", hub):
+        # AzureStorageOptions.ValidateHubName: a table, queue, container and blob name at once,
+        # and at most 50 characters; the extension then does not start.
+        raise DevHostError(
+            f"{path}: task hub name {hub!r} must be letters and digits only, start with a letter and "
+            "be 3 to 50 characters long (3 to 45 as documented): the Durable extension's Azure "
+            "Storage provider refuses it and the host does not start"
+        )
+    return hub
+
+
+def sanitized_hub(name: str) -> str:
+    """The default hub name made valid as the Azure Storage provider does
+    (``AzureStorageOptions.IsSanitizedHubName``)."""
+    kept = "".join(c for c in name if c.isalnum())
+    if not kept:
+        return "DefaultTaskHub"
+    if kept[0].isdigit():
+        kept = "t" + kept
+    kept = kept[:45]
+    return kept + "Hub" if len(kept) < 3 else kept
 
 
 def _positive(section: dict[str, Any], name: str, path: pathlib.Path) -> int | None:

@@ -20,7 +20,7 @@ import azure.functions as func
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, StatusCode
-from starlette.responses import StreamingResponse
+from starlette.responses import Response as StarletteResponse
 
 from agents import context_from, current_trace_context, mark_failed, mark_raised, tracing_enabled
 
@@ -203,7 +203,7 @@ def traced_http(route: str, handler: Handler) -> ContextHandler:
 
     async def run(
         req: func.HttpRequest, client: Any, invocation: Any = None
-    ) -> func.HttpResponse | StreamingResponse:
+    ) -> func.HttpResponse | StarletteResponse:
         if not tracing_enabled():
             return await handler(req, client)
         with _tracer.start_as_current_span(
@@ -236,7 +236,7 @@ def _path(url: str) -> str:
     return "/" if slash < 0 else rest[slash:].split("?", 1)[0]
 
 
-def _http_outcome(span: Any, response: func.HttpResponse | StreamingResponse) -> None:
+def _http_outcome(span: Any, response: func.HttpResponse | StarletteResponse) -> None:
     status = response.status_code
     span.set_attribute("http.response.status_code", status)
     if status < 400:

@@ -14,8 +14,11 @@ param openAICapacity int
 param deployRedis bool
 param useDurableTaskScheduler bool
 
-// The task hub host.json names (extensions.durableTask.hubName).
+// The app's task hub (host.json names none: the app setting below sets it) and its archive's
+// container. The storage account and the scheduler are this app's own, so nothing is shared;
+// the names are the ones earlier deployments used, so an update keeps their sessions and history.
 var taskHubName = 'durableagents'
+var historyContainerName = 'agent-history'
 var functionAppName = 'func-${resourceToken}'
 // Flex Consumption deploys from a blob container: one per app.
 var deploymentContainerName = 'app-package-${resourceToken}'
@@ -181,6 +184,8 @@ var baseSettings = [
   { name: 'PYTHON_ENABLE_INIT_INDEXING', value: '1' }
   { name: 'PYTHON_THREADPOOL_THREAD_COUNT', value: '300' }
   { name: 'FUNCTIONS_REQUEST_BODY_SIZE_LIMIT', value: '262144' }
+  { name: 'AzureFunctionsJobHost__extensions__durableTask__hubName', value: taskHubName }
+  { name: 'DURABLE_AGENTS_HISTORY_CONTAINER', value: historyContainerName }
 ]
 var openAISettings = deployOpenAI ? [
   { name: 'AZURE_OPENAI_ENDPOINT', value: openAI.outputs.endpoint }

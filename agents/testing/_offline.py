@@ -9,7 +9,9 @@ Protocol (also in docs/model-server.md):
     ``NAME`` must be one of the request's tools, else the reply is the text
     ``unknown tool: NAME (available: a, b)``. Arguments that are not valid JSON are sent verbatim
     (a way to produce malformed tool arguments offline); no ``{`` after the name means ``{}``.
-  * with a ``json_schema`` response format: a deterministic minimal instance of the schema;
+  * with a ``json_schema`` response format: a deterministic minimal instance of the schema; after
+    tool calls, each of its fields that a tool result (a JSON object) also has takes the result's
+    value (when the answer still validates);
     with ``json_object``: ``{"echo": T}``;
   * otherwise ``echo: T`` (``echo:`` alone when there is no user message).
 * ``tool_choice``: ``"none"`` disables calls; ``"required"`` or a named function with no ``call:``
@@ -254,6 +256,28 @@ def _forced_tool(request: ModelRequest) -> ToolSpec | None:
     return None
 
 
+def with_results(schema: dict[str, Any], instance: Any, results: list[Message]) -> Any:
+    """A structured answer after tool calls reports what the tools said: each field of a tool
+    result (a JSON object) that the answer's schema also has replaces the minimal value, when the
+    answer still validates (a receipt says `saved: true` once the tool saved)."""
+    if not isinstance(instance, dict):
+        return instance
+    answer = dict(instance)
+    for message in results:
+        try:
+            fields = json.loads(message.text or "")
+        except ValueError:
+            continue
+        if not isinstance(fields, dict):
+            continue
+        for name, value in fields.items():
+            if name in answer:
+                candidate = {**answer, name: value}
+                if _valid(schema, schema, candidate):
+                    answer = candidate
+    return answer
+
+
 def offline_reply(request: ModelRequest) -> Reply:
     """The deterministic answer of the offline model to `request` (see the module docstring)."""
     messages = request.messages
@@ -282,7 +306,8 @@ def offline_reply(request: ModelRequest) -> Reply:
         return Reply.tool_call(forced.name, args if isinstance(args, dict) else {})
 
     if fmt and fmt.get("type") == "json_schema":
-        return Reply.json(schema_instance(fmt.get("schema") or {}))
+        schema = fmt.get("schema") or {}
+        return Reply.json(with_results(schema, schema_instance(schema), results))
     if fmt and fmt.get("type") == "json_object":
         return Reply.json({"echo": text or ""})
     return Reply.text(f"echo: {text}" if text is not None else "echo:")

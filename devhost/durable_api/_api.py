@@ -10,6 +10,7 @@ import base64
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -148,6 +149,9 @@ class DurableApi:
         if not rpc_key or "/" in rpc_key:
             raise ValueError("the RPC key must be a non-empty path segment")
         self._rpc_key = rpc_key
+        self.calls: Counter[str] = Counter()
+        """Requests served per kind (`read_entity`, `signal_entity`, ...): in Azure each is one or
+        more storage transactions, so the host reports them when it stops."""
 
     @property
     def rpc_prefix(self) -> str:
@@ -193,7 +197,10 @@ class DurableApi:
     def _guard(
         self, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        kind = getattr(handler, "__name__", "call")
+
         async def wrapped(request: web.Request) -> web.StreamResponse:
+            self.calls[kind] += 1
             started = time.monotonic()
             response = await guarded(request)
             # Webhook calls are user requests; RPC calls are the worker's own traffic.

@@ -50,10 +50,13 @@ class OrchestrationEngine:
         logger: logging.Logger,
         client_binding: ClientBinding | None = None,
         max_activities: int = 10,
+        message_delay: float = 0.0,
     ) -> None:
         """``model`` is the host's index of the app, whose functions run in ``workers``;
         ``client_binding`` makes a durableClient binding's JSON for activities that take one;
-        ``max_activities`` is host.json's maxConcurrentActivityFunctions."""
+        ``max_activities`` is host.json's maxConcurrentActivityFunctions; ``message_delay``
+        (seconds) holds every message to an orchestration that long before its episode runs, as
+        a control queue polled with back-off does in Azure (``DEVHOST_ORCHESTRATION_DELAY_SECONDS``)."""
         self._store = OrchestrationStore(db_path)
         functions = DurableFunctions.of(model)
         self._functions = functions
@@ -77,6 +80,7 @@ class OrchestrationEngine:
         self._wakes: set[str] = set()
         self._drainer: asyncio.Task[None] | None = None
         self._stopping = False
+        self._message_delay = message_delay
 
     @property
     def replay_schema(self) -> int:
@@ -183,6 +187,16 @@ class OrchestrationEngine:
         return found
 
     def _wake(self, instance_id: str) -> None:
+        if self._stopping:
+            return
+        if self._message_delay > 0:
+            # Each message waits for the next poll of its queue: an orchestration's hops (start,
+            # entity call, its answer) add up, while a direct entity signal takes one.
+            asyncio.get_running_loop().call_later(self._message_delay, self._wake_now, instance_id)
+            return
+        self._wake_now(instance_id)
+
+    def _wake_now(self, instance_id: str) -> None:
         if self._stopping:
             return
         self._wakes.add(instance_id)

@@ -5,7 +5,8 @@
   identity-based settings), else `files`.
 * `DURABLE_AGENTS_HISTORY_CONNECTION` (default `AzureWebJobsStorage`): the connection setting
   (or setting prefix, for identity-based connections) of the storage account.
-* `DURABLE_AGENTS_HISTORY_CONTAINER` (default `agent-history`): the blob container.
+* `DURABLE_AGENTS_HISTORY_CONTAINER` (default `<task hub>-history`, lower case: hosting._hub):
+  the blob container, per app as the task hub is, so apps sharing a storage account never share it.
 * `DURABLE_AGENTS_HISTORY_DIR` (default `.agent-history`): the folder of the `files` store.
 * `DURABLE_AGENTS_ARCHIVE_AT_BYTES` (default 40960): entries above this many bytes are archived.
 * `DURABLE_AGENTS_ARCHIVE_KEEP_BYTES` (default 16384): about this much of the newest history stays.
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from state import ArchivePolicy
 
 from .._errors import HostingConfigurationError
+from .._hub import history_container, task_hub
 from .._numbers import number_setting
 from ._azure import AzureBlobChunkStore, BlobConnection
 from ._store import ChunkStore, FileChunkStore
@@ -32,7 +34,6 @@ ARCHIVE_AT_ENV = "DURABLE_AGENTS_ARCHIVE_AT_BYTES"
 KEEP_ENV = "DURABLE_AGENTS_ARCHIVE_KEEP_BYTES"
 
 DEFAULT_CONNECTION = "AzureWebJobsStorage"
-DEFAULT_CONTAINER = "agent-history"
 DEFAULT_DIR = ".agent-history"
 DEFAULT_ARCHIVE_AT_BYTES = ArchivePolicy().max_state_bytes
 """40 KiB: with the runs index, archived runs and chunk references a state stays under 64 KiB
@@ -70,6 +71,6 @@ def store_from_env(environ: Mapping[str, str] | None = None) -> ChunkStore:
         real = (value and "usedevelopmentstorage=true" not in value.lower().replace(" ", "")) or identity
         kind = "azure" if real else "files"
     if kind == "azure":
-        container = env.get(CONTAINER_ENV, "").strip() or DEFAULT_CONTAINER
+        container = env.get(CONTAINER_ENV, "").strip() or history_container(task_hub(env))
         return AzureBlobChunkStore(BlobConnection.from_settings(connection_name, env), container)
     return FileChunkStore(pathlib.Path(env.get(DIR_ENV, "").strip() or DEFAULT_DIR))

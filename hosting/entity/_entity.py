@@ -43,11 +43,11 @@ from ._context import (
     store_text,
     stored_text,
 )
-from ._lifecycle import archive_epoch, delete, expire
+from ._lifecycle import answer_archive_epoch, archive_epoch, delete, expire
 
 log = logging.getLogger("hosting.entity")
 
-OPERATIONS = ("run", "reset", "delete", "get", "expire")
+OPERATIONS = ("run", "reset", "delete", "get", "expire", "archive_epoch")
 """The operations every agent entity understands."""
 
 
@@ -122,6 +122,8 @@ class AgentEntity:
             delete(context)  # leaves a tombstone of the discarded run ids (hosting.stored)
         elif operation == "expire":
             expire(context, self.name, self.agent.name)
+        elif operation == "archive_epoch":
+            answer_archive_epoch(context)
         elif operation == "get":
             text = stored_text(context)
             context.set_result(None if text is None else json.loads(text))

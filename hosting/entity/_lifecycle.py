@@ -27,6 +27,22 @@ def archive_epoch(context: EntityContext) -> str | None:
     return None if info is None else info.epoch
 
 
+def answer_archive_epoch(context: EntityContext) -> None:
+    """Answer `{"readable", "epoch"}`: the session's archive epoch now (None: nothing archived, or
+    no session). An unreadable state is `readable: false`: its archive may still be referenced."""
+    if stored_text(context) is None:
+        context.set_result({"readable": True, "epoch": None})
+        context.destruct_on_exit()  # asking must not create the session
+        return
+    try:
+        loaded = load(context)
+    except StateError:
+        context.set_result({"readable": False, "epoch": None})
+        return
+    info = archive_info(loaded.state)
+    context.set_result({"readable": True, "epoch": None if info is None else info.epoch})
+
+
 def _stored_document(context: EntityContext) -> StoredDocument | None:
     """The stored document (None: no state), from the loaded state when this build can read it,
     else the stored JSON as it is (a delete still remembers the run ids of a newer writer)."""

@@ -77,13 +77,7 @@ class Answers:
     def accepted(self, agent: str, session_id: str, correlation_id: str) -> func.HttpResponse:
         """202: the run is queued; poll its location."""
         location = self.run_location(agent, session_id, correlation_id)
-        body = RunResultBody(
-            agent=agent,
-            session_id=session_id,
-            correlation_id=correlation_id,
-            status="pending",
-            location=location,
-        )
+        body = _pending(agent, session_id, correlation_id, location)
         headers = {
             "Location": location,
             "Retry-After": "1",
@@ -99,13 +93,7 @@ class Answers:
         location = self.run_location(agent, session_id, correlation_id)
         headers = {SESSION_HEADER: session_id, CORRELATION_HEADER: correlation_id}
         if result is None:
-            body = RunResultBody(
-                agent=agent,
-                session_id=session_id,
-                correlation_id=correlation_id,
-                status="pending",
-                location=location,
-            )
+            body = _pending(agent, session_id, correlation_id, location)
             return json_response(body, 200, {**headers, "Retry-After": "1"})
         error = result.error
         body = RunResultBody(
@@ -118,3 +106,10 @@ class Answers:
             location=location,
         )
         return json_response(body, 200, headers)
+
+
+def _pending(agent: str, session_id: str, correlation_id: str, location: str) -> RunResultBody:
+    """The body of a run that has no outcome yet (202 on submit, 200 on the run resource)."""
+    return RunResultBody(
+        agent=agent, session_id=session_id, correlation_id=correlation_id, status="pending", location=location
+    )

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import azure.durable_functions as df
 import azure.functions as func
-from starlette.responses import StreamingResponse
+from starlette.responses import Response as StarletteResponse
 
 from agents import Agent, turn_result
 
@@ -62,7 +62,7 @@ log = logging.getLogger("hosting.http")
 def guarded(handler: Handler) -> Handler:
     """Turn typed problems into problem responses, and storage outages into 503."""
 
-    async def run(req: func.HttpRequest, client: Any) -> func.HttpResponse | StreamingResponse:
+    async def run(req: func.HttpRequest, client: Any) -> func.HttpResponse | StarletteResponse:
         try:
             return await handler(req, client)
         except ProblemError as problem:
@@ -130,7 +130,7 @@ class Api:
 
     async def run(
         self, req: func.HttpRequest, client: DurableClient
-    ) -> func.HttpResponse | StreamingResponse:
+    ) -> func.HttpResponse | StarletteResponse:
         """POST agents/{agent}/run"""
         agent = hosted_agent(self.agents, req)
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
@@ -156,7 +156,7 @@ class Api:
         agent: Agent,
         call: RunCall,
         signalled: asyncio.Event,
-    ) -> func.HttpResponse | StreamingResponse:
+    ) -> func.HttpResponse | StarletteResponse:
         streams = self.streams if wants_event_stream(req) else None
         key = StreamKey(agent.name, call.session_id, call.correlation_id)
         after = resume_after(req) if streams is not None else 0
@@ -252,8 +252,7 @@ class Api:
         """GET / DELETE agents/{agent}/sessions/{session_id}"""
         agent, session_id, _entity_id, snapshot = await existing_session(self.agents, req, client)
         if req.method.upper() == "DELETE":
-            archived = snapshot.stored.archive is not None
-            await reset_or_delete(client, agent.name, session_id, "delete", archived)
+            await reset_or_delete(client, agent.name, session_id, "delete", snapshot.stored.archive_epoch)
             return json_response(
                 SessionActionBody(agent=agent.name, session_id=session_id, status="delete_requested"), 202
             )
@@ -269,8 +268,7 @@ class Api:
         reason = state_problem(snapshot.document)
         if reason is not None:
             raise unreadable(agent.name, session_id, reason)
-        archived = snapshot.stored.archive is not None
-        await reset_or_delete(client, agent.name, session_id, "reset", archived)
+        await reset_or_delete(client, agent.name, session_id, "reset", snapshot.stored.archive_epoch)
         return json_response(
             SessionActionBody(agent=agent.name, session_id=session_id, status="reset_requested"), 202
         )

@@ -14,7 +14,7 @@ from .._errors import MODEL_FAILURE_STATUS, PROBLEMS
 from .._ids import ID_PATTERN_TEXT
 from ..streams._events_doc import EVENT_STREAM, event_stream_content
 from ._models import Problem
-from ._routes import Operation, RouteSpec
+from ._routes import Operation, Response, RouteSpec
 
 _REF = "#/components/schemas/{model}"
 
@@ -79,6 +79,22 @@ def _runtime_not_found(responses: dict[str, Any]) -> None:
     entry["content"]["application/json"] = {"schema": _RUNTIME_NOT_FOUND}
 
 
+def _content(response: Response) -> dict[str, Any]:
+    """The media types of one documented response."""
+    if response.model is not None:
+        content: dict[str, Any] = {
+            "application/json": {"schema": {"$ref": _REF.format(model=response.model.__name__)}}
+        }
+        if response.events:
+            content[EVENT_STREAM] = event_stream_content()
+        return content
+    if response.events:
+        return {EVENT_STREAM: event_stream_content()}
+    if response.status >= 400:
+        return {"application/problem+json": {"schema": {"$ref": _REF.format(model="Problem")}}}
+    return {"application/json": {"schema": {"type": "object"}}}
+
+
 def _operation(spec: RouteSpec, op: Operation, agent_names: Sequence[str]) -> dict[str, Any]:
     params: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": _path_schema(name, agent_names)}
@@ -94,17 +110,10 @@ def _operation(spec: RouteSpec, op: Operation, agent_names: Sequence[str]) -> di
     ]
     responses: dict[str, Any] = {}
     for response in op.responses:
-        if response.model is not None:
-            content = {"application/json": {"schema": {"$ref": _REF.format(model=response.model.__name__)}}}
-            if response.events:
-                content[EVENT_STREAM] = event_stream_content()
-        elif response.events:
-            content = {EVENT_STREAM: event_stream_content()}
-        elif response.status >= 400:
-            content = {"application/problem+json": {"schema": {"$ref": _REF.format(model="Problem")}}}
-        else:
-            content = {"application/json": {"schema": {"type": "object"}}}
-        responses[str(response.status)] = {"description": response.description, "content": content}
+        entry: dict[str, Any] = {"description": response.description}
+        if not response.empty:
+            entry["content"] = _content(response)
+        responses[str(response.status)] = entry
     if spec.path_params:
         _runtime_not_found(responses)
     document: dict[str, Any] = {

@@ -9,6 +9,7 @@ import azure.functions as func
 from pydantic import BaseModel, ValidationError
 
 from .._errors import ProblemCode, ProblemError
+from .._ids import id_problem
 
 PROBLEM_TYPE_BASE = "urn:durable-agents:problem:"
 """Problem `type` URIs are this base plus the stable `code`."""
@@ -55,6 +56,14 @@ def _field_of(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc) or "body"
 
 
+_ID_FIELDS = {
+    "session_id": ProblemCode.INVALID_SESSION_ID,
+    "thread_id": ProblemCode.INVALID_SESSION_ID,
+    "correlation_id": ProblemCode.INVALID_CORRELATION_ID,
+}
+"""Body fields holding ids, and the code a bad one gets (as in a path or query)."""
+
+
 def validation_problem(error: ValidationError) -> ProblemError:
     """A 400 problem naming the first invalid field of a pydantic validation error.
 
@@ -64,8 +73,14 @@ def validation_problem(error: ValidationError) -> ProblemError:
     first = details[0]
     field = _field_of(first["loc"])
     kind = first["type"]
-    if first["loc"][-1:] in (("session_id",), ("thread_id",)):
-        code, message = ProblemCode.INVALID_SESSION_ID, f"'{field}': {first['msg']}"
+    id_code = _ID_FIELDS.get(str(first["loc"][-1])) if first["loc"] else None
+    if id_code is not None:
+        # An id in a body is told what is wrong with it in the words the path and query use,
+        # not with the pattern that checks it.
+        value = error.errors(include_url=False, include_context=False)[0].get("input")
+        reason = id_problem(value) if isinstance(value, str) else None
+        code, message = id_code, f"'{field}' {reason}" if reason else f"'{field}': {first['msg']}"
+        details = [{**details[0], "msg": message}, *details[1:]]
     elif kind == "missing":
         code, message = ProblemCode.MISSING_FIELD, f"'{field}' is required"
     elif kind == "extra_forbidden":

@@ -43,6 +43,8 @@ class Response:
     model: type[BaseModel] | None = None
     events: bool = False
     """Also (or only, without `model`) answered as `text/event-stream` (docs/streaming.md)."""
+    empty: bool = False
+    """Answered with no body (204)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,11 @@ _USER = Param(
     "Authentication the signed-in user, which this may only repeat). Another user's session is 404.",
     {"type": "string", "pattern": ID_PATTERN_TEXT},
 )
+_DISCARDED = Response(
+    410,
+    "A reset or delete discarded the run (`run_discarded`): a retry of it is answered so, never run "
+    "again.",
+)
 
 _ID_SCHEMA: dict[str, object] = {"type": "string", "pattern": ID_PATTERN_TEXT}
 _KEY_SCHEMA: dict[str, object] = {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN_TEXT}
@@ -139,6 +146,7 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                         "is full (`session_too_large`: the turn was refused and recorded as failed; "
                         "start a new session).",
                     ),
+                    _DISCARDED,
                     Response(413, "Body over the documented limit (256 KiB)."),
                     Response(415, "Content-Type other than application/json or text/plain."),
                     Response(
@@ -175,7 +183,10 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
             Operation(
                 "GET",
                 "A run: pending, succeeded or failed, with its result.",
-                (Response(200, "The run.", RunResultBody), _BAD, _FORBIDDEN, _UNKNOWN, _UNREADABLE, _DOWN),
+                (
+                    Response(200, "The run.", RunResultBody),
+                    _BAD, _FORBIDDEN, _UNKNOWN, _UNREADABLE, _DISCARDED, _DOWN,
+                ),
                 query=(
                     Param(
                         "wait",
@@ -202,11 +213,18 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                         "A finished run whose events expired gets its final result as one event.",
                         events=True,
                     ),
+                    Response(
+                        204,
+                        "The reader has the run's terminal event already (`Last-Event-ID`/`after` at "
+                        "or past it, or any id once the events expired): nothing more will come. An "
+                        "EventSource stops reconnecting on it.",
+                        empty=True,
+                    ),
                     _BAD,
                     _FORBIDDEN,
                     Response(404, "Unknown agent or session, or no such run (`run_not_found`)."),
                     Response(409, "The session's stored state is unreadable (`state_unreadable`)."),
-                    Response(410, "A reset discarded the run (`run_discarded`), as on the run resource."),
+                    _DISCARDED,
                     _DOWN,
                 ),
                 query=(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +21,7 @@ from .._numbers import whole_number
 from .._settings import ApiSettings
 from ..client._binding import DurableClient
 from ..client._query import ContinuationRefused, NoQueryEndpoint, entity_key, query_entities
-from ..stored import INTERNAL, StoredDocument, Viewer, first_text
+from ..stored import INTERNAL, StoredDocument, Viewer, compact_text, first_text
 from ._lookup import hosted_agent
 from ._models import SessionsPageBody, SessionSummary
 from ._problems import json_response
@@ -86,15 +85,20 @@ def _preview(entry: Mapping[str, Any]) -> str | None:
 
 def summarize(key: str, last_operation_time: str | None, state: Any) -> SessionSummary:
     """One row of the list from an entity's query result (its state may be unreadable)."""
-    raw = state if isinstance(state, str) else json.dumps(state, ensure_ascii=False)
     document = StoredDocument.parse(state)
+    if document is not None:
+        size = document.size_bytes()  # as GET .../sessions/{id} and the size limit count it
+    elif state is None:
+        size = 0
+    else:  # unreadable: its text as stored, or as the state package would write it
+        size = len((state if isinstance(state, str) else compact_text(state)).encode("utf-8"))
     requests = document.requests() if document is not None else []
     return SessionSummary(
         session_id=key,
         last_operation_time=last_operation_time,
         schema_version=document.schema_version if document is not None else None,
         turns=len(requests),
-        size_bytes=len(raw.encode("utf-8")) if state is not None else 0,
+        size_bytes=size,
         first_message=_preview(requests[0]) if requests else None,
         readable=document is not None,
     )

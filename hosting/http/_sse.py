@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from agents import Agent, TurnResult
 from state import HistoryUnavailable
@@ -71,8 +72,13 @@ def background(key: StreamKey, job: Job) -> None:
 
 DEFAULT_HEARTBEAT_SECONDS = 15.0
 HEARTBEAT_ENV = "DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS"
-COMMIT_WAIT_SECONDS = 10.0
-"""How long a reader waits, after the terminal event, for the host to have stored the turn."""
+COMMIT_WAIT_LIMIT_SECONDS = 3600.0
+"""How long a reader waits at most, after the terminal event, for the host to have stored the
+turn. The entity publishes a run's answer when its operation ends, but the host commits it with
+the whole batch, after every other queued turn of the session (maxEntityOperationBatchSize of
+them); the wait follows that batch however long it takes (heartbeats keep the stream open
+meanwhile) and gives up only past any functionTimeout the app runs with (host.json: 10 min),
+when the batch can no longer commit, sending the published answer as before."""
 
 
 def heartbeat_from_env() -> float:
@@ -109,6 +115,17 @@ def resume_after(req: func.HttpRequest) -> int:
     return after
 
 
+def terminal_seq(last: StreamEvent | None, finished: bool) -> int | None:
+    """The id of a run's terminal event as the stream has it: the retained terminal event's, or,
+    for a stored run whose terminal event was never published, one past the last retained event
+    (so it is the same on every reconnect); None while the run is unfinished."""
+    if last is not None and last.terminal:
+        return last.seq
+    if finished:
+        return (last.seq if last is not None else 0) + 1
+    return None
+
+
 def sse_frame(event_id: int, kind: str, data: dict[str, Any]) -> bytes:
     """One SSE event; the JSON is on one line, so it is one `data:` field."""
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -141,13 +158,26 @@ class RunStreams:
         body = json.loads(response.get_body())
         return (RUN_COMPLETED if response.status_code == 200 else RUN_FAILED), body
 
-    async def _render(self, client: DurableClient, key: StreamKey, event: StreamEvent) -> bytes:
+    async def _frames(
+        self, client: DurableClient, key: StreamKey, event: StreamEvent
+    ) -> AsyncIterator[bytes]:
+        """The event's frame; for the terminal event, heartbeats while its batch is being
+        committed, then the stored answer."""
         if not event.terminal:
-            return sse_frame(event.seq, event.type, event.data)
-        # The entity publishes its answer just before the host commits it: wait for the stored
-        # run, so a client that has the terminal event finds the turn stored, and the event is
-        # the stored answer itself.
-        result = await self._committed(client, key)
+            yield sse_frame(event.seq, event.type, event.data)
+            return
+        # The entity publishes its answer before the host commits it (with the rest of the
+        # batch): wait for the stored run, so a client that has the terminal event finds the turn
+        # stored, and the event is the stored answer itself.
+        deadline = time.monotonic() + COMMIT_WAIT_LIMIT_SECONDS
+        while True:
+            committed, result = await self._committed(client, key)
+            if committed or time.monotonic() >= deadline:
+                break
+            yield b": heartbeat\n\n"
+        yield self._terminal_frame(key, event, result)
+
+    def _terminal_frame(self, key: StreamKey, event: StreamEvent, result: TurnResult | None) -> bytes:
         if result is None:
             try:
                 result = TurnResult.from_json(event.data)
@@ -157,8 +187,9 @@ class RunStreams:
         kind, body = self.terminal(key.agent, key.session_id, result)
         return sse_frame(event.seq, kind, body)
 
-    async def _committed(self, client: DurableClient, key: StreamKey) -> TurnResult | None:
-
+    async def _committed(self, client: DurableClient, key: StreamKey) -> tuple[bool, TurnResult | None]:
+        """(whether the wait is over, the stored result): waits one heartbeat at most; over when
+        the run has an outcome, or its state cannot be read (the published answer is sent)."""
         try:
             outcome = await wait_for_run(
                 client,
@@ -166,13 +197,13 @@ class RunStreams:
                 agent=key.agent,
                 session_id=key.session_id,
                 correlation_id=key.correlation_id,
-                timeout=COMMIT_WAIT_SECONDS,
+                timeout=self.heartbeat_seconds,
                 state_checked=True,
             )
         except Exception:
             log.warning("stream %s: the stored run could not be read; sending the published answer", key)
-            return None
-        return None if outcome.run is None else outcome.run.result()
+            return True, None
+        return not outcome.pending, (None if outcome.run is None else outcome.run.result())
 
     async def _stored_result(self, client: DurableClient, key: StreamKey) -> TurnResult | None:
 
@@ -194,6 +225,10 @@ class RunStreams:
             "Location": location,
         }
 
+    def ended(self, key: StreamKey) -> Response:
+        """204: the reader has the run's terminal event; an EventSource stops reconnecting on it."""
+        return Response(status_code=204, headers=self._headers(key))
+
     def response(self, body: AsyncIterator[bytes], key: StreamKey) -> StreamingResponse:
         """The 200 `text/event-stream` answer carrying `body`."""
         return StreamingResponse(body, status_code=200, media_type=EVENT_STREAM, headers=self._headers(key))
@@ -205,7 +240,7 @@ class RunStreams:
         after: int,
         snapshot: Snapshot | None = None,
         user: Viewer = INTERNAL,
-    ) -> StreamingResponse:
+    ) -> Response:
         """The stream of a run: its retained events after `after`, then live ones; a finished run
         whose events have expired gets its result as one event; 404 `run_not_found` otherwise.
         A session whose stored state this build cannot read is 409 `state_unreadable` at once, as
@@ -229,9 +264,14 @@ class RunStreams:
                 raise discarded_problem(
                     key.agent, key.session_id, key.correlation_id, deleted=unrecorded.deleted
                 )
-        if await self.store.exists(key):
-            return self.attach(client, key, after)
         run = stored.find_run(key.correlation_id) if snapshot.exists else None
+        if await self.store.exists(key):
+            last = await self.store.last(key)
+            finished = run is not None and run.result() is not None
+            end = terminal_seq(last, finished)
+            if end is not None and after >= end:
+                return self.ended(key)  # the reader has the terminal event already
+            return self.attach(client, key, after)
         if run is None and snapshot.exists:
             # A finished run whose entries were archived, as the run resource finds it.
             try:
@@ -247,11 +287,16 @@ class RunStreams:
                 "(or its events have expired and it has not finished)",
                 field="correlation_id",
             )
-        return self.response(self._once(key, after, result), key)
+        if after > 0:
+            # Its events have expired: a reader that names one has had its stream; sending the
+            # answer again under a new id would start an EventSource's reconnect loop. The run
+            # resource keeps the answer.
+            return self.ended(key)
+        return self.response(self._once(key, result), key)
 
-    async def _once(self, key: StreamKey, after: int, result: TurnResult) -> AsyncIterator[bytes]:
+    async def _once(self, key: StreamKey, result: TurnResult) -> AsyncIterator[bytes]:
         kind, body = self.terminal(key.agent, key.session_id, result)
-        yield sse_frame(after + 1, kind, body)
+        yield sse_frame(1, kind, body)
 
     async def _follow(
         self, client: DurableClient, key: StreamKey, after: int, then: Job | None = None
@@ -260,7 +305,8 @@ class RunStreams:
             async for event in self.store.follow(key, after, self.heartbeat_seconds):
                 if event is not None:
                     after = event.seq
-                    yield await self._render(client, key, event)
+                    async for frame in self._frames(client, key, event):
+                        yield frame
                     if then is not None and event.type != RUN_STARTED:
                         background(key, then)
                         then = None
@@ -270,8 +316,10 @@ class RunStreams:
                 result = await self._stored_result(client, key)
                 last = await self.store.last(key) if result is not None else None
                 if result is not None and not (last is not None and last.terminal and last.seq > after):
-                    kind, body = self.terminal(key.agent, key.session_id, result)
-                    yield sse_frame(after + 1, kind, body)
+                    seq = terminal_seq(last, finished=True)
+                    if seq is not None and seq > after:
+                        kind, body = self.terminal(key.agent, key.session_id, result)
+                        yield sse_frame(seq, kind, body)
                     return
                 yield b": heartbeat\n\n"
         except Exception:
@@ -283,7 +331,7 @@ class RunStreams:
 
     # -- handlers ---------------------------------------------------------------------------
 
-    async def get(self, req: func.HttpRequest, client: DurableClient) -> StreamingResponse:
+    async def get(self, req: func.HttpRequest, client: DurableClient) -> Response:
         """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}/stream"""
         agent = hosted_agent(self.agents, req)
         session_id = check_id(req.route_params.get("session_id", ""), "session_id")

@@ -6,8 +6,13 @@ entity change that orphaned them is committed.
   for its TTL, as a one-shot check (`once`). Watchers that earlier versions started with each
   session (no `once`) keep their old loop: when the session is not idle yet they sleep on a
   durable timer until it would be due and ask again (`continue_as_new`).
-* `dafx_session_cleanup`: a reset or delete of a session that has archived history: the entity
-  operation is called (its answer names the archive it left behind), then the chunks go.
+* `dafx_session_cleanup`: deletes the archive a reset or delete of a session left behind. The
+  reset or delete itself is signalled to the entity directly, before the caller is answered: an
+  orchestration's messages can be overtaken by a direct signal (each hop waits for its control
+  queue's next poll), so a run sent after the 202 could otherwise reach the entity first and be
+  wiped. The cleanup asks the entity (`archive_epoch`) until the epoch it was given is no longer
+  the session's, i.e. the change is committed, and only then deletes that epoch's chunks. Cleanups
+  an earlier version started (input without `epoch`) still call the operation themselves.
 * `dafx_forget_history` (activity): deletes one archive epoch's chunks.
 
 Durable timers, entity calls and activities are what the Durable extension offers (and the local
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Generator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import azure.durable_functions as df
@@ -57,9 +62,29 @@ def expiry_orchestrator(context: df.DurableOrchestrationContext) -> Generator[An
     return "waiting"
 
 
+CLEANUP_CHECKS = 8
+CLEANUP_CHECK_SECONDS = 15
+"""How often, and how far apart, a cleanup asks whether the reset or delete it follows is
+committed (2 minutes in all): a direct signal normally arrives before the cleanup's own call; one
+not committed by then failed, and its archive is still referenced, so it is kept."""
+
+
 def cleanup_orchestrator(context: df.DurableOrchestrationContext) -> Generator[Any, Any, str]:
-    """Reset or delete a session, then delete the archive it left behind."""
+    """Delete the archive epoch a reset or delete left behind, once the entity no longer has it."""
     spec = context.get_input()
+    epoch = spec.get("epoch")
+    if isinstance(epoch, str):
+        for check in range(CLEANUP_CHECKS):
+            answer = yield context.call_entity(_entity(spec), "archive_epoch")
+            if isinstance(answer, dict) and answer.get("readable") and answer.get("epoch") != epoch:
+                yield context.call_activity(FORGET, {**spec, "epoch": epoch})
+                return spec["operation"]
+            if check + 1 < CLEANUP_CHECKS:
+                later = context.current_utc_datetime + timedelta(seconds=CLEANUP_CHECK_SECONDS)
+                yield context.create_timer(later)
+        log.warning("%s@%s: archive %s is still the session's; kept", spec["agent"], spec["session"], epoch)
+        return "kept"
+    # A cleanup an earlier version started: it performs the operation itself.
     result = yield context.call_entity(_entity(spec), spec["operation"])
     epoch = result.get("epoch") if isinstance(result, dict) else None
     if epoch:
@@ -75,11 +100,13 @@ async def forget_activity(spec: dict[str, Any]) -> int:
 
 
 async def reset_or_delete(
-    client: DurableClient, agent: str, session_id: str, operation: str, archived: bool
+    client: DurableClient, agent: str, session_id: str, operation: str, epoch: str | None
 ) -> None:
-    """Queue a reset or delete; with archived history, through `dafx_session_cleanup` so the
-    chunks are deleted once the entity change is committed."""
-    if archived:
-        await client.start_new(CLEANUP, None, {"agent": agent, "session": session_id, "operation": operation})
-    else:
-        await client.signal_entity(df.EntityId(entity_name(agent), session_id), operation)
+    """Signal a reset or delete to the entity (before the caller gets its 202, so a run sent after
+    it queues behind it); with archived history (`epoch`, as the caller read the session), start
+    `dafx_session_cleanup` to delete that epoch's chunks once the change is committed."""
+    await client.signal_entity(df.EntityId(entity_name(agent), session_id), operation)
+    if epoch is not None:
+        await client.start_new(
+            CLEANUP, None, {"agent": agent, "session": session_id, "operation": operation, "epoch": epoch}
+        )

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from agents import Agent, AgentConfigurationError
 
+from .._errors import HostingConfigurationError
 from .._numbers import number_setting
 
 MCP_TOOLS_ENV = "DURABLE_AGENTS_MCP_TOOLS"
@@ -16,14 +18,19 @@ MCP_TOOLS_ENV = "DURABLE_AGENTS_MCP_TOOLS"
 separated by commas. When set it overrides `build_app(..., mcp_tools=...)`."""
 
 MCP_WAIT_ENV = "DURABLE_AGENTS_MCP_WAIT_SECONDS"
-"""App setting: how long an MCP tool call waits for its turn (default 230 s)."""
+"""App setting: how long an MCP tool call waits for its turn (default 200 s, at most 220 s)."""
 
-DEFAULT_WAIT_SECONDS = 230.0
-# 230 s is how long Azure's front end keeps an unanswered HTTP request open; a turn still running
-# then is answered as such (with its session and run ids), not cut off.
+FRONT_END_LIMIT_SECONDS = 230.0
+"""How long Azure's front end (its load balancer) keeps an unanswered HTTP request open, whatever
+the app's functionTimeout: a tool call is an HTTP request to the MCP extension's webhook."""
+DEFAULT_WAIT_SECONDS = 200.0
+# The wait is only part of the call: the session read, the signal and the answer come on top, and
+# a cold instance adds its start. 30 s of margin keeps the answer (a turn still running is
+# answered as such, with its session and run ids) inside the front end's 230 s.
 MIN_WAIT_SECONDS = 0.1
-MAX_WAIT_SECONDS = 3600.0
-"""An hour: past any front end's patience; the range keeps a typo from meaning forever or never."""
+MAX_WAIT_SECONDS = 220.0
+"""The longest wait that still leaves 10 s before the front end gives up on the request: a longer
+one would end in the front end's 504 with no session or run id, so it does not start."""
 
 FUNCTION_PREFIX = "mcptool_"
 """Function names of the tool triggers: `mcptool_{agent}` (`-` in agent names becomes `_`)."""
@@ -134,10 +141,29 @@ def tool_spec(agent: Agent) -> ToolSpec:
 
 
 def wait_seconds_from_env() -> float:
-    """`DURABLE_AGENTS_MCP_WAIT_SECONDS` when set, else the default (230 s).
+    """`DURABLE_AGENTS_MCP_WAIT_SECONDS` when set, else the default (200 s).
 
-    Raises `HostingConfigurationError` (at startup) for a value outside 0.1 s to an hour.
+    Raises `HostingConfigurationError` (at startup) for a value outside 0.1 s to 220 s; one past
+    220 s names the front end's limit it would run into.
     """
-    value = number_setting(os.environ, MCP_WAIT_ENV, low=MIN_WAIT_SECONDS, high=MAX_WAIT_SECONDS,
-                           unit="seconds")
+    raw = os.environ.get(MCP_WAIT_ENV, "").strip()
+    try:
+        value = number_setting(os.environ, MCP_WAIT_ENV, low=MIN_WAIT_SECONDS, high=MAX_WAIT_SECONDS,
+                               unit="seconds")
+    except HostingConfigurationError as error:
+        if _longer_than_allowed(raw):
+            raise HostingConfigurationError(
+                f"{error}: Azure's front end ends an HTTP request unanswered after "
+                f"{FRONT_END_LIMIT_SECONDS:g} s, so a tool call must have its answer (or its run ids) "
+                f"before then"
+            ) from None
+        raise
     return DEFAULT_WAIT_SECONDS if value is None else value
+
+
+def _longer_than_allowed(raw: str) -> bool:
+    try:
+        value = float(raw)
+    except ValueError:
+        return False
+    return math.isfinite(value) and value > MAX_WAIT_SECONDS

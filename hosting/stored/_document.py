@@ -166,6 +166,12 @@ class StoredDocument:
         archive = self.data.get("archive")
         return archive if isinstance(archive, Mapping) else None
 
+    @property
+    def archive_epoch(self) -> str | None:
+        """The epoch of `data.archive` (its chunks' folder), or None: nothing archived."""
+        epoch = self.archive.get("epoch") if self.archive is not None else None
+        return epoch if isinstance(epoch, str) else None
+
     def is_archived_run(self, correlation_id: str) -> bool:
         """Whether the run's entries went to the archive (its record is among the archived runs)."""
         runs = self.archive.get("runs") if self.archive is not None else None

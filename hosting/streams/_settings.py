@@ -16,6 +16,8 @@ from typing import Any
 from redis.credentials import CredentialProvider
 
 from .._errors import HostingConfigurationError
+from .._hub import app_root
+from .._hub import task_hub as resolved_hub
 from ._store import StreamStore, retention_from_env
 
 REDIS_ENV = "DURABLE_AGENTS_STREAM_REDIS"
@@ -28,8 +30,6 @@ PATH_ENV = "DURABLE_AGENTS_STREAM_PATH"
 """File of the embedded SQLite store (default: see `default_stream_path`)."""
 INSTANCE_ENV = "WEBSITE_INSTANCE_ID"
 """Set by Azure on every instance of an app: the app may run on several instances at once."""
-SCRIPT_ROOT_ENV = "AzureWebJobsScriptRoot"
-"""Set by the Functions host: the app's folder (host.json, function_app.py)."""
 HOST_DATA_ENV = "DEVHOST_DATA_DIR"
 """Set by the local host (python -m devhost) for its workers: its data directory."""
 
@@ -46,31 +46,14 @@ def _name_part(value: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", value)[:64] or "_"
 
 
-def app_root() -> Path:
-    """The app's folder: the Functions host's script root (``AzureWebJobsScriptRoot``), else the
-    working directory (where the Functions host and the local host start the worker)."""
-    return Path(os.environ.get(SCRIPT_ROOT_ENV, "").strip() or os.getcwd())
-
-
 def app_name() -> str:
     """The app's name: Azure's ``WEBSITE_SITE_NAME``, else the name of the app's folder."""
     return _name_part(os.environ.get("WEBSITE_SITE_NAME", "").strip() or app_root().resolve().name)
 
 
 def task_hub() -> str:
-    """The Durable task hub the app's host.json names (``%SETTING%`` read from that setting), else
-    what the Durable extension defaults to: the site name in Azure, ``TestHubName`` locally."""
-    hub: object = None
-    try:
-        document = json.loads((app_root() / "host.json").read_text(encoding="utf-8"))
-        hub = document.get("extensions", {}).get("durableTask", {}).get("hubName")
-    except (OSError, ValueError, AttributeError):
-        pass
-    if isinstance(hub, str) and len(hub) > 2 and hub.startswith("%") and hub.endswith("%"):
-        hub = os.environ.get(hub[1:-1], "").strip() or None
-    if not isinstance(hub, str) or not hub.strip():
-        hub = os.environ.get("WEBSITE_SITE_NAME", "").strip() or "TestHubName"
-    return _name_part(hub.strip())
+    """The app's Durable task hub (hosting._hub: as the extension resolves it), key safe."""
+    return _name_part(resolved_hub().strip())
 
 
 def key_prefix() -> str:

@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import pytest
@@ -242,3 +242,65 @@ def test_bad_app_exits_with_message(tmp_path: pathlib.Path) -> None:
     )
     assert result.returncode == 2
     assert "cannot load app module 'no_such_app_module'" in result.stderr
+
+
+def test_a_busy_port_is_refused_before_any_worker_starts_saying_how_to_pick_another(
+    tmp_path: pathlib.Path,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        result = subprocess.run(
+            [sys.executable, "-m", "devhost", "--app", "basic_app", "--port", str(port),
+             "--data-dir", str(tmp_path / "d")],
+            cwd=tmp_path, env=_env(False), capture_output=True, text=True, timeout=60,
+        )
+    assert result.returncode == 2
+    assert f"port {port} on 127.0.0.1 is already in use" in result.stderr, result.stderr
+    assert "--port N" in result.stderr and "make run ARGS='--port N'" in result.stderr
+    assert "worker" not in result.stderr, result.stderr
+
+
+def test_reload_serves_the_changed_app_and_stops_with_its_host(tmp_path: pathlib.Path) -> None:
+    app = tmp_path / "reload_app.py"
+    app.write_text((APPS / "basic_app.py").read_text())
+    with devhost(tmp_path, "--reload", app="reload_app", name="reload") as proc:
+        _wait_ready(proc, timeout=60)
+        assert _request("GET", f"{proc.url}/api/hello/you") == (200, b"hello you")
+        app.write_text(app.read_text().replace('f"hello {', 'f"hi again {'))
+        deadline = time.monotonic() + 60
+        answer: tuple[int, Any] = (0, None)
+        while time.monotonic() < deadline and answer != (200, b"hi again you"):
+            with suppress(urllib.error.URLError, ConnectionError):
+                answer = _request("GET", f"{proc.url}/api/hello/you")
+            time.sleep(0.1)
+        assert answer == (200, b"hi again you"), proc.output()
+        assert "--reload: reload_app.py changed" in proc.output()
+        proc.popen.send_signal(signal.SIGTERM)
+        assert proc.popen.wait(30) == 0
+    # The host it started has stopped too: nothing answers on its port.
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        _request("GET", f"{proc.url}/api/hello/you")
+
+
+@pytest.mark.parametrize(
+    ("host_json", "env", "named"),
+    [
+        ({"extensions": {"durableTask": {"hubName": "my-hub"}}}, {}, "'my-hub'"),
+        ({"extensions": {"durableTask": {"hubName": "%NO_SUCH_HUB_SETTING%"}}}, {}, "NO_SUCH_HUB_SETTING"),
+        ({}, {"DEVHOST_ORCHESTRATION_DELAY_SECONDS": "soon"}, "DEVHOST_ORCHESTRATION_DELAY_SECONDS"),
+    ],
+)
+def test_a_task_hub_or_delay_azure_would_refuse_stops_the_host(
+    tmp_path: pathlib.Path, host_json: dict[str, Any], env: dict[str, str], named: str
+) -> None:
+    (tmp_path / "host.json").write_text(json.dumps({"version": "2.0", **host_json}))
+    environment = {k: v for k, v in _env(False).items() if k != "NO_SUCH_HUB_SETTING"}
+    result = subprocess.run(
+        [sys.executable, "-m", "devhost", "--app", "basic_app", "--port", "0",
+         "--data-dir", str(tmp_path / "d")],
+        cwd=tmp_path, env={**environment, **env}, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert named in result.stderr, result.stderr[-2000:]

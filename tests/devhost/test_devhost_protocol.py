@@ -11,6 +11,7 @@ import pathlib
 import pytest
 
 from devhost import LocalHost
+from devhost._errors import DevHostError
 from devhost._settings import HostSettings, load_local_settings
 
 
@@ -39,6 +40,64 @@ def test_host_json(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> N
     (tmp_path / "host.json").write_text(json.dumps(
         {"extensions": {"http": {"routePrefix": "/x/"}, "durableTask": {"hubName": "%MY_HUB%"}}}))
     assert HostSettings.load(tmp_path) == HostSettings("x", "hubfromenv")
+
+
+HUB_OVERRIDE_ENV = "AzureFunctionsJobHost__extensions__durableTask__hubName"
+
+
+def test_task_hub_as_the_durable_extension_resolves_it(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host_json = tmp_path / "host.json"
+    monkeypatch.delenv(HUB_OVERRIDE_ENV, raising=False)
+    monkeypatch.delenv("MY_HUB", raising=False)
+    monkeypatch.delenv("WEBSITE_SLOT_NAME", raising=False)
+    # No hubName: the app's name, made valid as the Azure Storage provider does; two apps differ.
+    for site, hub in (("agents-prod", "agentsprod"), ("agents-staging", "agentsstaging"),
+                      ("1st-app", "t1stapp"), ("ab", "abHub")):
+        monkeypatch.setenv("WEBSITE_SITE_NAME", site)
+        assert HostSettings.load(tmp_path).task_hub == hub
+    # A deployment slot other than production needs a chosen name.
+    monkeypatch.setenv("WEBSITE_SLOT_NAME", "staging")
+    with pytest.raises(DevHostError, match="slot"):
+        HostSettings.load(tmp_path)
+    monkeypatch.setenv("WEBSITE_SLOT_NAME", "Production")
+    assert HostSettings.load(tmp_path).task_hub == "abHub"
+    monkeypatch.setenv(HUB_OVERRIDE_ENV, "StagingHub")
+    monkeypatch.setenv("WEBSITE_SLOT_NAME", "staging")
+    assert HostSettings.load(tmp_path).task_hub == "StagingHub"
+    monkeypatch.delenv(HUB_OVERRIDE_ENV)
+    monkeypatch.delenv("WEBSITE_SLOT_NAME")
+    # The app setting overrides host.json, as the Functions host's configuration does.
+    host_json.write_text(json.dumps({"extensions": {"durableTask": {"hubName": "FromHostJson"}}}))
+    assert HostSettings.load(tmp_path).task_hub == "FromHostJson"
+    monkeypatch.setenv(HUB_OVERRIDE_ENV, "FromSetting")
+    assert HostSettings.load(tmp_path).task_hub == "FromSetting"
+    monkeypatch.delenv(HUB_OVERRIDE_ENV)
+    # A configured name the extension refuses stops the host, as the extension does not start;
+    # so does a %SETTING% whose setting is missing (the name stays '%MY_HUB%').
+    for bad in ("my-hub", "1hub", "ab", "a" * 51, "%MY_HUB%"):
+        host_json.write_text(json.dumps({"extensions": {"durableTask": {"hubName": bad}}}))
+        with pytest.raises(DevHostError, match="letters and digits only"):
+            HostSettings.load(tmp_path)
+    monkeypatch.setenv("MY_HUB", "hubfromenv")
+    assert HostSettings.load(tmp_path).task_hub == "hubfromenv"
+    # Other backends have rules of their own; the Azure Storage ones are not applied to them.
+    host_json.write_text(json.dumps({"extensions": {"durableTask": {
+        "hubName": "my-hub", "storageProvider": {"type": "mssql"}}}}))
+    assert HostSettings.load(tmp_path).task_hub == "my-hub"
+
+
+def test_max_queue_polling_interval_is_checked_as_the_extension_does(tmp_path: pathlib.Path) -> None:
+    def load(value: object) -> HostSettings:
+        (tmp_path / "host.json").write_text(json.dumps(
+            {"extensions": {"durableTask": {"storageProvider": {"maxQueuePollingInterval": value}}}}))
+        return HostSettings.load(tmp_path)
+
+    assert load("00:00:02").max_queue_polling_interval == 2.0
+    for bad in ("00:00:00", "2s", 5):
+        with pytest.raises(DevHostError, match="maxQueuePollingInterval"):
+            load(bad)
 
 
 def test_local_settings_do_not_override_environment(tmp_path: pathlib.Path,

@@ -43,6 +43,17 @@ async def test_put_get_list_delete(store: ChunkStore) -> None:
     assert await store.list_paths("dafx-a/") == ["dafx-a/s-two/0123456789abcdef/00000000-cc"]
 
 
+def test_two_apps_on_one_storage_account_get_containers_of_their_own() -> None:
+    # Named after each app's task hub, which the Durable extension derives from the app's name.
+    real = "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=a2V5;EndpointSuffix=core.windows.net"
+    containers = []
+    for app in ("agents-staging", "agents-prod", "1-bad_Name--x"):
+        chosen = store_from_env({"AzureWebJobsStorage": real, "WEBSITE_SITE_NAME": app})
+        assert isinstance(chosen, AzureBlobChunkStore)
+        containers.append(chosen.container)
+    assert containers == ["agentsstaging-history", "agentsprod-history", "t1badnamex-history"]
+
+
 def test_file_paths_cannot_leave_the_folder(tmp_path: pathlib.Path) -> None:
     files = FileChunkStore(tmp_path)
     for bad in ("../x", "a/../../x", "/etc/passwd", "a//b", "a/./b", ""):
@@ -54,8 +65,8 @@ def test_settings_choose_the_store(tmp_path: pathlib.Path) -> None:
     assert isinstance(store_from_env({"DURABLE_AGENTS_HISTORY_DIR": str(tmp_path)}), FileChunkStore)
     assert isinstance(store_from_env({"AzureWebJobsStorage": "UseDevelopmentStorage=true"}), FileChunkStore)
     real = "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=a2V5;EndpointSuffix=core.windows.net"
-    chosen = store_from_env({"AzureWebJobsStorage": real})
-    assert isinstance(chosen, AzureBlobChunkStore) and chosen.container == "agent-history"
+    chosen = store_from_env({"AzureWebJobsStorage": real, "WEBSITE_SITE_NAME": "agents-prod"})
+    assert isinstance(chosen, AzureBlobChunkStore) and chosen.container == "agentsprod-history"
     identity = store_from_env(
         {"AzureWebJobsStorage__accountName": "acct", "AzureWebJobsStorage__clientId": "id"}
     )

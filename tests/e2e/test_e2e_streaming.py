@@ -89,6 +89,34 @@ async def test_disconnect_then_resume_with_last_event_id_gets_each_event_once(
     assert await stored_run_ids(web, stream_host, session) == [correlation, correlation]
 
 
+async def test_a_reader_that_has_the_terminal_event_gets_204_at_once_and_the_id_never_changes(
+    stream_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
+) -> None:
+    streaming(model, delay=0.0)
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    _, events = await read_all(
+        web, "POST", run_url(stream_host), json={"message": "hi", "session_id": session}
+    )
+    correlation = events[0].data["correlation_id"]
+    terminal = events[-1]
+    assert terminal.event == "run.completed"
+    url = stream_url(stream_host, session, correlation)
+    # An EventSource reconnects with the id of the last event it had: the terminal one.
+    for resume in (
+        {"headers": {"Last-Event-ID": str(terminal.id)}},
+        {"params": {"after": str(terminal.id + 5)}},
+    ):
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        response = await web.get(url, **resume)  # type: ignore[arg-type]
+        assert response.status_code == 204, (resume, response.status_code, response.text[:200])
+        assert response.content == b""
+        assert loop.time() - started < 5, "the reader that has everything waited for more"
+    # A reader one event short gets the very same terminal event, with the same id.
+    _, last = await read_all(web, "GET", url, headers={"Last-Event-ID": str(terminal.id - 1)})
+    assert last == [terminal]
+
+
 async def test_two_readers_see_identical_sequences(
     stream_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
 ) -> None:
@@ -245,3 +273,38 @@ async def test_a_query_string_of_any_bytes_is_no_server_error(
     assert answer.status_code in (200, 400), answer.text
     streamed = await web.get(stream_url(stream_host, "s", "c") + "?after=%F5")
     assert streamed.status_code == 400 and streamed.json()["field"] == "after"
+
+
+async def test_the_terminal_event_waits_for_a_batch_slower_than_ten_seconds(
+    stream_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
+) -> None:
+    # The entity publishes a run's answer when its operation ends; the host commits it with the
+    # whole batch. A streamed turn queued with a slow one (12 s, past the 10 s the stream used to
+    # wait) has its answer stored only when the slow one ends: the terminal event waits for that.
+    delays = {"first": 1.5, "streamed": 0.0, "slow": 12.0}
+    model.handler = lambda request: Reply.delay(
+        delays.get(request.last_user_text or "", 0.0), Reply.text(f"re {request.last_user_text}")
+    )
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    url = run_url(stream_host)
+
+    async def post(message: str) -> httpx.Response:
+        return await web.post(url, json={"message": message, "session_id": session}, timeout=60)
+
+    first = asyncio.create_task(post("first"))  # occupies the entity: the next two share a batch
+    await asyncio.sleep(0.5)
+    async with httpx.AsyncClient(headers=web.headers, timeout=httpx.Timeout(60.0)) as reader:
+        streamed = asyncio.create_task(
+            read_all(reader, "POST", url, json={"message": "streamed", "session_id": session})
+        )
+        await asyncio.sleep(0.3)
+        slow = asyncio.create_task(post("slow"))
+        response, events = await streamed
+        assert response.status_code == 200 and events[-1].event == "run.completed", events[-1:]
+        correlation = events[-1].data["correlation_id"]
+        # At once, as a client that has the terminal event would: the turn is stored.
+        stored = await web.get(f"{url[: -len('/run')]}/sessions/{session}/runs/{correlation}")
+        assert stored.status_code == 200, stored.text[:300]
+        assert stored.json()["response"] == events[-1].data["response"]
+    assert (await first).status_code == 200
+    assert (await slow).status_code in (200, 202)

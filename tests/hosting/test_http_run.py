@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import pathlib
 import sqlite3
 import time
@@ -437,3 +438,23 @@ async def test_a_session_id_drawn_for_the_request_is_not_read_before_the_turn_is
     assert keyed.status == 202 and reads == ["named-1", keyed.json()["session_id"]]
     status = await api.get("/api/" + fresh.headers["location"].split("/api/", 1)[1], params={"wait": "30"})
     assert status.json()["status"] == "succeeded"
+
+
+async def test_a_bad_id_in_the_body_is_told_in_the_words_the_path_and_query_use(
+    api: Api, host: Any, model: ModelServer
+) -> None:
+    for field, code in (("session_id", "invalid_session_id"), ("correlation_id", "invalid_correlation_id")):
+        in_body = await api.post(RUN, json_body={"message": "hi", field: "bad id!"})
+        assert in_body.status == 400, in_body.body
+        problem = in_body.json()
+        assert problem["code"] == code and problem["field"] == field
+        assert (
+            problem["detail"]
+            == f"'{field}' contains ' '; only letters, digits, '.', '_', '~' and '-' are allowed"
+        )
+        assert "pattern" not in json.dumps(problem), problem
+    in_query = await api.post(RUN, json_body={"message": "hi"}, params={"session_id": "bad id!"})
+    assert (
+        in_query.json()["detail"]
+        == "'session_id' contains ' '; only letters, digits, '.', '_', '~' and '-' are allowed"
+    )

@@ -25,6 +25,7 @@ from hosting.mcp import (
     parse_call,
     tool_spec,
 )
+from hosting.mcp._config import wait_seconds_from_env
 
 OFFLINE_BINDING = json.dumps(
     {"taskHubName": "none", "creationUrls": {}, "managementUrls": {},
@@ -94,6 +95,25 @@ def test_the_wait_setting_is_checked_at_startup(
             build_app(agents, mcp_tools=True)
     monkeypatch.setenv(MCP_WAIT_ENV, "12.5")
     assert "mcptool_writer" in functions(build_app(agents, mcp_tools=["writer"]))
+
+
+def test_the_default_wait_ends_before_azures_front_end_gives_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Azure's front end ends an HTTP request unanswered after 230 s; the tool call (an HTTP request
+    # to the MCP extension's webhook) needs room after its wait for the answer itself.
+    assert wait_seconds_from_env() <= 230 - 20
+    monkeypatch.setenv(MCP_WAIT_ENV, "220")
+    assert wait_seconds_from_env() == 220
+
+
+def test_a_wait_past_the_front_end_limit_is_refused_naming_it(
+    model_server: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for longer in ("230", "300", "3600"):
+        monkeypatch.setenv(MCP_WAIT_ENV, longer)
+        with pytest.raises(HostingConfigurationError) as refused:
+            build_app(make_agents(model_server), mcp_tools=True)
+        message = str(refused.value)
+        assert MCP_WAIT_ENV in message and "220" in message and "230 s" in message, message
 
 
 def test_each_chosen_agent_gets_a_tool_trigger(mcp_app: df.DFApp, model_server: ModelServer) -> None:

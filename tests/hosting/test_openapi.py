@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import jsonschema
@@ -123,3 +124,32 @@ async def test_bounds_are_published_as_json_schema_keywords(offline_api: Api) ->
     options = document["components"]["schemas"]["RunOptions"]["properties"]
     assert options["max_tool_rounds"]["anyOf"][0] == {"minimum": 1, "type": "integer"}
     assert not keys(document["components"]["schemas"]) & {"ge", "le", "gt", "lt"}
+
+
+async def test_a_discarded_run_is_a_documented_410_on_the_run_and_on_its_retry(
+    api: Api, host: Any, model: ModelServer
+) -> None:
+    document = (await api.get("/api/openapi.json")).json()
+    model.script(Reply.text("hi"))
+    first = await api.post("/api/agents/assistant/run", json_body={"message": "x", "session_id": "oa-gone"})
+    correlation = first.json()["correlation_id"]
+    assert (await api.post("/api/agents/assistant/sessions/oa-gone/reset")).status == 202
+    run_path = f"/api/agents/assistant/sessions/oa-gone/runs/{correlation}"
+    for _ in range(100):
+        status = await api.get(run_path)
+        if status.status == 410:
+            break
+        await asyncio.sleep(0.05)
+    retry = await api.post(
+        "/api/agents/assistant/run",
+        json_body={"message": "x", "session_id": "oa-gone", "correlation_id": correlation},
+    )
+    cases = [
+        ("get", "/api/agents/{agent}/sessions/{session_id}/runs/{correlation_id}", status),
+        ("post", "/api/agents/{agent}/run", retry),
+    ]
+    for method, path, response in cases:
+        assert response.status == 410, (path, response.status)
+        schema, media = schema_for(document, path, method, 410)
+        assert response.mimetype == media and response.json()["code"] == "run_discarded"
+        jsonschema.validate(response.json(), schema)

@@ -76,6 +76,35 @@ def test_trigger_calls_tool_then_reports_results(offline_client: OpenAI) -> None
     assert second.choices[0].message.content == "tool results: lookup: blue"
 
 
+def test_a_structured_answer_after_tool_calls_reports_the_tools_fields(offline_client: OpenAI) -> None:
+    receipt = {
+        "type": "object",
+        "properties": {
+            "saved": {"type": "boolean"},
+            "path": {"type": "string"},
+            "bytes": {"type": "integer"},
+        },
+        "required": ["saved", "path", "bytes"],
+        "additionalProperties": False,
+    }
+    messages: list[Any] = [{"role": "user", "content": 'call:lookup {"key": "notes.txt"}'}]
+    first = offline_client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
+    [call] = first.choices[0].message.tool_calls or []
+    messages.append(first.choices[0].message.model_dump(exclude_none=True))
+    # The tool saved the file; one field of its result has a type the answer's schema refuses.
+    result = {"saved": True, "path": "notes.txt", "bytes": "twelve", "extra": 1}
+    messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+    second = offline_client.chat.completions.create(
+        model="m",
+        messages=messages,
+        tools=TOOLS,
+        response_format={"type": "json_schema", "json_schema": {"name": "receipt", "schema": receipt}},
+    )
+    answer = json.loads(second.choices[0].message.content or "")
+    assert answer == {"saved": True, "path": "notes.txt", "bytes": 0}
+    jsonschema.validate(answer, receipt)
+
+
 def test_several_triggers_are_parallel_calls(offline_client: OpenAI) -> None:
     text = 'call:lookup {"key": "a"} and call:ping {"count": 1, "label": "x"} and call:lookup'
     calls = ask(offline_client, text, tools=TOOLS).choices[0].message.tool_calls

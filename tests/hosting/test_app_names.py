@@ -1,0 +1,61 @@
+"""The task hub as the Durable extension resolves it, and the archive container named after it:
+an invalid derived name is made valid, the settings win (tests/e2e/test_e2e_history_stores.py
+shows two apps on one account getting containers of their own)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hosting._hub import HUB_OVERRIDE_ENV, history_container, sanitized_hub, task_hub
+from hosting.archive import store_from_env
+from hosting.archive._azure import AzureBlobChunkStore
+
+ACCOUNT = "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=a2V5;EndpointSuffix=core.windows.net"
+CONTAINER = re.compile(r"(?=.{3,63}$)[a-z0-9]+(-[a-z0-9]+)*")
+HUB = re.compile(r"[A-Za-z][A-Za-z0-9]{2,44}")
+
+
+def container_of(settings: dict[str, str]) -> str:
+    store = store_from_env({"AzureWebJobsStorage": ACCOUNT, **settings})
+    assert isinstance(store, AzureBlobChunkStore)
+    return store.container
+
+
+def test_two_apps_get_their_own_hub() -> None:
+    one, two = {"WEBSITE_SITE_NAME": "agents-staging"}, {"WEBSITE_SITE_NAME": "agents-prod"}
+    assert (task_hub(one), task_hub(two)) == ("agentsstaging", "agentsprod")
+    assert task_hub({}) == "TestHubName"  # off Azure, as the extension
+
+
+@pytest.mark.parametrize(
+    ("site", "hub"),
+    [
+        ("my-app-01", "myapp01"),
+        ("1st-app", "t1stapp"),  # a table name starts with a letter
+        ("ab", "abHub"),  # at least 3 characters
+        ("a" * 60, "a" * 45),
+        ("---", "DefaultTaskHub"),
+    ],
+)
+def test_an_invalid_derived_name_is_made_valid(site: str, hub: str) -> None:
+    assert task_hub({"WEBSITE_SITE_NAME": site}) == hub == sanitized_hub(site)
+    assert HUB.fullmatch(hub)
+    assert CONTAINER.fullmatch(container_of({"WEBSITE_SITE_NAME": site}))
+
+
+def test_container_names_are_normalised_from_any_hub_name() -> None:
+    for hub in ("My_Hub--Name", "-x-", "\u00dcn\u00efcode hub", "A" * 80, "--"):
+        name = history_container(hub)
+        assert CONTAINER.fullmatch(name), (hub, name)
+    assert history_container("My_Hub--Name") == "my-hub-name-history"
+
+
+def test_the_hub_setting_and_the_container_setting_win() -> None:
+    settings = {"WEBSITE_SITE_NAME": "agents-prod", HUB_OVERRIDE_ENV: "ProdHub"}
+    assert task_hub(settings) == "ProdHub"
+    assert container_of(settings) == "prodhub-history"
+    assert container_of({**settings, "DURABLE_AGENTS_HISTORY_CONTAINER": "agent-history"}) == "agent-history"
+    # A whole %SETTING% is read from that setting, as the host's name resolver does.
+    assert task_hub({HUB_OVERRIDE_ENV: "%MY_HUB%", "MY_HUB": "FromSetting"}) == "FromSetting"
