@@ -236,3 +236,20 @@ async def test_the_sessions_lists_next_page_keeps_the_user(client: Client, model
     for session in seen:  # only sessions this user may see: theirs, and those of no one
         answer = await client.get(f"/api/agents/assistant/sessions/{session}?user_id=pager")
         assert answer.status == 200, (session, answer.body[:200])
+
+
+async def test_another_user_cannot_join_a_pending_first_run(client: Client, model: ModelServer) -> None:
+    # Before its first turn is stored a session has no owner to check; the run's claim knows it.
+    session = _sid()
+    model.script(Reply.delay(1.0, then=Reply.text("for u1 only")))
+    body = {"message": "hi", "session_id": session, "correlation_id": "first", "user_id": "u1"}
+    accepted = await client.post(RUN, json_body={**body, "wait_for_response": False})
+    assert accepted.status == 202, accepted.body
+    for accept in ("text/event-stream", "application/json"):
+        joined = await client.post(RUN, json_body={**body, "user_id": "u2"}, headers={"Accept": accept})
+        assert joined.status == 404, (accept, joined.status, joined.body[:300])
+        assert joined.json()["code"] == "session_not_found"
+    done = await client.get(f"/api/agents/assistant/sessions/{session}/runs/first?wait=20&user_id=u1")
+    assert done.status == 200 and done.json()["status"] == "succeeded", done.body
+    assert done.json()["response"]["text"] == "for u1 only"
+    assert len(model.requests) == 1
