@@ -316,15 +316,15 @@ def _claim_checks(
     call: RunCall, asked: Callable[[str | None, Any], bool]
 ) -> tuple[Callable[[str | None], bool], Callable[[], ProblemError]]:
     """How a request meets a pending run's claim (hosting.streams._admission): the same request
-    of the same user joins it; another request is 409 `idempotency_conflict`; another user's
-    run (its session is not stored yet, so only the claim knows its owner) is 404, as their
-    session is once stored."""
+    of the same user (or of anyone, for a run of no one in particular) joins it; another request
+    is 409 `idempotency_conflict`; another user's run (its session is not stored yet, so only the
+    claim knows its owner) is 404, as their session is once stored."""
     other_user = False
 
     def same(identity: str | None) -> bool:
         nonlocal other_user
         request_hash, user = claimed_user(identity)
-        if user != call.user_id:
+        if user is not None and user != call.user_id:  # a run of no one in particular is everyone's
             other_user = True
             return False
         return asked(request_hash, None)

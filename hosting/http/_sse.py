@@ -30,7 +30,7 @@ from ..client._archived import find_archived_run
 from ..client._binding import DurableClient
 from ..client._read import Snapshot, read_session, state_problem
 from ..client._waiting import wait_for_run
-from ..stored import INTERNAL, Viewer, unrecorded_run
+from ..stored import INTERNAL, Internal, Viewer, unrecorded_run
 from ..streams._events_doc import EVENT_STREAM
 from ..streams._store import (
     RUN_COMPLETED,
@@ -46,7 +46,7 @@ from ._lookup import hosted_agent
 from ._problems import problem_response
 from ._refusals import discarded_problem, history_unavailable, no_session, unreadable
 from ._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
-from ._users import caller_user
+from ._users import caller_user, claimed_user
 
 log = logging.getLogger("hosting.streams")
 
@@ -250,6 +250,8 @@ class RunStreams:
             snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
             if (snapshot.exists or snapshot.deleted) and not snapshot.stored.visible_to(user):
                 raise no_session(key.agent, key.session_id)
+            if not (snapshot.exists or snapshot.deleted) and not isinstance(user, Internal):
+                await self._check_pending_owner(client, key, user)
             reason = state_problem(snapshot.document) if snapshot.exists else None
             if reason is not None:
                 raise unreadable(key.agent, key.session_id, reason)
@@ -293,6 +295,20 @@ class RunStreams:
             # resource keeps the answer.
             return self.ended(key)
         return self.response(self._once(key, result), key)
+
+    async def _check_pending_owner(self, client: DurableClient, key: StreamKey, user: str | None) -> None:
+        """404 for another user's pending first run: its session is not stored yet, so its
+        claim (hosting.http._users.claim_identity) is what knows the user; a claim gone since
+        means the session is stored now, whose owner is checked instead."""
+        claim = await self.store.claimed(key)
+        if claim is not None:
+            owner = claimed_user(claim.request_hash)[1]
+            if owner is not None and owner != user:  # a run of no one in particular is everyone's
+                raise no_session(key.agent, key.session_id)
+            return
+        snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
+        if (snapshot.exists or snapshot.deleted) and not snapshot.stored.visible_to(user):
+            raise no_session(key.agent, key.session_id)
 
     async def _once(self, key: StreamKey, result: TurnResult) -> AsyncIterator[bytes]:
         kind, body = self.terminal(key.agent, key.session_id, result)

@@ -253,3 +253,25 @@ async def test_another_user_cannot_join_a_pending_first_run(client: Client, mode
     assert done.status == 200 and done.json()["status"] == "succeeded", done.body
     assert done.json()["response"]["text"] == "for u1 only"
     assert len(model.requests) == 1
+
+
+async def test_another_user_cannot_follow_a_pending_first_runs_stream(
+    client: Client, model: ModelServer
+) -> None:
+    session = _sid()
+    model.script(Reply.delay(1.0, then=Reply.text("for u1 only")), Reply.delay(1.0, then=Reply.text("open")))
+    body = {"message": "hi", "session_id": session, "correlation_id": "first", "user_id": "u1"}
+    assert (await client.post(RUN, json_body={**body, "wait_for_response": False})).status == 202
+    stream = f"/api/agents/assistant/sessions/{session}/runs/first/stream"
+    for user in ("u2", None):
+        followed = await client.get(stream + _as(user))
+        assert followed.status == 404 and followed.json()["code"] == "session_not_found", followed.body[:300]
+    own = await client.get(stream + "?user_id=u1")
+    assert own.status == 200 and b"for u1 only" in own.body
+    # A pending run of no one in particular is anyone's to follow, as its session is.
+    open_session = _sid()
+    assert (await client.post(RUN, json_body={
+        "message": "hi", "session_id": open_session, "correlation_id": "r", "wait_for_response": False,
+    })).status == 202
+    anyone = await client.get(f"/api/agents/assistant/sessions/{open_session}/runs/r/stream?user_id=u7")
+    assert anyone.status == 200 and b"open" in anyone.body
