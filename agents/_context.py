@@ -66,6 +66,9 @@ class ProviderContext:
     response_messages: Sequence[ChatMessage] = ()
     history_offset: int = 0
     """How many replayed messages of the session precede `history` (they were archived)."""
+    user_id: str | None = None
+    """The user the session belongs to (`state.user_id`), or None: a session of no one in
+    particular. Providers that keep memory across sessions key it by this."""
     _complete: CompleteFn | None = field(default=None, repr=False)
 
     async def complete(

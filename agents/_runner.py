@@ -136,6 +136,7 @@ class _Turn:
                 history=tuple(history),
                 history_offset=self.state.archived_messages,
                 history_mode=agent.history_mode,
+                user_id=self.state.user_id,
                 _complete=self.complete,
             )
             self.contexts.append((provider, ctx))

@@ -28,7 +28,7 @@ WIRE_KEYS = frozenset(
     {
         "conversationHistory", "$type", "schemaVersion", "stateBag", "runs", "discardedRuns",
         "refusedRuns", "deletedAt", "lastActivityAt", "serviceThreadId", "archive", "responseIndex",
-        "requestIndex", "requestHash",
+        "requestIndex", "requestHash", "userId",
     }
 )
 _KEY_METHODS = frozenset({"get", "pop", "setdefault"})

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from agents import Agent, HistoryReducer, MemoryProvider, tool
+from agents import Agent, HistoryReducer, tool
+from agents.memory import UserMemoryProvider
 
 from .review import Review
 
@@ -65,7 +66,8 @@ concierge = Agent(
         "and remember the traveller's preferences."
     ),
     tools=[get_weather, get_time],
-    context_providers=[MemoryProvider(), HistoryReducer(max_messages=24, keep_messages=12)],
+    # The traveller's facts outlive the session when it belongs to a user (per session otherwise).
+    context_providers=[UserMemoryProvider(), HistoryReducer(max_messages=24, keep_messages=12)],
 )
 
 writer = Agent(

@@ -32,6 +32,8 @@ class ProblemCode(StrEnum):
     INVALID_INSTANCE_ID = "invalid_instance_id"
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
     CONFLICTING_FIELDS = "conflicting_fields"
+    INVALID_USER_ID = "invalid_user_id"
+    USER_MISMATCH = "user_mismatch"
     UNKNOWN_AGENT = "unknown_agent"
     SESSION_NOT_FOUND = "session_not_found"
     RUN_NOT_FOUND = "run_not_found"
@@ -62,6 +64,8 @@ PROBLEMS: dict[ProblemCode, tuple[int, str]] = {
     ProblemCode.INVALID_INSTANCE_ID: (400, "Bad request"),
     ProblemCode.INVALID_IDEMPOTENCY_KEY: (400, "Bad request"),
     ProblemCode.CONFLICTING_FIELDS: (400, "Bad request"),
+    ProblemCode.INVALID_USER_ID: (400, "Bad request"),
+    ProblemCode.USER_MISMATCH: (403, "Forbidden"),
     ProblemCode.UNKNOWN_AGENT: (404, "Not found"),
     ProblemCode.SESSION_NOT_FOUND: (404, "Not found"),
     ProblemCode.RUN_NOT_FOUND: (404, "Not found"),

@@ -44,6 +44,11 @@ def id_problem(value: str) -> str | None:
     return None
 
 
+USER_KEY = "userId"
+"""Where a `run` operation's input (the turn request's JSON) names the user the turn acts for;
+user ids follow the id rule above (`id_problem`): they end up in stored documents and URLs."""
+
+
 def idempotency_key_problem(value: str) -> str | None:
     """Why `value` is not an acceptable Idempotency-Key header, or None when it is."""
     if not value or len(value) > MAX_ID_LENGTH or _KEY_PATTERN.fullmatch(value) is None:
@@ -61,10 +66,13 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
 
 
-def session_id_for_key(agent: str, idempotency_key: str) -> str:
+def session_id_for_key(agent: str, idempotency_key: str, user: str | None = None) -> str:
     """The session id a new-session request with this Idempotency-Key lands in, so a retry of it
-    reaches the same session instead of starting another one."""
-    return _digest("session", agent, idempotency_key)[:32]
+    reaches the same session instead of starting another one; each user's keys are their own (two
+    users sending the same key land in two sessions)."""
+    if user is None:
+        return _digest("session", agent, idempotency_key)[:32]
+    return _digest("session", agent, idempotency_key, "user", user)[:32]
 
 
 def correlation_id_for_key(agent: str, session_id: str, idempotency_key: str) -> str:

@@ -1,6 +1,7 @@
 """What a caller learns of a run through the durable client, as one value: finished (stored,
 archived, or refused by id), discarded, or refused before sending (an unreadable state, another
-request under the same id, a history chunk that cannot be read, a full session); or pending.
+request under the same id, a history chunk that cannot be read, a full session, another user's
+session); or pending.
 The edges (hosting.http, hosting.mcp) decide what each means to their callers."""
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class RunOutcome:
     """The run's entries were archived and their chunk cannot be read."""
     full: tuple[int, int] | None = None
     """(stored, asked) bytes: the session is too full for the request; nothing was sent."""
+    hidden: bool = False
+    """The session belongs to another user than the caller's: to them there is no such session."""
 
     @property
     def pending(self) -> bool:

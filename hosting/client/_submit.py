@@ -30,7 +30,7 @@ import azure.durable_functions as df
 from agents import Agent, TurnRequest
 from state import HistoryUnavailable
 
-from .._ids import entity_name
+from .._ids import USER_KEY, entity_name
 from ..stored import Unrecorded, unrecorded_run
 from ._archived import find_archived_run
 from ._binding import DurableClient
@@ -58,6 +58,9 @@ class Submission:
     """The session id was drawn for this request: there is nothing stored to look at."""
     retry_safe: bool = False
     """The run id is the caller's own (an idempotency key): a finished run with it answers it."""
+    user_id: str | None = None
+    """The user the turn acts for (checked by the edge): only their session, or one of no one
+    in particular, is run; a session this turn creates is theirs."""
 
     @property
     def correlation_id(self) -> str:
@@ -69,8 +72,11 @@ class Submission:
         return session_entity(self.agent.name, self.session_id)
 
     def operation_input(self) -> dict[str, Any]:
-        """The `run` operation's input: the turn request's JSON."""
-        return self.request.to_json()
+        """The `run` operation's input: the turn request's JSON, and the user it acts for."""
+        data = self.request.to_json()
+        if self.user_id is not None:
+            data[USER_KEY] = self.user_id
+        return data
 
     def same_request(self, stored_hash: str | None, stored_request: Mapping[str, Any] | None) -> bool:
         """Whether a stored run (its request hash, or its request entry) asked what this asks."""
@@ -113,6 +119,8 @@ class Submitter:
         agent, session_id, cid = submission.agent.name, submission.session_id, submission.correlation_id
         snapshot = await read_session(client, submission.entity_id)
         stored = snapshot.stored
+        if (snapshot.exists or snapshot.deleted) and not stored.visible_to(submission.user_id):
+            return Prepared(snapshot, RunOutcome(hidden=True))  # another user's: as if there were none
         if snapshot.exists:
             reason = state_problem(snapshot.document)
             if reason is not None:

@@ -15,7 +15,7 @@ import azure.durable_functions as df
 
 from state import HistoryUnavailable
 
-from ..stored import unrecorded_run
+from ..stored import INTERNAL, Viewer, unrecorded_run
 from ._archived import find_archived_run
 from ._outcome import PENDING, RunOutcome, SameRequest, finished
 from ._pacing import ReadPacer, read_pacer
@@ -33,6 +33,7 @@ async def wait_for_run(
     asked: SameRequest | None = None,
     state_checked: bool = False,
     pacer: ReadPacer | None = None,
+    user: Viewer = INTERNAL,
 ) -> RunOutcome:
     """The run's outcome once it has one, or `PENDING` when `timeout` seconds pass first.
 
@@ -41,7 +42,8 @@ async def wait_for_run(
     reset or delete discarded the run, or when its archived chunk cannot be read. `pacer`: one the
     caller entered before sending the turn; when the caller marked it `sent` (it sent the turn
     just now), the first read waits for the pacer's first pause instead of reading a state the
-    turn cannot be in yet.
+    turn cannot be in yet. `user`: whom the caller acts for (the edges pass their caller's);
+    another user's session is `hidden`.
     """
     deadline = time.monotonic() + max(0.0, timeout)
     checked = state_checked
@@ -53,6 +55,8 @@ async def wait_for_run(
             pace.reading()
             snapshot = await read_session(client, entity_id)
             stored = snapshot.stored
+            if (snapshot.exists or snapshot.deleted) and not stored.visible_to(user):
+                return RunOutcome(hidden=True)
             if snapshot.exists:
                 if not checked:
                     # Once per wait: what the entity writes afterwards it could read itself.

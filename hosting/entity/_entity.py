@@ -16,7 +16,7 @@ from agents import Agent, FullHistory, InvalidTurnRequest, TurnRequest, TurnResu
 from state import AgentState, TurnFailure, dump_state, load_state
 
 from .._errors import HostingError, InvalidOperation, ProblemCode, RunConflict
-from .._ids import entity_name
+from .._ids import USER_KEY, entity_name, id_problem
 from .._loop import run_sync
 from .._settings import DEFAULT_MAX_SESSION_BYTES, RECORD_HEADROOM_BYTES
 from .._telemetry import traced_entity_run
@@ -53,6 +53,27 @@ OPERATIONS = ("run", "reset", "delete", "get", "expire", "archive_epoch")
 
 class RunDiscarded(HostingError):
     """A run id a reset discarded came again: the operation fails, nothing is run or stored."""
+
+
+class NotOwner(HostingError):
+    """A turn for another user's session: the operation fails, nothing is run or stored."""
+
+
+def run_user(run_input: Any) -> str | None:
+    """The user a `run` operation acts for (`userId`, which hosting adds to the turn request's
+    JSON), or None; `InvalidOperation` for anything but an acceptable user id."""
+    user = run_input.get(USER_KEY) if isinstance(run_input, dict) else None
+    if user is not None and (not isinstance(user, str) or id_problem(user) is not None):
+        raise InvalidOperation(f"invalid {USER_KEY} in a run operation's input: {user!r}")
+    return user
+
+
+def owned_start(user: str) -> Loaded:
+    """The empty history a session starts with when a user's turn creates it: owned by `user`
+    (as stored text too, so a failed first turn's record keeps the owner)."""
+    fresh = AgentState.new()
+    fresh.user_id = user
+    return Loaded(dump_state(fresh), fresh)
 
 
 class AgentEntity:
@@ -133,11 +154,19 @@ class AgentEntity:
         return self._run(context, unfinished=error)
 
     def _run(self, context: EntityContext, unfinished: TurnFailure | None = None) -> dict[str, Any]:
+        run_input = operation_input(context)
         try:
-            request = TurnRequest.from_json(operation_input(context))
+            request = TurnRequest.from_json(run_input)
         except (InvalidTurnRequest, ValueError) as error:
             raise InvalidOperation(f"invalid input for {self.name} run: {error}") from error
+        user = run_user(run_input)
         loaded = load(context)
+        if loaded.text and not StoredDocument.of_state(loaded.state).visible_to(user):
+            # Another user's session (a turn that raced its creation past the caller's check):
+            # nothing is run or stored, and its caller, who cannot see the session, learns nothing.
+            raise NotOwner(f"{self.name}@{context.entity_key} belongs to another user; run not accepted")
+        if not loaded.text and user is not None:
+            loaded = owned_start(user)  # the turn that creates a session gives it its owner
         answer = self._answered(loaded, request, context.entity_key)
         if answer is not None:
             return answer
@@ -154,7 +183,7 @@ class AgentEntity:
         if loaded.text and marks.is_tombstone:
             # A deleted session's tombstone: a new history starts, still remembering its ids (the
             # one operation that parses twice: the first turn after a delete).
-            revived = revived_text(marks)
+            revived = revived_text(marks, user)
             loaded = Loaded(revived, load_state(revived))
         if unfinished is not None:
             return self._record_failure(context, loaded, request, unfinished)

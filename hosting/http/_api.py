@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -52,9 +52,10 @@ from ._models import (
     TurnSummary,
 )
 from ._problems import json_response, problem_response
-from ._refusals import idempotency_conflict, refusal, unreadable
+from ._refusals import idempotency_conflict, no_session, refusal, unreadable
 from ._requests import RunCall, check_id, parse_run
 from ._sse import RunStreams, resume_after, wants_event_stream
+from ._users import caller_user, claim_identity, claimed_user
 
 log = logging.getLogger("hosting.http")
 
@@ -162,7 +163,12 @@ class Api:
         after = resume_after(req) if streams is not None else 0
 
         submission = Submission(
-            agent, call.session_id, call.request, fresh_session=call.fresh_session, retry_safe=call.retry_safe
+            agent,
+            call.session_id,
+            call.request,
+            fresh_session=call.fresh_session,
+            retry_safe=call.retry_safe,
+            user_id=call.user_id,
         )
         entity_id, asked = submission.entity_id, submission.same_request
         prepared = await self.submitter.prepare(client, submission)
@@ -185,12 +191,16 @@ class Api:
             pace = waiting.enter_context(read_pacer(entity_id.name, entity_id.key)) if waits else None
             # Not stored: send the turn, or attach to the pending run with this id (the same checks
             # for JSON and SSE; hosting/streams/_admission.py).
+            same, conflict = _claim_checks(call, asked)
             sent = await start_run(
                 self.streams.store,
                 key,
-                RunClaim(agent.request_identity(call.request), live=streams is not None or not call.wait),
-                same=lambda request_hash: asked(request_hash, None),
-                conflict=lambda: idempotency_conflict(agent.name, call.session_id, call.correlation_id),
+                RunClaim(
+                    claim_identity(agent.request_identity(call.request), call.user_id),
+                    live=streams is not None or not call.wait,
+                ),
+                same=same,
+                conflict=conflict,
                 send=send,
                 streamed=streams is not None,
             )
@@ -218,6 +228,7 @@ class Api:
                     asked=asked,
                     state_checked=True,  # checked above; a session created since is the entity's own
                     pacer=pace,
+                    user=call.user_id,
                 )
                 self._refuse(outcome, agent.name, call.session_id, call.correlation_id)
                 if outcome.run is not None:
@@ -232,6 +243,7 @@ class Api:
             req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
         )
         wait = self._wait_param(req)
+        user = caller_user(req)
         outcome = await wait_for_run(
             client,
             df.EntityId(entity_name(agent.name), session_id),
@@ -239,6 +251,7 @@ class Api:
             session_id=session_id,
             correlation_id=correlation_id,
             timeout=wait,
+            user=user,
         )
         self._refuse(outcome, agent.name, session_id, correlation_id)
         result = None if outcome.run is None else outcome.run.result()
@@ -302,6 +315,31 @@ class Api:
         healthy = all(c.ok for c in checks.values())
         body = HealthBody(status="healthy" if healthy else "unhealthy", checks=checks)
         return json_response(body, 200 if healthy else 503)
+
+
+def _claim_checks(
+    call: RunCall, asked: Callable[[str | None, Any], bool]
+) -> tuple[Callable[[str | None], bool], Callable[[], ProblemError]]:
+    """How a request meets a pending run's claim (hosting.streams._admission): the same request
+    of the same user (or of anyone, for a run of no one in particular) joins it; another request
+    is 409 `idempotency_conflict`; another user's run (its session is not stored yet, so only the
+    claim knows its owner) is 404, as their session is once stored."""
+    other_user = False
+
+    def same(identity: str | None) -> bool:
+        nonlocal other_user
+        request_hash, user = claimed_user(identity)
+        if user is not None and user != call.user_id:  # a run of no one in particular is everyone's
+            other_user = True
+            return False
+        return asked(request_hash, None)
+
+    def conflict() -> ProblemError:
+        if other_user:
+            return no_session(call.agent, call.session_id)
+        return idempotency_conflict(call.agent, call.session_id, call.correlation_id)
+
+    return same, conflict
 
 
 def describe_agent(agent: Agent, run_url: str) -> AgentInfo:

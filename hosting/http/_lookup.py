@@ -13,7 +13,9 @@ from agents import Agent
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from ..client._read import DurableClient, Snapshot, read_session
+from ._refusals import no_session
 from ._requests import check_id
+from ._users import caller_user
 
 
 def hosted_agent(agents: Mapping[str, Agent], req: func.HttpRequest) -> Agent:
@@ -32,15 +34,13 @@ def hosted_agent(agents: Mapping[str, Agent], req: func.HttpRequest) -> Agent:
 async def existing_session(
     agents: Mapping[str, Agent], req: func.HttpRequest, client: DurableClient
 ) -> tuple[Agent, str, df.EntityId, Snapshot]:
-    """The route's agent, session id, entity id and stored snapshot; 404 for no such session."""
+    """The route's agent, session id, entity id and stored snapshot; 404 for no such session, and
+    for one that belongs to another user than the one the caller acts for (hosting.http._users)."""
     agent = hosted_agent(agents, req)
     session_id = check_id(req.route_params.get("session_id", ""), "session_id")
+    user = caller_user(req)
     entity_id = df.EntityId(entity_name(agent.name), session_id)
     snapshot = await read_session(client, entity_id)
-    if not snapshot.exists:
-        raise ProblemError(
-            ProblemCode.SESSION_NOT_FOUND,
-            f"agent {agent.name!r} has no session {session_id!r}",
-            field="session_id",
-        )
+    if not snapshot.exists or not snapshot.stored.visible_to(user):
+        raise no_session(agent.name, session_id)
     return agent, session_id, entity_id, snapshot

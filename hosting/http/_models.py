@@ -70,6 +70,13 @@ class RunRequestBody(_Body):
         default=None, **_ID_FIELD, description="Client-chosen run id; a retry with it never runs twice."
     )
     options: RunOptions = Field(default_factory=RunOptions, description="Per-run options for the agent.")
+    user_id: str | None = Field(
+        default=None,
+        description="The user the caller acts for (also the `user_id` query parameter); a session "
+        "belongs to the user who created it. Behind App Service Authentication only the signed-in "
+        "user's id is accepted.",
+        json_schema_extra={"pattern": ID_PATTERN_TEXT},
+    )
 
     @field_validator("message")
     @classmethod

@@ -9,6 +9,16 @@ from .._errors import ProblemCode, ProblemError
 from ..client._outcome import RunOutcome
 
 
+def no_session(agent: str, session_id: str) -> ProblemError:
+    """404: no such session, or (the same answer, so that nothing tells them apart) one that
+    belongs to another user than the caller's."""
+    return ProblemError(
+        ProblemCode.SESSION_NOT_FOUND,
+        f"agent {agent!r} has no session {session_id!r}",
+        field="session_id",
+    )
+
+
 def unreadable(agent: str, session_id: str, reason: str) -> ProblemError:
     """409: the session's stored state cannot be read by this build (it is left as it is)."""
     return ProblemError(
@@ -81,6 +91,8 @@ def refusal(
     outcome: RunOutcome, agent: str, session_id: str, correlation_id: str, max_session_bytes: int = 0
 ) -> ProblemError | None:
     """The problem an outcome answers with, or None when it is finished or pending."""
+    if outcome.hidden:
+        return no_session(agent, session_id)
     if outcome.unreadable is not None:
         return unreadable(agent, session_id, outcome.unreadable)
     if outcome.history is not None:

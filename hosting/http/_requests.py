@@ -29,6 +29,7 @@ from .._numbers import whole_number
 from .._settings import MAX_BODY_BYTES
 from ._models import RunRequestBody
 from ._problems import validation_problem
+from ._users import caller_user
 
 WAIT_HEADER = "x-ms-wait-for-response"
 SESSION_HEADER = "x-ms-session-id"
@@ -53,6 +54,7 @@ class RunCall:
     retry_safe: bool  # the caller named the run (Idempotency-Key / correlation_id): may be a retry
     wait: bool
     request: TurnRequest
+    user_id: str | None = None  # whom the caller acts for (hosting.http._users)
 
 
 def check_id(value: str, field: str, code: ProblemCode = ProblemCode.INVALID_SESSION_ID) -> str:
@@ -264,6 +266,7 @@ def _turn_request(body: RunRequestBody, correlation_id: str) -> TurnRequest:
 def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BYTES) -> RunCall:
     """Validate a `POST .../run` request completely, before anything is sent anywhere."""
     body = _run_body(req, max_bytes)
+    user_id = caller_user(req, body.user_id)
     session_id = _session_of(body, req)
     header_wait = req.headers.get(WAIT_HEADER)
     if body.wait_for_response is not None:
@@ -291,7 +294,7 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
             )
     new_session = session_id is None
     if session_id is None:
-        session_id = session_id_for_key(agent, key) if key is not None else new_session_id()
+        session_id = session_id_for_key(agent, key, user_id) if key is not None else new_session_id()
     if key is not None:
         correlation_id = correlation_id_for_key(agent, session_id, key)
     elif body.correlation_id is not None:
@@ -308,4 +311,5 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
         retry_safe=key is not None or body.correlation_id is not None,
         wait=wait,
         request=request,
+        user_id=user_id,
     )

@@ -92,6 +92,17 @@ _BAD = BAD_REQUEST
 _UNKNOWN = Response(404, "Unknown agent or session.")
 _UNREADABLE = Response(409, "The session's stored state cannot be read by this build (left unchanged).")
 _DOWN = UNAVAILABLE
+_FORBIDDEN = Response(
+    403,
+    "`user_mismatch`: behind App Service Authentication, `user_id` named another user than the "
+    "signed-in one.",
+)
+_USER = Param(
+    "user_id",
+    "The user the caller acts for (a caller with a function key acting for its user; behind App Service "
+    "Authentication the signed-in user, which this may only repeat). Another user's session is 404.",
+    {"type": "string", "pattern": ID_PATTERN_TEXT},
+)
 _DISCARDED = Response(
     410,
     "A reset or delete discarded the run (`run_discarded`): a retry of it is answered so, never run "
@@ -127,6 +138,7 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                         RunResultBody,
                     ),
                     _BAD,
+                    _FORBIDDEN,
                     _UNKNOWN,
                     Response(
                         409,
@@ -150,6 +162,7 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                 query=(
                     Param("session_id", "Session to continue (alternative to the body field).", _ID_SCHEMA),
                     Param("thread_id", "Alias of session_id.", _ID_SCHEMA),
+                    _USER,
                     Param("wait_for_response", "true (default) or false.", {"type": "boolean"}),
                 ),
                 headers=(
@@ -171,13 +184,17 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
             Operation(
                 "GET",
                 "A run: pending, succeeded or failed, with its result.",
-                (Response(200, "The run.", RunResultBody), _BAD, _UNKNOWN, _UNREADABLE, _DISCARDED, _DOWN),
+                (
+                    Response(200, "The run.", RunResultBody),
+                    _BAD, _FORBIDDEN, _UNKNOWN, _UNREADABLE, _DISCARDED, _DOWN,
+                ),
                 query=(
                     Param(
                         "wait",
                         "Long-poll: wait up to this many seconds (max 60) for the run to finish.",
                         {"type": "number", "minimum": 0, "maximum": 60},
                     ),
+                    _USER,
                 ),
             ),
         ),
@@ -205,12 +222,16 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                         empty=True,
                     ),
                     _BAD,
-                    Response(404, "Unknown agent, or no such run (`run_not_found`)."),
+                    _FORBIDDEN,
+                    Response(404, "Unknown agent or session, or no such run (`run_not_found`)."),
                     Response(409, "The session's stored state is unreadable (`state_unreadable`)."),
                     _DISCARDED,
                     _DOWN,
                 ),
-                query=(Param("after", "Resume after this event id (as Last-Event-ID).", _EVENT_ID_SCHEMA),),
+                query=(
+                    Param("after", "Resume after this event id (as Last-Event-ID).", _EVENT_ID_SCHEMA),
+                    _USER,
+                ),
                 headers=(
                     Param(
                         "Last-Event-ID",
@@ -228,12 +249,17 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
             Operation(
                 "GET",
                 "A session's stored state (history with usage per turn, state bag).",
-                (Response(200, "The session.", SessionBody), _BAD, _UNKNOWN, _UNREADABLE, _DOWN),
+                (
+                    Response(200, "The session.", SessionBody),
+                    _BAD, _FORBIDDEN, _UNKNOWN, _UNREADABLE, _DOWN,
+                ),
+                query=(_USER,),
             ),
             Operation(
                 "DELETE",
                 "Delete a session (queued behind its earlier operations).",
-                (Response(202, "Delete queued.", SessionActionBody), _BAD, _UNKNOWN, _DOWN),
+                (Response(202, "Delete queued.", SessionActionBody), _BAD, _FORBIDDEN, _UNKNOWN, _DOWN),
+                query=(_USER,),
             ),
         ),
     ),
@@ -247,6 +273,7 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                 (
                     Response(200, "One page and the cursor of the next.", HistoryPageBody),
                     _BAD,
+                    _FORBIDDEN,
                     _UNKNOWN,
                     Response(
                         409,
@@ -266,6 +293,7 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                         "Entries per page (default 100).",
                         {"type": "integer", "minimum": 1, "maximum": 1000},
                     ),
+                    _USER,
                 ),
             ),
         ),
@@ -277,7 +305,11 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
             Operation(
                 "POST",
                 "Empty a session's history and state bag (queued behind earlier operations).",
-                (Response(202, "Reset queued.", SessionActionBody), _BAD, _UNKNOWN, _UNREADABLE, _DOWN),
+                (
+                    Response(202, "Reset queued.", SessionActionBody),
+                    _BAD, _FORBIDDEN, _UNKNOWN, _UNREADABLE, _DOWN,
+                ),
+                query=(_USER,),
             ),
         ),
     ),
@@ -288,12 +320,17 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
             Operation(
                 "GET",
                 "An agent's sessions, a page at a time (from the durable entity query; unordered).",
-                (Response(200, "One page of sessions.", SessionsPageBody), _BAD, _UNKNOWN, _DOWN),
+                (
+                    Response(200, "One page of sessions (the caller's, and those of no one in particular).",
+                             SessionsPageBody),
+                    _BAD, _FORBIDDEN, _UNKNOWN, _DOWN,
+                ),
                 query=(
                     Param("page_size", "Sessions per page, 1-100 (default 20).",
                           {"type": "integer", "minimum": 1, "maximum": 100}),
                     Param("continuation", "The `continuation` of the previous page.",
                           {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,4096}$"}),
+                    _USER,
                 ),
             ),
         ),

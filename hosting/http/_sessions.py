@@ -21,10 +21,11 @@ from .._numbers import whole_number
 from .._settings import ApiSettings
 from ..client._binding import DurableClient
 from ..client._query import ContinuationRefused, NoQueryEndpoint, entity_key, query_entities
-from ..stored import StoredDocument, compact_text, first_text
+from ..stored import INTERNAL, StoredDocument, Viewer, compact_text, first_text
 from ._lookup import hosted_agent
 from ._models import SessionsPageBody, SessionSummary
 from ._problems import json_response
+from ._users import USER_ID, caller_user
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -104,9 +105,10 @@ def summarize(key: str, last_operation_time: str | None, state: Any) -> SessionS
 
 
 async def query_sessions(
-    client: DurableClient, agent: str, *, top: int, continuation: str | None
+    client: DurableClient, agent: str, *, top: int, continuation: str | None, user: Viewer = INTERNAL
 ) -> tuple[list[SessionSummary], str | None]:
-    """One page of `agent`'s sessions and the backend's token of the next page."""
+    """One page of `agent`'s sessions that `user` may see, and the backend's token of the next
+    page (the backend pages before the filter, so a page may hold fewer than `top`)."""
     items, next_token = await query_entities(
         client, entity_name(agent), top=top, continuation=continuation, fetch_state=True
     )
@@ -114,7 +116,9 @@ async def query_sessions(
     for item in items:
         key = entity_key(item)
         document = StoredDocument.parse(item.get("state"))
-        if key is not None and not (document is not None and document.is_tombstone):  # deleted
+        if document is not None and (document.is_tombstone or not document.visible_to(user)):
+            continue  # deleted, or another user's
+        if key is not None:
             sessions.append(summarize(key, item.get("lastOperationTime"), item.get("state")))
     return sessions, next_token
 
@@ -131,8 +135,9 @@ class SessionsApi:
         agent = hosted_agent(self.agents, req)
         top = page_size(req)
         backend_token = decode_token(req.params.get("continuation"))
+        user = caller_user(req)
         try:
-            found = await query_sessions(client, agent.name, top=top, continuation=backend_token)
+            found = await query_sessions(client, agent.name, top=top, continuation=backend_token, user=user)
         except NoQueryEndpoint as error:
             raise ProblemError(ProblemCode.STORAGE_UNAVAILABLE, str(error)) from None
         except ContinuationRefused as error:
@@ -142,6 +147,8 @@ class SessionsApi:
         next_url = None
         if continuation is not None:
             query = f"page_size={top}&continuation={continuation}"
+            if req.params.get(USER_ID) is not None and user is not None:
+                query += f"&{USER_ID}={user}"  # the id rule keeps it URL-safe
             next_url = self.settings.url(f"agents/{agent.name}/sessions?{query}")
         body = SessionsPageBody(agent=agent.name, sessions=sessions, continuation=continuation, next=next_url)
         return json_response(body)

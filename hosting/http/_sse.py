@@ -30,7 +30,7 @@ from ..client._archived import find_archived_run
 from ..client._binding import DurableClient
 from ..client._read import Snapshot, read_session, state_problem
 from ..client._waiting import wait_for_run
-from ..stored import unrecorded_run
+from ..stored import INTERNAL, Internal, Viewer, unrecorded_run
 from ..streams._events_doc import EVENT_STREAM
 from ..streams._store import (
     RUN_COMPLETED,
@@ -44,8 +44,9 @@ from ..streams._store import (
 from ._answers import Answers
 from ._lookup import hosted_agent
 from ._problems import problem_response
-from ._refusals import discarded_problem, history_unavailable, unreadable
+from ._refusals import discarded_problem, history_unavailable, no_session, unreadable
 from ._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
+from ._users import caller_user, claimed_user
 
 log = logging.getLogger("hosting.streams")
 
@@ -233,14 +234,24 @@ class RunStreams:
         return StreamingResponse(body, status_code=200, media_type=EVENT_STREAM, headers=self._headers(key))
 
     async def open(
-        self, client: DurableClient, key: StreamKey, after: int, snapshot: Snapshot | None = None
+        self,
+        client: DurableClient,
+        key: StreamKey,
+        after: int,
+        snapshot: Snapshot | None = None,
+        user: Viewer = INTERNAL,
     ) -> Response:
         """The stream of a run: its retained events after `after`, then live ones; a finished run
         whose events have expired gets its result as one event; 404 `run_not_found` otherwise.
         A session whose stored state this build cannot read is 409 `state_unreadable` at once, as
-        on every route (`snapshot`: the session as the caller has just read and checked it)."""
+        on every route (`snapshot`: the session as the caller has just read and checked it). Another
+        user's session is 404 `session_not_found` (`user`: whom the caller acts for)."""
         if snapshot is None:
             snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
+            if (snapshot.exists or snapshot.deleted) and not snapshot.stored.visible_to(user):
+                raise no_session(key.agent, key.session_id)
+            if not (snapshot.exists or snapshot.deleted) and not isinstance(user, Internal):
+                await self._check_pending_owner(client, key, user)
             reason = state_problem(snapshot.document) if snapshot.exists else None
             if reason is not None:
                 raise unreadable(key.agent, key.session_id, reason)
@@ -284,6 +295,20 @@ class RunStreams:
             # resource keeps the answer.
             return self.ended(key)
         return self.response(self._once(key, result), key)
+
+    async def _check_pending_owner(self, client: DurableClient, key: StreamKey, user: str | None) -> None:
+        """404 for another user's pending first run: its session is not stored yet, so its
+        claim (hosting.http._users.claim_identity) is what knows the user; a claim gone since
+        means the session is stored now, whose owner is checked instead."""
+        claim = await self.store.claimed(key)
+        if claim is not None:
+            owner = claimed_user(claim.request_hash)[1]
+            if owner is not None and owner != user:  # a run of no one in particular is everyone's
+                raise no_session(key.agent, key.session_id)
+            return
+        snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
+        if (snapshot.exists or snapshot.deleted) and not snapshot.stored.visible_to(user):
+            raise no_session(key.agent, key.session_id)
 
     async def _once(self, key: StreamKey, result: TurnResult) -> AsyncIterator[bytes]:
         kind, body = self.terminal(key.agent, key.session_id, result)
@@ -330,7 +355,8 @@ class RunStreams:
             req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
         )
         after = resume_after(req)
-        return await self.open(client, StreamKey(agent.name, session_id, correlation_id), after)
+        user = caller_user(req)
+        return await self.open(client, StreamKey(agent.name, session_id, correlation_id), after, user=user)
 
     def attach(
         self, client: DurableClient, key: StreamKey, after: int, then: Job | None = None

@@ -37,6 +37,7 @@ FUNCTION_PREFIX = "mcptool_"
 
 QUERY = "query"
 SESSION_ID = "session_id"
+USER_ID = "user_id"
 
 McpTools = bool | Collection[str] | None
 """`build_app`'s `mcp_tools`: True (every agent), False/None (none) or agent names."""
@@ -69,6 +70,16 @@ class ToolSpec:
                     "description": (
                         "The conversation to continue: the session_id a previous call returned. "
                         "Leave it out to start a new conversation."
+                    ),
+                    "isRequired": False,
+                    "isArray": False,
+                },
+                {
+                    "propertyName": USER_ID,
+                    "propertyType": "string",
+                    "description": (
+                        "The user this call acts for, when the caller serves several: a conversation "
+                        "belongs to the user who started it. Leave it out otherwise."
                     ),
                     "isRequired": False,
                     "isArray": False,

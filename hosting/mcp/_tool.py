@@ -32,8 +32,9 @@ from ..client._submit import Submission, Submitter
 from ..client._waiting import wait_for_run
 from ..http._refusals import refusal
 from ..http._requests import check_id
+from ..http._users import check_user_id, easy_auth_enabled
 from ..lifecycle._sweeper import sweepers_of
-from ._config import QUERY, SESSION_ID, ToolSpec
+from ._config import QUERY, SESSION_ID, USER_ID, ToolSpec
 
 log = logging.getLogger("hosting.mcp")
 
@@ -48,6 +49,7 @@ class ToolCall:
     session_id: str
     new_session: bool
     request: TurnRequest
+    user_id: str | None = None
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -129,7 +131,24 @@ def parse_call(context: Any) -> ToolCall:
         )
     except InvalidTurnRequest as error:
         raise ProblemError(ProblemCode.EMPTY_MESSAGE, f"'{QUERY}': {error.message}", field=QUERY) from error
-    return ToolCall(session_id or new_session_id(), session_id is None, request)
+    return ToolCall(session_id or new_session_id(), session_id is None, request, _user_of(arguments))
+
+
+def _user_of(arguments: dict[str, Any]) -> str | None:
+    """The `user_id` argument (empty: not given). The tool call's context carries no signed-in
+    principal, so behind App Service Authentication a user cannot be proven here and naming one
+    is refused: such callers reach sessions of no one in particular only."""
+    raw = arguments.get(USER_ID)
+    if raw is None or raw == "":
+        return None
+    user = check_user_id(raw, USER_ID)
+    if easy_auth_enabled():
+        raise ProblemError(
+            ProblemCode.USER_MISMATCH,
+            f"with App Service Authentication on, '{USER_ID}' cannot be proven over MCP; leave it out",
+            field=USER_ID,
+        )
+    return user
 
 
 class AgentTool:
@@ -178,7 +197,9 @@ class AgentTool:
 
     async def _run(self, call: ToolCall, client: DurableClient) -> str:
         agent = self.agent.name
-        submission = Submission(self.agent, call.session_id, call.request, fresh_session=call.new_session)
+        submission = Submission(
+            self.agent, call.session_id, call.request, fresh_session=call.new_session, user_id=call.user_id
+        )
         entity_id, correlation_id = submission.entity_id, submission.correlation_id
         prepared = await self.submitter.prepare(client, submission)
         self._refuse(prepared.outcome, call.session_id, correlation_id)
@@ -194,6 +215,7 @@ class AgentTool:
             correlation_id=correlation_id,
             timeout=self.wait_seconds,
             state_checked=not call.new_session,
+            user=call.user_id,
         )
         self._refuse(outcome, call.session_id, correlation_id)
         ids = {"session_id": call.session_id, "correlation_id": correlation_id}

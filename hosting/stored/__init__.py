@@ -1,7 +1,16 @@
 """The stored session document, pure (no IO): one reader (`StoredDocument`) of its wire keys
 and of hosting's marks in `data`, the marks' writers, and the runs they answer without entries."""
 
-from ._document import StoredDocument, StoredRun, TurnEntry, compact_text, first_text
+from ._document import (
+    INTERNAL,
+    Internal,
+    StoredDocument,
+    StoredRun,
+    TurnEntry,
+    Viewer,
+    compact_text,
+    first_text,
+)
 from ._marks import (
     MAX_DISCARDED_RUNS,
     MAX_REFUSED_BYTES,
@@ -16,13 +25,16 @@ from ._marks import (
 )
 
 __all__ = [
+    "INTERNAL",
     "MAX_DISCARDED_RUNS",
     "MAX_REFUSED_BYTES",
     "REFUSED_MESSAGE",
+    "Internal",
     "StoredDocument",
     "StoredRun",
     "TurnEntry",
     "Unrecorded",
+    "Viewer",
     "compact_text",
     "first_text",
     "refused_result",

@@ -12,6 +12,9 @@ Marks:
 * `data.refusedRuns`: turns refused (`session_too_large`) when not even the record of the
   refusal fit, kept by id so they are still answered;
 * `data.deletedAt`: a delete's tombstone (an empty history that remembers the discarded ids).
+
+And the owner (`data.userId`, state 1.5.0): the user the session belongs to. `visible_to` is the
+one rule of who may see a session: its owner, or anyone when it has none.
 """
 
 from __future__ import annotations
@@ -28,8 +31,24 @@ from state import JSON, AgentState
 DISCARDED_KEY = "discardedRuns"
 REFUSED_KEY = "refusedRuns"
 DELETED_KEY = "deletedAt"
+OWNER_KEY = "userId"
 _HISTORY = "conversationHistory"
 _TYPE = "$type"
+
+
+class Internal:
+    """The viewer of a read made inside the app (a stream rendering a run its caller was
+    checked for already, an orchestration): every session is visible to it."""
+
+    def __repr__(self) -> str:
+        return "INTERNAL"
+
+
+INTERNAL = Internal()
+"""The one `Internal` viewer."""
+
+Viewer = str | None | Internal
+"""Whom a read of a session is for: a user, no one in particular (None), or the app (`INTERNAL`)."""
 
 
 def compact_text(document: JSON) -> str:
@@ -260,6 +279,22 @@ class StoredDocument:
             moment = _parse_time(newest.get("createdAt")) if isinstance(newest, Mapping) else None
         return moment
 
+    # -- owner ----------------------------------------------------------------------------
+
+    @property
+    def owner(self) -> str | None:
+        """The user the session belongs to (`data.userId`), or None: no one in particular."""
+        owner = self.data.get(OWNER_KEY)
+        return owner if isinstance(owner, str) else None
+
+    def visible_to(self, user: Viewer) -> bool:
+        """Whether a caller acting for `user` (None: for no one) may see the session: a session
+        without an owner is everyone's; an owned one is its owner's alone (an owner that is not
+        a string, which no writer of ours leaves, matches no caller); `INTERNAL` sees all."""
+        if isinstance(user, Internal):
+            return True
+        return OWNER_KEY not in self.data or self.data.get(OWNER_KEY) == user
+
     # -- marks ----------------------------------------------------------------------------
 
     def listed(self, key: str) -> list[str]:
@@ -285,8 +320,10 @@ class StoredDocument:
 
     def marked(self, **marks: JSON) -> dict[str, JSON]:
         """A copy of the document (sharing what is unchanged) with marks set in `data`:
-        `discarded`, `refused` (id lists) or `deleted_at` (RFC 3339); None removes one."""
-        keys = {"discarded": DISCARDED_KEY, "refused": REFUSED_KEY, "deleted_at": DELETED_KEY}
+        `discarded`, `refused` (id lists), `deleted_at` (RFC 3339) or `owner`; None removes one."""
+        keys = {
+            "discarded": DISCARDED_KEY, "refused": REFUSED_KEY, "deleted_at": DELETED_KEY, "owner": OWNER_KEY,
+        }
         data = dict(self.data)
         for name, value in marks.items():
             if value is None:

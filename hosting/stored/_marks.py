@@ -50,7 +50,10 @@ REFUSED_MESSAGE = (
 
 def reset_text(old: StoredDocument | None, fresh_state: AgentState) -> str:
     """The state text a reset stores: `fresh_state` (an empty history) remembering the ids of the
-    runs the reset discards (those of `old`, the document it replaces)."""
+    runs the reset discards (those of `old`, the document it replaces), still belonging to `old`'s
+    owner (a reset or delete empties a session; it never hands it to another user)."""
+    if old is not None and old.owner is not None:
+        fresh_state.user_id = old.owner
     fresh = dump_state(fresh_state)
     if old is None:
         return fresh
@@ -79,8 +82,11 @@ def tombstone_text(old: StoredDocument | None, now: str) -> str | None:
     return compact_text(cleared.marked(deleted_at=now))
 
 
-def revived_text(tombstone: StoredDocument) -> str:
-    """A tombstone as the start of a new history: the same state without `deletedAt`."""
+def revived_text(tombstone: StoredDocument, user: str | None = None) -> str:
+    """A tombstone as the start of a new history: the same state without `deletedAt`, belonging
+    to its owner, or to `user` (who starts the new history) when it had none."""
+    if tombstone.owner is None and user is not None:
+        return compact_text(tombstone.marked(deleted_at=None, owner=user))
     return compact_text(tombstone.marked(deleted_at=None))
 
 

@@ -29,6 +29,13 @@ QUERY_SCHEMA = {
                 "Leave it out to start a new conversation."
             ),
         },
+        "user_id": {
+            "type": "string",
+            "description": (
+                "The user this call acts for, when the caller serves several: a conversation "
+                "belongs to the user who started it. Leave it out otherwise."
+            ),
+        },
     },
     "required": ["query"],
 }

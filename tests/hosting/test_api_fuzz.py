@@ -78,6 +78,7 @@ _SEMANTIC_REJECTIONS = {
     ("conflicting_fields", "correlation_id"),
     ("conflicting_fields", "thread_id"),
     ("conflicting_fields", "session_id"),
+    ("conflicting_fields", "user_id"),  # the body and the query name different users
     *(("invalid_encoding", field) for field in ("message", "response_format", "options")),
 }
 

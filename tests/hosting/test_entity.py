@@ -375,3 +375,46 @@ def test_a_run_parses_the_stored_state_once(
     out = run_batch(app, ENTITY, "s-parse", reset.state, [("run", run_op("again", "new"))])
     assert out.results[0].value["status"] == "succeeded"
     assert parses == ["load_state"]
+
+
+def test_a_users_first_turn_makes_the_session_theirs_and_resets_keep_it(
+    app: df.DFApp, model: ModelServer
+) -> None:
+    model.script(Reply.text("hi u1"))
+    out = run_batch(app, ENTITY, "own1", None, [("run", run_op("hi", "c1", userId="u1"))])
+    assert out.results[0].is_error is False and out.state is not None
+    assert load_state(out.state).user_id == "u1"
+    reset = run_batch(app, ENTITY, "own1", out.state, [("reset", None)])
+    assert reset.state is not None
+    assert load_state(reset.state).user_id == "u1" and len(load_state(reset.state)) == 0
+    deleted = run_batch(app, ENTITY, "own1", out.state, [("delete", None)])
+    assert deleted.state is not None
+    tombstone = json.loads(deleted.state)
+    assert tombstone["data"]["deletedAt"] and tombstone["data"]["userId"] == "u1"
+
+
+def test_another_users_turn_is_refused_and_stores_nothing(app: df.DFApp, model: ModelServer) -> None:
+    model.script(Reply.text("hi u1"))
+    out = run_batch(app, ENTITY, "own2", None, [("run", run_op("hi", "c1", userId="u1"))])
+    for intruder in ({"userId": "u2"}, {}):
+        other = run_batch(app, ENTITY, "own2", out.state, [("run", run_op("show me", "c2", **intruder))])
+        assert other.results[0].is_error is True
+        assert other.state == out.state
+        # Not even a retried run id of the owner's is answered to another user.
+        retry = run_batch(app, ENTITY, "own2", out.state, [("run", run_op("hi", "c1", **intruder))])
+        assert retry.results[0].is_error is True and retry.state == out.state
+    assert len(model.requests) == 1
+
+
+def test_a_failed_first_turn_still_gives_the_session_its_owner(app: df.DFApp, model: ModelServer) -> None:
+    model.script(Reply.error(400, "refused", code="content_filter"))
+    out = run_batch(app, ENTITY, "own3", None, [("run", run_op("hi", "c1", userId="u1"))])
+    assert out.results[0].value["status"] == "failed" and out.state is not None
+    assert load_state(out.state).user_id == "u1"
+
+
+def test_a_bad_user_in_the_operation_input_is_refused(app: df.DFApp, model: ModelServer) -> None:
+    for bad in ("a/b", "", 7):
+        out = run_batch(app, ENTITY, "own4", None, [("run", run_op("hi", "c1", userId=bad))])
+        assert out.results[0].is_error is True and out.exists is False
+    assert model.requests == []

@@ -85,6 +85,8 @@ PINNED = {
         "wants_event_stream",
     ],
     "hosting.stored": [
+        "INTERNAL",
+        "Internal",
         "MAX_DISCARDED_RUNS",
         "MAX_REFUSED_BYTES",
         "REFUSED_MESSAGE",
@@ -92,6 +94,7 @@ PINNED = {
         "StoredRun",
         "TurnEntry",
         "Unrecorded",
+        "Viewer",
         "compact_text",
         "first_text",
         "refused_result",

@@ -123,7 +123,7 @@ def test_each_chosen_agent_gets_a_tool_trigger(mcp_app: df.DFApp, model_server: 
     assert trigger["useResultSchema"] is True and trigger["dataType"] == "STRING"
     properties = json.loads(trigger["toolProperties"])
     assert [(p["propertyName"], p["propertyType"], p["isRequired"]) for p in properties] == [
-        ("query", "string", True), ("session_id", "string", False)
+        ("query", "string", True), ("session_id", "string", False), ("user_id", "string", False)
     ]
     assert any(b["type"] == "durableClient" for b in bindings)
     without = build_app(make_agents(model_server))

@@ -1,0 +1,235 @@
+"""The embedded memory store: one SQLite file, for one machine (`make run`, the local host, tests).
+
+Items live in one table keyed by (user, agent, id); every statement names the namespace, so a
+query cannot reach another user's rows. The file is created for its owner alone (0600, in a
+folder of theirs: `_settings.private_folder`), as the stream store's. Calls run in a worker thread
+so a turn's event loop never waits on the disk.
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import contextlib
+import json
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ._store import (
+    DEFAULT_MAX_ITEMS,
+    Candidate,
+    InvalidMemory,
+    MemoryFull,
+    MemoryHit,
+    MemoryItem,
+    MemoryNamespace,
+    checked_embedding,
+    checked_limit,
+    checked_part,
+    checked_text,
+    metadata_json,
+    rank,
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    user_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    source_session TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    embedding BLOB,
+    PRIMARY KEY (user_id, agent, id)
+) WITHOUT ROWID;
+"""
+_COLUMNS = "id, text, metadata, source_session, created_at, updated_at, embedding"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _agent_key(namespace: MemoryNamespace) -> str:
+    # "" stands for "every agent of the user" (agent names are never empty).
+    return namespace.agent or ""
+
+
+def _blob(embedding: tuple[float, ...] | None) -> bytes | None:
+    return None if embedding is None else array.array("d", embedding).tobytes()
+
+
+def _vector(blob: bytes | None) -> tuple[float, ...] | None:
+    if blob is None:
+        return None
+    values = array.array("d")
+    values.frombytes(blob)
+    return tuple(values)
+
+
+class SqliteMemoryStore:
+    """`MemoryStore` on a SQLite file (WAL). `max_items`: what one namespace may hold."""
+
+    def __init__(self, path: str | os.PathLike[str], *, max_items: int = DEFAULT_MAX_ITEMS) -> None:
+        if max_items < 1:
+            raise ValueError("max_items must be positive")
+        self.path = Path(path)
+        self.max_items = max_items
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))  # its -wal/-shm get this mode
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        # A connection per call, closed after it (sqlite3's own context manager does not close).
+        db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+        try:
+            db.execute("PRAGMA synchronous=NORMAL")
+            yield db
+        finally:
+            db.close()
+
+    def _item(self, namespace: MemoryNamespace, row: Sequence[Any]) -> MemoryItem:
+        item_id, text, metadata, source, created, updated, blob = row
+        return MemoryItem(
+            id=item_id,
+            namespace=namespace,
+            text=text,
+            created_at=created,
+            updated_at=updated,
+            metadata=json.loads(metadata),
+            source_session=source,
+            embedding=_vector(blob),
+        )
+
+    # -- operations (sync, run in a thread by the async methods) ---------------------------
+
+    def _put(
+        self,
+        namespace: MemoryNamespace,
+        text: str,
+        item_id: str | None,
+        metadata: Mapping[str, Any] | None,
+        source_session: str | None,
+        embedding: Sequence[float] | None,
+    ) -> MemoryItem:
+        text = checked_text(text)
+        meta = metadata_json(metadata)
+        vector = checked_embedding(embedding)
+        if source_session is not None:
+            checked_part(source_session, "a memory's source session")
+        key = (namespace.user_id, _agent_key(namespace))
+        now = _now()
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")  # the count and the write as one step
+            try:
+                created = now
+                if item_id is not None:
+                    checked_part(item_id, "a memory's id")
+                    row = db.execute(
+                        "SELECT created_at FROM memories WHERE user_id=? AND agent=? AND id=?",
+                        (*key, item_id),
+                    ).fetchone()
+                    if row is None:
+                        raise InvalidMemory(f"there is no memory {item_id!r} to replace")
+                    created = row[0]
+                else:
+                    (count,) = db.execute(
+                        "SELECT COUNT(*) FROM memories WHERE user_id=? AND agent=?", key
+                    ).fetchone()
+                    if count >= self.max_items:
+                        raise MemoryFull(f"this memory holds {count} items, its limit; forget some first")
+                    item_id = uuid.uuid4().hex
+                db.execute(
+                    "INSERT OR REPLACE INTO memories (user_id, agent, id, text, metadata, source_session, "
+                    "created_at, updated_at, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*key, item_id, text, meta, source_session, created, now, _blob(vector)),
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return MemoryItem(item_id, namespace, text, created, now, json.loads(meta), source_session, vector)
+
+    def _get(self, namespace: MemoryNamespace, item_id: str) -> MemoryItem | None:
+        with self._connect() as db:
+            row = db.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id=? AND agent=? AND id=?",
+                (namespace.user_id, _agent_key(namespace), item_id),
+            ).fetchone()
+        return None if row is None else self._item(namespace, row)
+
+    def _candidates(self, namespace: MemoryNamespace, embedded: bool) -> list[Candidate]:
+        # Only what ranking reads: whole items are built for the hits alone.
+        vector = "embedding" if embedded else "NULL"
+        with self._connect() as db:
+            rows = db.execute(
+                f"SELECT id, text, updated_at, {vector} FROM memories WHERE user_id=? AND agent=?",
+                (namespace.user_id, _agent_key(namespace)),
+            ).fetchall()
+        return [Candidate(i, text, updated, _vector(blob)) for i, text, updated, blob in rows]
+
+    def _search(
+        self, namespace: MemoryNamespace, query: str, vector: tuple[float, ...] | None, limit: int
+    ) -> list[MemoryHit]:
+        ranked = rank(self._candidates(namespace, vector is not None), query, vector, limit)
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        with self._connect() as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id=? AND agent=? AND id IN ({marks})",
+                (namespace.user_id, _agent_key(namespace), *(i for i, _ in ranked)),
+            ).fetchall()
+        items = {row[0]: self._item(namespace, row) for row in rows}
+        return [MemoryHit(items[i], score) for i, score in ranked if i in items]
+
+    def _delete(self, namespace: MemoryNamespace, item_id: str) -> bool:
+        with self._connect() as db:
+            done = db.execute(
+                "DELETE FROM memories WHERE user_id=? AND agent=? AND id=?",
+                (namespace.user_id, _agent_key(namespace), item_id),
+            )
+        return done.rowcount > 0
+
+    # -- MemoryStore ----------------------------------------------------------------------
+
+    async def put(
+        self,
+        namespace: MemoryNamespace,
+        text: str,
+        *,
+        item_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source_session: str | None = None,
+        embedding: Sequence[float] | None = None,
+    ) -> MemoryItem:
+        return await asyncio.to_thread(
+            self._put, namespace, text, item_id, metadata, source_session, embedding
+        )
+
+    async def get(self, namespace: MemoryNamespace, item_id: str) -> MemoryItem | None:
+        return await asyncio.to_thread(self._get, namespace, item_id)
+
+    async def search(
+        self,
+        namespace: MemoryNamespace,
+        query: str = "",
+        *,
+        embedding: Sequence[float] | None = None,
+        limit: int = 10,
+    ) -> list[MemoryHit]:
+        limit = checked_limit(limit)
+        vector = checked_embedding(embedding)
+        return await asyncio.to_thread(self._search, namespace, query, vector, limit)
+
+    async def delete(self, namespace: MemoryNamespace, item_id: str) -> bool:
+        return await asyncio.to_thread(self._delete, namespace, item_id)

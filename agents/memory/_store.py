@@ -1,0 +1,227 @@
+"""Long-term memory: items that outlive a session, kept per user (and optionally per agent).
+
+One small interface (`MemoryStore`) with backends underneath (`SqliteMemoryStore`). Every
+operation names its `MemoryNamespace`; nothing reads across namespaces, so one user's items can
+never reach another user's turn. Search is by keywords, or by similarity when the caller gives
+the query's embedding and the items carry embeddings of the same model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .._errors import AgentsError
+
+MAX_NAMESPACE_PART = 128
+"""Longest user id or agent name of a namespace."""
+MAX_TEXT_CHARS = 4_000
+"""Longest item text: a memory is a fact or a summary, not a document."""
+MAX_METADATA_BYTES = 4 * 1024
+"""Largest item metadata, as compact JSON."""
+MAX_EMBEDDING_DIMENSIONS = 8_192
+"""Longest accepted embedding (the largest embedding models have 3,072 dimensions)."""
+DEFAULT_MAX_ITEMS = 1_000
+"""Items a namespace holds unless the store says otherwise; a put past it is refused
+(`MemoryFull`): search reads a namespace whole, so it stays bounded."""
+MAX_SEARCH_LIMIT = 100
+"""Most results one search returns."""
+
+# The rule of hosting's ids (URL-unreserved characters only): a namespace part ends up in store
+# keys and URLs. "." and ".." are refused too (URL dot segments).
+_PART = re.compile(rf"[A-Za-z0-9._~-]{{1,{MAX_NAMESPACE_PART}}}")
+_WORD = re.compile(r"\w+")
+
+
+class MemoryStoreError(AgentsError):
+    """A memory store operation cannot be done (the subclasses say why)."""
+
+
+class InvalidMemory(MemoryStoreError, ValueError):
+    """An item, a namespace or a search that breaks the rules above; nothing was stored."""
+
+
+class MemoryFull(MemoryStoreError):
+    """The namespace holds its store's `max_items` already; nothing was stored."""
+
+
+def checked_part(value: object, what: str) -> str:
+    """`value` if it is a valid namespace part or id (the rule above), else `InvalidMemory`."""
+    if not isinstance(value, str) or _PART.fullmatch(value) is None or value in (".", ".."):
+        raise InvalidMemory(
+            f"{what} must be 1 to {MAX_NAMESPACE_PART} letters, digits, '.', '_', '~' or '-' "
+            "(not '.' or '..')"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class MemoryNamespace:
+    """Whose items: a user, and optionally one agent of theirs (None: shared by the user's agents)."""
+
+    user_id: str
+    agent: str | None = None
+
+    def __post_init__(self) -> None:
+        checked_part(self.user_id, "a memory namespace's user id")
+        if self.agent is not None:
+            checked_part(self.agent, "a memory namespace's agent")
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One remembered item. `created_at` / `updated_at`: RFC 3339 UTC."""
+
+    id: str
+    namespace: MemoryNamespace
+    text: str
+    created_at: str
+    updated_at: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    source_session: str | None = None
+    embedding: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """A search result: the item and how well it matched (0-1: the share of the query's words it
+    holds, or the cosine similarity of the embeddings)."""
+
+    item: MemoryItem
+    score: float
+
+
+class MemoryStore(Protocol):
+    """Where long-term memory is kept. Every method is scoped to one namespace."""
+
+    async def put(
+        self,
+        namespace: MemoryNamespace,
+        text: str,
+        *,
+        item_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source_session: str | None = None,
+        embedding: Sequence[float] | None = None,
+    ) -> MemoryItem:
+        """Store a new item (a fresh id), or replace the item `item_id` (keeping its creation
+        time). `InvalidMemory` / `MemoryFull` when it cannot be stored."""
+        ...
+
+    async def get(self, namespace: MemoryNamespace, item_id: str) -> MemoryItem | None:
+        """The item, or None (also for an id of another namespace)."""
+        ...
+
+    async def search(
+        self,
+        namespace: MemoryNamespace,
+        query: str = "",
+        *,
+        embedding: Sequence[float] | None = None,
+        limit: int = 10,
+    ) -> list[MemoryHit]:
+        """The best matches, best first: by similarity to `embedding` among items embedded with
+        as many dimensions, else by the query's words; an empty query lists the newest items."""
+        ...
+
+    async def delete(self, namespace: MemoryNamespace, item_id: str) -> bool:
+        """Delete the item; whether there was one."""
+        ...
+
+
+# -- the rules every backend applies ----------------------------------------------------------
+
+
+def checked_text(text: object) -> str:
+    """An item's text, whitespace-trimmed; `InvalidMemory` for an empty or oversized one."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidMemory("a memory's text must be a non-empty string")
+    text = text.strip()
+    if len(text) > MAX_TEXT_CHARS:
+        raise InvalidMemory(f"a memory's text must be at most {MAX_TEXT_CHARS} characters (got {len(text)})")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidMemory("a memory's text holds a lone surrogate, which is not text") from None
+    return text
+
+
+def metadata_json(metadata: Mapping[str, Any] | None) -> str:
+    """The metadata as compact JSON text; `InvalidMemory` when it is not a JSON object or too big."""
+    try:
+        text = json.dumps(dict(metadata or {}), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidMemory(f"a memory's metadata must be a JSON object: {error}") from None
+    if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise InvalidMemory(f"a memory's metadata must be at most {MAX_METADATA_BYTES} bytes of JSON")
+    return text
+
+
+def checked_embedding(embedding: Sequence[float] | None) -> tuple[float, ...] | None:
+    """The embedding as a tuple of finite floats (None: none); `InvalidMemory` otherwise."""
+    if embedding is None:
+        return None
+    values = tuple(float(v) for v in embedding)
+    if not 0 < len(values) <= MAX_EMBEDDING_DIMENSIONS or not all(math.isfinite(v) for v in values):
+        raise InvalidMemory(
+            f"an embedding must hold 1 to {MAX_EMBEDDING_DIMENSIONS} finite numbers"
+        )
+    return values
+
+
+def checked_limit(limit: int) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidMemory(f"a search's limit must be 1 to {MAX_SEARCH_LIMIT}")
+    return limit
+
+
+def words(text: str) -> set[str]:
+    """The words of a text, case-folded (letters and digits of any script)."""
+    return set(_WORD.findall(text.casefold()))
+
+
+def keyword_score(query_words: set[str], text: str) -> float:
+    """The share of the query's words the text holds."""
+    if not query_words:
+        return 0.0
+    return len(query_words & words(text)) / len(query_words)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors of one length (0 for a zero vector)."""
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
+    norms = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return dot / norms if norms else 0.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What a search ranks of an item (backends read only this much of every item, and whole
+    items for the hits alone)."""
+
+    id: str
+    text: str
+    updated_at: str
+    embedding: tuple[float, ...] | None = None
+
+
+def rank(
+    candidates: Sequence[Candidate], query: str, embedding: tuple[float, ...] | None, limit: int
+) -> list[tuple[str, float]]:
+    """The search every backend answers, over the namespace's items: (id, score) of the best,
+    best first (newest first on ties)."""
+    newest = sorted(candidates, key=lambda c: c.updated_at, reverse=True)
+    if embedding is not None:
+        embedded = [c for c in newest if c.embedding is not None and len(c.embedding) == len(embedding)]
+        if embedded:
+            scored = [(c.id, cosine(embedding, c.embedding or ())) for c in embedded]
+            return sorted(scored, key=lambda s: s[1], reverse=True)[:limit]
+    wanted = words(query)
+    if not wanted:
+        return [(c.id, 0.0) for c in newest[:limit]]
+    scored = [(c.id, keyword_score(wanted, c.text)) for c in newest]
+    return sorted((s for s in scored if s[1] > 0), key=lambda s: s[1], reverse=True)[:limit]

@@ -1,0 +1,277 @@
+"""Users and session ownership over real HTTP: a session belongs to the user who created it, and
+to any other caller it does not exist, on every route (run, read, history, run status, stream,
+reset, delete, the sessions list, MCP). Behind App Service Authentication the user is the
+signed-in principal; elsewhere a caller with a function key names it (`user_id`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+from e2e_support import FUNCTION_KEY, Client, HostProcess, eventually, history
+from mcp_support import mcp_session, text_of
+
+from agents.testing import ModelServer, Reply
+
+RUN = "/api/agents/assistant/run"
+PRINCIPAL = "X-MS-CLIENT-PRINCIPAL-ID"
+
+
+def _sid() -> str:
+    return "own-" + uuid.uuid4().hex[:12]
+
+
+def _as(user: str | None) -> str:
+    return "" if user is None else f"?user_id={user}"
+
+
+async def _owned_session(client: Client, model: ModelServer, user: str) -> tuple[str, str]:
+    """A session `user` created with one finished turn: (session id, run id)."""
+    model.script(Reply.text("hello u1"))
+    session = _sid()
+    answer = await client.run("assistant", "I like tea.", session, user_id=user)
+    assert answer.status == 200, answer.body
+    return session, answer.json()["correlation_id"]
+
+
+async def _hidden_everywhere(client: Client, session: str, run: str, user: str | None) -> None:
+    """Every route answers 404 session_not_found to `user` (None: a caller acting for no one)."""
+    base = f"/api/agents/assistant/sessions/{session}"
+    q = _as(user)
+    routes = [
+        ("GET", f"{base}{q}"),
+        ("GET", f"{base}/history{q}"),
+        ("GET", f"{base}/runs/{run}{q}"),
+        ("GET", f"{base}/runs/{run}/stream{q}"),
+        ("POST", f"{base}/reset{q}"),
+        ("DELETE", f"{base}{q}"),
+    ]
+    for method, path in routes:
+        answer = await client.request(method, path)
+        assert answer.status == 404, (method, path, answer.status, answer.body[:300])
+        assert answer.content_type == "application/problem+json"
+        assert answer.json()["code"] == "session_not_found", (method, path)
+    body = {"message": "show me their history", "session_id": session}
+    if user is not None:
+        body["user_id"] = user
+    run_answer = await client.post(RUN, json_body=body)
+    assert run_answer.status == 404 and run_answer.json()["code"] == "session_not_found", run_answer.body
+    listed = await client.get(f"/api/agents/assistant/sessions?page_size=100{q.replace('?', '&')}")
+    assert listed.status == 200, listed.body
+    assert session not in {s["session_id"] for s in listed.json()["sessions"]}
+
+
+async def test_a_session_is_its_creators_alone_on_every_route(client: Client, model: ModelServer) -> None:
+    session, run = await _owned_session(client, model, "u1")
+    stored = (await client.get(f"/api/agents/assistant/sessions/{session}?user_id=u1")).json()["state"]
+    assert stored["data"]["userId"] == "u1"
+    for other in ("u2", None):
+        await _hidden_everywhere(client, session, run, other)
+    assert model.requests and len(model.requests) == 1  # no other user's turn reached the model
+    # The owner still has everything, unchanged by the attempts.
+    own = await client.get(f"/api/agents/assistant/sessions/{session}?user_id=u1")
+    assert own.status == 200 and len(history(own.json()["state"])) == 2
+    status = await client.get(f"/api/agents/assistant/sessions/{session}/runs/{run}?user_id=u1")
+    assert status.status == 200 and status.json()["status"] == "succeeded"
+    listed = await client.get("/api/agents/assistant/sessions?page_size=100&user_id=u1")
+    assert session in {s["session_id"] for s in listed.json()["sessions"]}
+    # A reset empties the session; it stays the owner's.
+    assert (await client.post(f"/api/agents/assistant/sessions/{session}/reset?user_id=u1")).status == 202
+
+    async def reset_done() -> bool:
+        answer = await client.get(f"/api/agents/assistant/sessions/{session}?user_id=u1")
+        return answer.status == 200 and history(answer.json()["state"]) == []
+
+    await eventually(reset_done, "the reset")
+    assert (await client.get(f"/api/agents/assistant/sessions/{session}?user_id=u2")).status == 404
+
+
+async def test_sessions_without_a_user_stay_open_to_every_caller(client: Client, model: ModelServer) -> None:
+    model.script(Reply.text("one"), Reply.text("two"))
+    session = _sid()
+    assert (await client.run("assistant", "hi", session)).status == 200
+    # A caller acting for a user still reaches a session of no one in particular, as before.
+    later = await client.run("assistant", "again", session, user_id="u9")
+    assert later.status == 200, later.body
+    state = (await client.get(f"/api/agents/assistant/sessions/{session}?user_id=u7")).json()["state"]
+    assert "userId" not in state["data"] and len(history(state)) == 4
+
+
+async def test_the_same_idempotency_key_of_two_users_lands_in_two_sessions(
+    client: Client, model: ModelServer
+) -> None:
+    model.script(Reply.text("for u1"), Reply.text("for u2"))
+    key = {"Idempotency-Key": "key-" + uuid.uuid4().hex}
+    first = await client.post(RUN, json_body={"message": "hi", "user_id": "u1"}, headers=key)
+    second = await client.post(RUN, json_body={"message": "hi", "user_id": "u2"}, headers=key)
+    assert first.status == 200 and second.status == 200, (first.body, second.body)
+    assert first.json()["session_id"] != second.json()["session_id"]
+    assert second.json()["response"]["text"] == "for u2"
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "code"),
+    [
+        ("body", "a/b", "invalid_user_id"),
+        ("body", "", "invalid_user_id"),
+        ("body", "x" * 129, "invalid_user_id"),
+        ("body", "..", "invalid_user_id"),
+        ("query", "a%20b", "invalid_user_id"),
+        ("query", "%C3%A9", "invalid_user_id"),
+        ("both", "u1", "conflicting_fields"),
+    ],
+)
+async def test_bad_user_ids_are_refused_and_store_nothing(
+    client: Client, model: ModelServer, where: str, value: str, code: str
+) -> None:
+    session = _sid()
+    body: dict[str, object] = {"message": "hi", "session_id": session}
+    path = RUN
+    if where in ("body", "both"):
+        body["user_id"] = value
+    if where == "query":
+        path += f"?user_id={value}"
+    if where == "both":
+        path += "?user_id=u2"
+    answer = await client.post(path, json_body=body)
+    assert answer.status == 400, answer.body
+    assert answer.content_type == "application/problem+json"
+    assert answer.json()["code"] == code and answer.json()["field"] == "user_id"
+    assert (await client.get(f"/api/agents/assistant/sessions/{session}")).status == 404
+    assert model.requests == []
+    read = await client.get(f"/api/agents/assistant/sessions/{session}?user_id=a%2Fb")
+    assert read.status == 400 and read.json()["code"] == "invalid_user_id"
+
+
+async def test_without_easy_auth_principal_headers_are_ignored(client: Client, model: ModelServer) -> None:
+    # Outside App Service Authentication anybody can send the header: it names no one.
+    model.script(Reply.text("x"))
+    session = _sid()
+    answer = await client.post(
+        RUN, json_body={"message": "hi", "session_id": session}, headers={PRINCIPAL: "u1"}
+    )
+    assert answer.status == 200, answer.body
+    state = (await client.get(f"/api/agents/assistant/sessions/{session}?user_id=u2")).json()["state"]
+    assert "userId" not in state["data"]
+
+
+async def test_mcp_calls_see_only_their_users_sessions(
+    e2e_host: HostProcess, client: Client, model: ModelServer
+) -> None:
+    session, _run = await _owned_session(client, model, "u1")
+    async with mcp_session(e2e_host.url, "streamable-http", FUNCTION_KEY) as mcp:
+        for arguments in ({"user_id": "u2"}, {}):
+            result = await mcp.call_tool("assistant", {"query": "hi", "session_id": session, **arguments})
+            assert result.is_error, result
+            assert result.structured_content["code"] == "session_not_found", result.structured_content
+        model.script(Reply.text("welcome back"))
+        own = await mcp.call_tool("assistant", {"query": "hi", "session_id": session, "user_id": "u1"})
+        assert not own.is_error, own
+        assert text_of(own) == "welcome back"
+        bad = await mcp.call_tool("assistant", {"query": "hi", "user_id": "a/b"})
+        assert bad.is_error and bad.structured_content["code"] == "invalid_user_id"
+    assert len(model.requests) == 2
+
+
+@pytest.fixture(scope="module")
+def auth_host(model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
+    """A host told App Service Authentication is on. The local host has no Easy Auth of its own:
+    the tests send the principal header as the platform would set it."""
+    root = tmp_path_factory.mktemp("auth-host")
+    host = HostProcess(
+        root / "data", model_server.base_url, root / "host.log", extra_env={"WEBSITE_AUTH_ENABLED": "True"}
+    ).start()
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
+async def test_behind_easy_auth_the_principal_is_the_user(
+    auth_host: HostProcess, client: Client, model: ModelServer
+) -> None:
+    behind = Client(client.session, auth_host.url)
+    model.script(Reply.text("hi ada"))
+    session = _sid()
+    created = await behind.post(
+        RUN, json_body={"message": "hi", "session_id": session}, headers={PRINCIPAL: "ada"}
+    )
+    assert created.status == 200, created.body
+    path = f"/api/agents/assistant/sessions/{session}"
+    own = await behind.get(path, headers={PRINCIPAL: "ada"})
+    assert own.status == 200 and own.json()["state"]["data"]["userId"] == "ada"
+    assert (await behind.get(path, headers={PRINCIPAL: "bob"})).status == 404
+    assert (await behind.get(path)).status == 404  # signed in as no one
+    # user_id cannot name anyone but the signed-in user here.
+    for headers in ({PRINCIPAL: "bob"}, {}):
+        forged = await behind.get(path + "?user_id=ada", headers=headers)
+        assert forged.status == 403, forged.body
+        assert forged.json()["code"] == "user_mismatch"
+    same = await behind.get(path + "?user_id=ada", headers={PRINCIPAL: "ada"})
+    assert same.status == 200
+    bad = await behind.get(path, headers={PRINCIPAL: "a b"})
+    assert bad.status == 400 and bad.json()["field"] == PRINCIPAL
+
+
+async def test_the_sessions_lists_next_page_keeps_the_user(client: Client, model: ModelServer) -> None:
+    model.script(Reply.text("a"), Reply.text("b"))
+    mine = {_sid(), _sid()}
+    for session in sorted(mine):
+        assert (await client.run("assistant", "hi", session, user_id="pager")).status == 200
+    seen: set[str] = set()
+    path: str | None = "/api/agents/assistant/sessions?page_size=1&user_id=pager"
+    while path is not None:
+        page = await client.get(path)
+        assert page.status == 200, page.body
+        body = page.json()
+        seen |= {s["session_id"] for s in body["sessions"]}
+        path = body["next"]
+        if path is not None:
+            assert "user_id=pager" in path
+            parts = urlsplit(path)
+            path = f"{parts.path}?{parts.query}"
+    assert mine <= seen
+    for session in seen:  # only sessions this user may see: theirs, and those of no one
+        answer = await client.get(f"/api/agents/assistant/sessions/{session}?user_id=pager")
+        assert answer.status == 200, (session, answer.body[:200])
+
+
+async def test_another_user_cannot_join_a_pending_first_run(client: Client, model: ModelServer) -> None:
+    # Before its first turn is stored a session has no owner to check; the run's claim knows it.
+    session = _sid()
+    model.script(Reply.delay(1.0, then=Reply.text("for u1 only")))
+    body = {"message": "hi", "session_id": session, "correlation_id": "first", "user_id": "u1"}
+    accepted = await client.post(RUN, json_body={**body, "wait_for_response": False})
+    assert accepted.status == 202, accepted.body
+    for accept in ("text/event-stream", "application/json"):
+        joined = await client.post(RUN, json_body={**body, "user_id": "u2"}, headers={"Accept": accept})
+        assert joined.status == 404, (accept, joined.status, joined.body[:300])
+        assert joined.json()["code"] == "session_not_found"
+    done = await client.get(f"/api/agents/assistant/sessions/{session}/runs/first?wait=20&user_id=u1")
+    assert done.status == 200 and done.json()["status"] == "succeeded", done.body
+    assert done.json()["response"]["text"] == "for u1 only"
+    assert len(model.requests) == 1
+
+
+async def test_another_user_cannot_follow_a_pending_first_runs_stream(
+    client: Client, model: ModelServer
+) -> None:
+    session = _sid()
+    model.script(Reply.delay(1.0, then=Reply.text("for u1 only")), Reply.delay(1.0, then=Reply.text("open")))
+    body = {"message": "hi", "session_id": session, "correlation_id": "first", "user_id": "u1"}
+    assert (await client.post(RUN, json_body={**body, "wait_for_response": False})).status == 202
+    stream = f"/api/agents/assistant/sessions/{session}/runs/first/stream"
+    for user in ("u2", None):
+        followed = await client.get(stream + _as(user))
+        assert followed.status == 404 and followed.json()["code"] == "session_not_found", followed.body[:300]
+    own = await client.get(stream + "?user_id=u1")
+    assert own.status == 200 and b"for u1 only" in own.body
+    # A pending run of no one in particular is anyone's to follow, as its session is.
+    open_session = _sid()
+    assert (await client.post(RUN, json_body={
+        "message": "hi", "session_id": open_session, "correlation_id": "r", "wait_for_response": False,
+    })).status == 202
+    anyone = await client.get(f"/api/agents/assistant/sessions/{open_session}/runs/r/stream?user_id=u7")
+    assert anyone.status == 200 and b"open" in anyone.body
