@@ -9,7 +9,7 @@ from typing import Any
 
 from ._errors import IncompatibleStateVersion
 
-CURRENT_SCHEMA_VERSION = "1.4.0"
+CURRENT_SCHEMA_VERSION = "1.5.0"
 """The version `dump_state` writes. Any 1.x.y loads; older minors are upgraded step by step."""
 
 # One line per version: what it added. Keep in step with UPGRADE_STEPS and docs/state.md.
@@ -19,6 +19,7 @@ CHANGELOG: dict[str, str] = {
     "1.2.0": "optional data.stateBag, data.runs, data.serviceThreadId and response failure",
     "1.3.0": "optional data.archive (older entries in chunks), data.lastActivityAt, data.discardedRuns",
     "1.4.0": "optional data.refusedRuns (refused turns by id), data.deletedAt (a deleted session tombstone)",
+    "1.5.0": "optional data.activeTurn (the turn in progress and its finished steps), data.queuedRuns",
 }
 
 SUPPORTED_MAJOR = 1
@@ -137,11 +138,32 @@ def _upgrade_1_3_to_1_4(doc: Doc) -> None:
     del doc
 
 
+def _upgrade_1_4_to_1_5(doc: Doc) -> None:
+    # 1.5 adds the optional `data.activeTurn` and `data.queuedRuns`. Found in a document labelled
+    # 1.4, they were carried through by a 1.4 writer, which runs a turn whole: a run it recorded
+    # meanwhile (its id in `runs`) is finished, so its progress or its queued request is stale and
+    # would run it twice; those are dropped, the rest is kept.
+    data = doc["data"]
+    runs = data.get("runs")
+    done = set(runs) if isinstance(runs, dict) else set()
+    active = data.get("activeTurn")
+    if isinstance(active, dict) and _run_id(active.get("request")) in done:
+        del data["activeTurn"]
+    queued = data.get("queuedRuns")
+    if isinstance(queued, list):
+        data["queuedRuns"] = [q for q in queued if _run_id(q) not in done]
+
+
+def _run_id(request: Any) -> Any:
+    return request.get("correlationId") if isinstance(request, dict) else None
+
+
 UPGRADE_STEPS: dict[int, UpgradeStep] = {
     0: _upgrade_1_0_to_1_1,
     1: _upgrade_1_1_to_1_2,
     2: _upgrade_1_2_to_1_3,
     3: _upgrade_1_3_to_1_4,
+    4: _upgrade_1_4_to_1_5,
 }
 """minor version N -> the step that turns a 1.N document into a 1.(N+1) document."""
 

@@ -84,6 +84,11 @@ PINNED = {
         "wants_event_stream",
     ],
     "hosting.stored": [
+        "ActiveTurn",
+        "UnreadableTurn",
+        "active_turn",
+        "forget_waiting",
+        "queued_requests",
         "MAX_DISCARDED_RUNS",
         "MAX_REFUSED_BYTES",
         "REFUSED_MESSAGE",

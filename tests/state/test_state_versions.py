@@ -69,6 +69,23 @@ def test_step_1_3_to_1_4_keeps_tombstone_and_refused_ids_carried_by_a_1_3_writer
     assert doc == before
 
 
+def test_step_1_4_to_1_5_drops_only_progress_and_queued_runs_a_1_4_writer_finished() -> None:
+    finished = {"a": {"status": "succeeded", "requestIndex": 0, "responseIndex": 1}}
+    doc = _doc(
+        "1.4.0",
+        runs=finished,
+        activeTurn={"request": {"correlationId": "a"}, "progress": {"steps": 1}},
+        queuedRuns=[{"correlationId": "a"}, {"correlationId": "b"}],
+    )
+    UPGRADE_STEPS[4](doc)
+    assert "activeTurn" not in doc["data"]
+    assert doc["data"]["queuedRuns"] == [{"correlationId": "b"}]
+    kept = _doc("1.4.0", runs=finished, activeTurn={"request": {"correlationId": "c"}}, queuedRuns=[])
+    before = copy.deepcopy(kept)
+    UPGRADE_STEPS[4](kept)
+    assert kept == before
+
+
 def test_upgrade_runs_the_chain_from_the_loaded_minor() -> None:
     calls: list[int] = []
     saved = dict(UPGRADE_STEPS)
@@ -76,10 +93,10 @@ def test_upgrade_runs_the_chain_from_the_loaded_minor() -> None:
         for minor in saved:
             UPGRADE_STEPS[minor] = lambda doc, m=minor: calls.append(m)  # type: ignore[misc]
         upgrade({}, 0)
-        assert calls == [0, 1, 2, 3]
+        assert calls == [0, 1, 2, 3, 4]
         calls.clear()
         upgrade({}, 1)
-        assert calls == [1, 2, 3]
+        assert calls == [1, 2, 3, 4]
         calls.clear()
         upgrade({}, CURRENT_MINOR)
         upgrade({}, CURRENT_MINOR + 3)  # newer minors: nothing to do
@@ -105,7 +122,7 @@ def test_runs_index_carried_by_an_older_writer_is_rebuilt() -> None:
 
 
 def test_newer_minor_runs_index_is_used_as_stored() -> None:
-    doc = _doc("1.5.0", runs={"a": {"status": "failed", "requestIndex": 0, "responseIndex": 1, "x": 1}})
+    doc = _doc("1.9.0", runs={"a": {"status": "failed", "requestIndex": 0, "responseIndex": 1, "x": 1}})
     state = load_state(json.dumps(doc))
     run = state.find_run("a")
     assert run is not None and run.status == "failed"
