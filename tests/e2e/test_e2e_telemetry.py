@@ -142,6 +142,11 @@ async def test_a_turn_with_a_tool_call_reaches_an_otlp_receiver_as_one_tree(
     names = ["POST /api/agents/{agent}/run", "dafx-concierge run", "dafx-concierge step",
              "invoke_agent concierge", "execute_tool get_weather"]
     await _wait_for(receiver, names, chats=2)
+    for _ in range(100):  # the last step's spans may come in a later export than the first's
+        steps, agents = receiver.named("dafx-concierge step"), receiver.named("invoke_agent concierge")
+        if len(steps) >= 2 and len(agents) >= 3:
+            break
+        await asyncio.sleep(0.05)
     http_span, entity, _, _, tool_span = (receiver.named(n)[0] for n in names)
     # The turn's three steps (model call, tool call, model call) are three operations: `run`,
     # then two `step`s, each with its span under the request's, and an invoke_agent span each.

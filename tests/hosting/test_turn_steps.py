@@ -123,3 +123,37 @@ def test_progress_round_trips_and_refuses_what_it_did_not_write() -> None:
     for bad in ({"steps": -1}, {"steps": 1, "messages": [{"contents": []}]}, {"steps": "1"}):
         with pytest.raises(ValueError):
             TurnProgress.from_json(bad)
+
+
+def test_another_request_under_the_id_of_a_running_turn_is_a_conflict(
+    steps_app: df.DFApp, model: ModelServer
+) -> None:
+    model.script(Reply.tool_call("charge", {"amount": 1}, call_id="c"))
+    first = _batch(steps_app, None, [("run", run_op("pay 1", "r-conflict"))])
+    other = _batch(steps_app, first["entityState"], [("run", run_op("something else", "r-conflict"))])
+    [result] = other["results"]
+    assert result["isError"] is True and "r-conflict" in json.loads(result["result"])
+    assert other["entityState"] == first["entityState"] and other["signals"] == []
+
+
+def test_a_step_in_a_batch_the_sdk_fails_records_its_turn_as_failed(
+    steps_app: df.DFApp, model: ModelServer
+) -> None:
+    model.script(Reply.tool_call("charge", {"amount": 1}, call_id="c"))
+    first = _batch(steps_app, None, [("run", run_op("pay 1", "r-sdk")), ("run", run_op("next", "r-next"))])
+    # A request property the SDK does not know makes it raise before any operation runs.
+    request = {
+        **batch_request(ENTITY, "s", first["entityState"], [("step", {"correlationId": "r-sdk", "step": 1})]),
+        "newerProperty": True,
+    }
+    handle = functions(steps_app)[ENTITY].get_user_function()
+    out = json.loads(handle(json.dumps(request)))
+    [result] = out["results"]
+    answer = json.loads(result["result"])
+    assert result["isError"] is False and answer["status"] == "failed"
+    assert answer["error"]["code"] == "internal_error"
+    state = load_state(out["entityState"])
+    run = state.find_run("r-sdk")
+    assert run is not None and run.status == "failed" and state.active_turn is None
+    # The queued run is not left behind: it is signalled to start.
+    assert _signalled(out) == [("step", {"correlationId": "r-next", "step": 0})]
