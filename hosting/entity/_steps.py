@@ -175,11 +175,16 @@ class TurnSteps:
 
     def _start_next(self, context: EntityContext, state: AgentState) -> None:
         """Signal the first queued run to start once no turn is in progress."""
-        queued = state.queued_runs
-        if state.active_turn is not None or not queued or not isinstance(queued[0], dict):
+        if state.active_turn is not None:
             return
-        cid = queued[0].get("correlationId")
-        send_signal(self.name, str(context.entity_key), "step", {"correlationId": cid, "step": 0})
+        try:
+            queued = queued_requests(state)
+        except UnreadableTurn:
+            log.exception("entity %s@%s: a queued run cannot be read", self.name, context.entity_key)
+            return
+        if queued:
+            first = {"correlationId": queued[0].correlation_id, "step": 0}
+            send_signal(self.name, str(context.entity_key), "step", first)
 
     def _over_limit(self, loaded: Loaded, request: TurnRequest) -> TurnFailure | None:
         """`session_too_large` when the stored state and the asked text are over the limit."""
