@@ -20,6 +20,7 @@ from ._events import TurnEvent, TurnEventSink, TurnEventType
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
 from ._settings import HistoryMode, ModelConnection, ModelEnv, ModelSettings, RetryPolicy, SamplingSettings
+from ._steps import ToolCall, TurnProgress, current_tool_call
 from ._telemetry import mark_failed, mark_raised, tracing_enabled
 from ._tools import FunctionTool, tool
 from ._trace_context import context_from, current_trace_context
@@ -51,13 +52,16 @@ __all__ = [
     "RetryPolicy",
     "SamplingSettings",
     "TokenBudget",
+    "ToolCall",
     "TurnEvent",
     "TurnEventSink",
     "TurnEventType",
+    "TurnProgress",
     "TurnRequest",
     "TurnResult",
     "close_model_clients",
     "context_from",
+    "current_tool_call",
     "current_trace_context",
     "failure",
     "mark_failed",

@@ -16,8 +16,9 @@ from ._context_policy import ArchivedHistory, ContextPolicy, FullHistory, TokenB
 from ._errors import AgentConfigurationError
 from ._events import TurnEventSink
 from ._identity import request_identity, same_request
-from ._runner import record_failed_turn, run_turn
+from ._runner import record_failed_turn, run_turn, run_turn_step
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint, supports_responses
+from ._steps import TurnProgress
 from ._structured import ResponseFormat, agent_response_format
 from ._telemetry import invoke_agent
 from ._tools import FunctionTool
@@ -180,6 +181,28 @@ class Agent:
         if not isinstance(request, TurnRequest):
             raise TypeError(f"run takes a TurnRequest, not {type(request).__name__}")
         return await invoke_agent(self, request, run_turn(self, state, request, archive, on_event))
+
+    async def run_step(
+        self,
+        state: AgentState,
+        request: TurnRequest,
+        progress: TurnProgress | None,
+        archive: ArchivedHistory | None = None,
+        on_event: TurnEventSink | None = None,
+    ) -> TurnResult | TurnProgress:
+        """Run the next step of a turn (one model call, or the batch of tool calls the last model
+        call asked for) from ``progress``, its finished steps (None: the turn starts). A turn that
+        goes on returns its new progress and leaves ``state`` untouched, for the host to record
+        before it runs the next step; a turn that ends is recorded in ``state`` as ``run`` records
+        it (the same entries, whatever the steps) and its result returned."""
+        if not isinstance(state, AgentState):
+            raise TypeError(f"run_step takes an AgentState, not {type(state).__name__}")
+        if not isinstance(request, TurnRequest):
+            raise TypeError(f"run_step takes a TurnRequest, not {type(request).__name__}")
+        step = progress.steps if progress is not None else 0
+        return await invoke_agent(
+            self, request, run_turn_step(self, state, request, progress, archive, on_event), step
+        )
 
     def request_identity(self, request: TurnRequest) -> str:
         """The hash a run of ``request`` is recorded under (`requestHash`): its messages, the

@@ -30,6 +30,7 @@ from ._identity import format_of, request_entry, request_identity
 from ._live import announce_calls, announce_results, announce_usage
 from ._model import CallOptions, ModelCaller, now_iso
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint
+from ._steps import ToolCall, TurnProgress, enter_tool_call, leave_tool_call
 from ._structured import ResponseFormat, StructuredOutputError
 from ._telemetry import execute_tool, note_exception_type
 from ._tools import FunctionTool, parse_arguments, to_jsonable
@@ -94,6 +95,11 @@ class _Turn:
     service_thread_id: str | None = None
     archive: ArchivedHistory | None = None
     emitter: EventEmitter = field(default_factory=lambda: EventEmitter(None))
+    progress: TurnProgress = field(default_factory=TurnProgress)
+    """The finished steps this run of the turn starts from."""
+    one_step: bool = False
+    """Run one step only; `paused` then holds the progress when the turn is not finished."""
+    paused: TurnProgress | None = None
 
     # --- model access --------------------------------------------------------------------
 
@@ -119,6 +125,8 @@ class _Turn:
 
     async def execute(self) -> None:
         agent = self.agent
+        self.messages = self.progress.chat_messages()
+        self.usage = self.progress.usage_model()
         local = agent.history_mode == "local"
         # The model call reads the stored wire dicts; pydantic messages are built only for
         # providers, whose context exposes the history as ChatMessage models.
@@ -131,7 +139,7 @@ class _Turn:
                 agent_name=agent.name,
                 correlation_id=self.request.correlation_id,
                 # A copy (or a validated model), so a failed turn leaves the stored state untouched.
-                state=_provider_state(provider, self.state.state_bag.get(provider.source_id)),
+                state=_provider_state(provider, self._provider_stored(provider.source_id)),
                 request_messages=tuple(self.request_messages),
                 history=tuple(history),
                 history_offset=self.state.archived_messages,
@@ -161,51 +169,66 @@ class _Turn:
         call_options = CallOptions(options.get("temperature"), options.get("max_output_tokens"))
         max_rounds = int(options.get("max_tool_rounds") or agent.max_tool_rounds)
         caller = self.caller()
-        previous_id = self.state.service_thread_id if not local else None
+        progress = self.progress
+        rounds = progress.rounds
+        previous_id = progress.previous_response_id
+        if previous_id is None and not local and progress.steps == 0:
+            previous_id = self.state.service_thread_id
+        # What the service has not seen yet (service-side history): the request, or the last
+        # tool results after a resumed step.
         pending = [*extra_messages, *self.request_messages]
-        rounds = 0
+        if self.messages and self.messages[-1].role == "tool":
+            pending = [self.messages[-1]]
         while True:
-            sent = (
-                [*model_history, *extra_messages, *self.request_messages, *self.messages]
-                if local
-                else pending
-            )
-            output = await caller.call(
-                instructions="\n\n".join(instructions),
-                messages=sent,
-                tools=list(by_name.values()),
-                response_format=self.response_format,
-                previous_response_id=previous_id,
-                store=not local,
-                options=call_options,
-                emitter=self.emitter,
-            )
-            await announce_usage(self.emitter, output.usage)
-            self.usage = add_usage(self.usage, output.usage)
-            self.messages.append(output.message)
-            if not local:
-                previous_id = output.response_id
-            if output.finish_reason == "content_filter":
-                raise _TurnFailed(failure(FailureCode.CONTENT_FILTER, "the model's answer was filtered"))
-            calls = [c for c in output.message.contents if isinstance(c, FunctionCallContent)]
-            if not calls:
-                break
-            if rounds >= max_rounds:
-                raise _TurnFailed(
-                    failure(
-                        FailureCode.MAX_TOOL_ROUNDS_EXCEEDED,
-                        f"the model still asked for tools after {max_rounds} rounds",
-                    )
+            calls = _unanswered_calls(self.messages)
+            if calls:
+                # A tool step: the batch of calls the last model call asked for.
+                rounds += 1
+                pending = [await self._tool_step(calls, by_name)]
+            else:
+                # A model step.
+                sent = (
+                    [*model_history, *extra_messages, *self.request_messages, *self.messages]
+                    if local
+                    else pending
                 )
-            rounds += 1
-            await announce_calls(self.emitter, calls)
-            results = await asyncio.gather(
-                *(execute_tool(call, by_name.get(call.name), self._run_tool(call, by_name)) for call in calls)
-            )
-            await announce_results(self.emitter, results)
-            tool_message = ChatMessage(role="tool", contents=list(results), created_at=now_iso())
-            self.messages.append(tool_message)
-            pending = [tool_message]
+                output = await caller.call(
+                    instructions="\n\n".join(instructions),
+                    messages=sent,
+                    tools=list(by_name.values()),
+                    response_format=self.response_format,
+                    previous_response_id=previous_id,
+                    store=not local,
+                    options=call_options,
+                    emitter=self.emitter,
+                )
+                await announce_usage(self.emitter, output.usage)
+                self.usage = add_usage(self.usage, output.usage)
+                self.messages.append(output.message)
+                if not local:
+                    previous_id = output.response_id
+                if output.finish_reason == "content_filter":
+                    raise _TurnFailed(failure(FailureCode.CONTENT_FILTER, "the model's answer was filtered"))
+                if not _unanswered_calls(self.messages):
+                    break
+                if rounds >= max_rounds:
+                    raise _TurnFailed(
+                        failure(
+                            FailureCode.MAX_TOOL_ROUNDS_EXCEEDED,
+                            f"the model still asked for tools after {max_rounds} rounds",
+                        )
+                    )
+            if self.one_step:
+                # The step is done and the turn goes on: the host records this and runs the next.
+                self.paused = TurnProgress(
+                    steps=progress.steps + 1,
+                    messages=[_wire(m) for m in self.messages],
+                    usage=None if self.usage is None else _wire(self.usage),
+                    rounds=rounds,
+                    previous_response_id=previous_id,
+                    provider_states=self.provider_updates(),
+                )
+                return
 
         if self.response_format is not None:
             try:
@@ -217,6 +240,19 @@ class _Turn:
             ctx.response_messages = tuple(self.messages)
             await self._provider_call(provider, "after_turn", provider.after_turn(ctx))
         self.service_thread_id = previous_id
+
+    async def _tool_step(
+        self, calls: list[FunctionCallContent], by_name: dict[str, FunctionTool]
+    ) -> ChatMessage:
+        """Run the calls of one model answer together; their results become one tool message."""
+        await announce_calls(self.emitter, calls)
+        results = await asyncio.gather(
+            *(execute_tool(call, by_name.get(call.name), self._run_tool(call, by_name)) for call in calls)
+        )
+        await announce_results(self.emitter, results)
+        tool_message = ChatMessage(role="tool", contents=list(results), created_at=now_iso())
+        self.messages.append(tool_message)
+        return tool_message
 
     async def _provider_call(self, provider: ContextProvider, hook: str, awaitable: Any) -> Any:
         try:
@@ -245,9 +281,13 @@ class _Turn:
                 raise ToolExecutionError(
                     f"unknown tool {call.name!r}; available: {', '.join(sorted(tools)) or 'none'}"
                 )
-            invocation = tool.invoke(call.arguments or {})
-            timeout = self.agent.tool_timeout
-            value = await (asyncio.wait_for(invocation, timeout) if timeout else invocation)
+            token = enter_tool_call(ToolCall(self.request.correlation_id, call.call_id))
+            try:
+                invocation = tool.invoke(call.arguments or {})
+                timeout = self.agent.tool_timeout
+                value = await (asyncio.wait_for(invocation, timeout) if timeout else invocation)
+            finally:
+                leave_tool_call(token)
             result = without_lone_surrogates(to_jsonable(value), f"tool {call.name!r}'s result")
             return FunctionResultContent(call_id=call.call_id, result=result)
         except ToolExecutionError as exc:
@@ -263,7 +303,13 @@ class _Turn:
         text = without_lone_surrogates(f"Error: {message}", f"tool {call.name!r}'s error")
         return FunctionResultContent(call_id=call.call_id, result=text, isError=True)
 
-    def commit_provider_states(self) -> None:
+    def _provider_stored(self, source_id: str) -> JSON:
+        # A resumed turn continues from the provider state its earlier steps left.
+        states = self.progress.provider_states
+        return states[source_id] if source_id in states else self.state.state_bag.get(source_id)
+
+    def provider_updates(self) -> dict[str, JSON]:
+        """Each provider's state as the turn has it now (dumped), for the state bag or the progress."""
         updates: dict[str, JSON] = {}
         for provider, ctx in self.contexts:
             if ctx.state is None and provider.source_id not in self.state.state_bag:
@@ -272,7 +318,10 @@ class _Turn:
                 updates[provider.source_id] = provider.dump_state(ctx.state)
             except ProviderStateError as exc:
                 raise _TurnFailed(failure(FailureCode.PROVIDER_ERROR, str(exc))) from None
-        self.state.state_bag.update(updates)
+        return updates
+
+    def commit_provider_states(self) -> None:
+        self.state.state_bag.update(self.provider_updates())
 
 
 def _provider_state(provider: ContextProvider, stored: JSON) -> Any:
@@ -280,6 +329,18 @@ def _provider_state(provider: ContextProvider, stored: JSON) -> Any:
         return provider.load_state(stored)
     except ProviderStateError as exc:
         raise _TurnFailed(failure(FailureCode.PROVIDER_ERROR, str(exc))) from None
+
+
+def _unanswered_calls(messages: Sequence[ChatMessage]) -> list[FunctionCallContent]:
+    """The function calls of the last message when it is the model's and asks for tools."""
+    if not messages or messages[-1].role == "tool":
+        return []
+    return [c for c in messages[-1].contents if isinstance(c, FunctionCallContent)]
+
+
+def _wire(model: ChatMessage | Usage) -> dict[str, Any]:
+    raw: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return raw
 
 
 def _tools_by_name(tools: Sequence[FunctionTool]) -> dict[str, FunctionTool]:
@@ -338,6 +399,25 @@ async def run_turn(
 ) -> TurnResult:
     """Run one turn and record it in ``state``; failures become a failed turn, never an exception.
     With ``on_event`` the model is streamed and the turn's events sent to it as they happen."""
+    outcome = await run_turn_step(agent, state, request, None, archive, on_event, one_step=False)
+    assert isinstance(outcome, TurnResult), "a turn run to its end has a result"
+    return outcome
+
+
+async def run_turn_step(
+    agent: TurnAgent,
+    state: AgentState,
+    request: TurnRequest,
+    progress: TurnProgress | None,
+    archive: ArchivedHistory | None = None,
+    on_event: TurnEventSink | None = None,
+    *,
+    one_step: bool = True,
+) -> TurnResult | TurnProgress:
+    """Run the next step of a turn from ``progress`` (its finished steps; None: none yet). When
+    the turn goes on, ``state`` is left untouched and the new progress is returned, for the host
+    to record; when it ends (finished or failed) it is recorded in ``state`` exactly as
+    ``run_turn`` records it, and its result returned."""
     done = TurnResult.from_state(state, request.correlation_id)
     if done is not None:
         return done  # a redelivered request: answer it again, change nothing
@@ -354,10 +434,14 @@ async def run_turn(
         response_format,
         archive=archive,
         emitter=EventEmitter(on_event),
+        progress=progress or TurnProgress(),
+        one_step=one_step,
     )
     error: TurnFailure | None = None
     try:
         await turn.execute()
+        if turn.paused is not None:
+            return turn.paused
         turn.commit_provider_states()
     except _TurnFailed as exc:
         error = exc.error

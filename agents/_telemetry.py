@@ -27,13 +27,15 @@ from state import ChatMessage, FunctionCallContent, FunctionResultContent, TextC
 
 from ._errors import ModelCallError
 from ._trace_context import context_from
+from ._turns import TurnResult
 
 if TYPE_CHECKING:
     from ._settings import Endpoint, ModelSettings
     from ._tools import FunctionTool
-    from ._turns import TurnRequest, TurnResult
+    from ._turns import TurnRequest
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class DescribedAgent(Protocol):
@@ -118,9 +120,10 @@ def note_exception_type(error: BaseException) -> None:
 
 
 async def invoke_agent(
-    agent: DescribedAgent, request: TurnRequest, turn: Awaitable[TurnResult]
-) -> TurnResult:
-    """Await ``turn`` (one run of ``agent``) inside its ``invoke_agent`` span."""
+    agent: DescribedAgent, request: TurnRequest, turn: Awaitable[R], step: int | None = None
+) -> R:
+    """Await ``turn`` (one run of ``agent``, or its step number ``step``) inside its
+    ``invoke_agent`` span; a step that leaves the turn going on has no usage or failure to show."""
     if not tracing_enabled():
         return await turn
     with _tracer.start_as_current_span(
@@ -144,13 +147,15 @@ async def invoke_agent(
                 span.set_attribute("gen_ai.request.model", agent.model.model)
             if request.orchestration_id:
                 span.set_attribute("dafx.orchestration_id", request.orchestration_id)
+            if step is not None:
+                span.set_attribute("dafx.turn.step", step)
         try:
             result = await turn
         except BaseException as error:
             if span.is_recording():
                 mark_raised(span, error)
             raise
-        if span.is_recording():
+        if span.is_recording() and isinstance(result, TurnResult):
             usage = result.usage or {}
             _set_usage(span, usage.get("inputTokenCount"), usage.get("outputTokenCount"))
             if result.error is not None:

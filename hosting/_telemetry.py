@@ -252,15 +252,21 @@ def _http_outcome(span: Any, response: func.HttpResponse | StarletteResponse) ->
 
 
 def traced_entity_run(
-    entity: str, agent: str, key: str, operation_input: Any, run: Callable[[], dict[str, Any]]
+    entity: str,
+    agent: str,
+    key: str,
+    operation_input: Any,
+    run: Callable[[], dict[str, Any]],
+    operation: str = "run",
 ) -> dict[str, Any]:
-    """``run()`` (the `run` operation of `entity@key`) inside its CONSUMER span, whose parent is the
-    trace context the turn request carries; a failed turn sets ERROR with the failure's code."""
+    """``run()`` (the `run` operation of `entity@key`, or a `step` of its turn, given the turn's
+    request) inside its CONSUMER span, whose parent is the trace context the turn request
+    carries; a failed turn sets ERROR with the failure's code."""
     if not tracing_enabled():
         return run()
     carried = operation_input.get(TRACE_CONTEXT_FIELD) if isinstance(operation_input, Mapping) else None
     with _tracer.start_as_current_span(
-        f"{entity} run", context=context_from(carried), kind=SpanKind.CONSUMER,
+        f"{entity} {operation}", context=context_from(carried), kind=SpanKind.CONSUMER,
         record_exception=False, set_status_on_exception=False,
     ) as span:
         if span.is_recording():
@@ -268,7 +274,7 @@ def traced_entity_run(
                 {
                     "dafx.entity.name": entity,
                     "dafx.entity.key": key,
-                    "dafx.entity.operation": "run",
+                    "dafx.entity.operation": operation,
                     "gen_ai.agent.name": agent,
                     "gen_ai.conversation.id": key,
                 }

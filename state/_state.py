@@ -41,7 +41,7 @@ class RunRecord:
 
 
 class AgentState:
-    """The state of one agent session: its conversation history and our additions (1.2.0 to 1.5.0).
+    """The state of one agent session: its conversation history and our additions (1.2.0 to 1.6.0).
 
     Build one with `AgentState.new()` or `load_state(text)`; entries are immutable records
     added with `append_request` / `append_response`.
@@ -198,6 +198,40 @@ class AgentState:
         if not isinstance(value, str):
             raise TypeError(f"user_id must be a string, not {type(value).__name__}")
         self._data["userId"] = value
+
+    # --- the turn in progress (1.6.0) -----------------------------------------------------
+
+    @property
+    def active_turn(self) -> dict[str, JSON] | None:
+        """(1.6.0) The turn in progress between its steps (`data.activeTurn`; its content is the
+        host's), None when no turn is in progress. The turn's entries are appended only when it
+        ends, so a finished turn is stored exactly as one run in a single step would be."""
+        value = self._data.get("activeTurn")
+        return value if isinstance(value, dict) else None
+
+    @active_turn.setter
+    def active_turn(self, value: dict[str, JSON] | None) -> None:
+        if value is None:
+            self._data.pop("activeTurn", None)
+            return
+        if not isinstance(value, dict):
+            raise TypeError(f"active_turn must be a dict or None, not {type(value).__name__}")
+        self._data["activeTurn"] = value
+
+    @property
+    def queued_runs(self) -> list[JSON]:
+        """(1.6.0) Turn requests waiting for the turn in progress, oldest first (`data.queuedRuns`)."""
+        value = self._data.get("queuedRuns")
+        return list(value) if isinstance(value, list) else []
+
+    @queued_runs.setter
+    def queued_runs(self, value: list[JSON]) -> None:
+        if not isinstance(value, list):
+            raise TypeError(f"queued_runs must be a list, not {type(value).__name__}")
+        if value:
+            self._data["queuedRuns"] = list(value)
+        else:
+            self._data.pop("queuedRuns", None)
 
     # --- archive (1.3.0): see state._archive -----------------------------------------------
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ._errors import IncompatibleStateVersion
 
-CURRENT_SCHEMA_VERSION = "1.5.0"
+CURRENT_SCHEMA_VERSION = "1.6.0"
 """The version `dump_state` writes. Any 1.x.y loads; older minors are upgraded step by step."""
 
 # One line per version: what it added. Keep in step with UPGRADE_STEPS and docs/state.md.
@@ -20,6 +20,7 @@ CHANGELOG: dict[str, str] = {
     "1.3.0": "optional data.archive (older entries in chunks), data.lastActivityAt, data.discardedRuns",
     "1.4.0": "optional data.refusedRuns (refused turns by id), data.deletedAt (a deleted session tombstone)",
     "1.5.0": "optional data.userId (the user the session belongs to)",
+    "1.6.0": "optional data.activeTurn (the turn in progress and its finished steps), data.queuedRuns",
 }
 
 SUPPORTED_MAJOR = 1
@@ -145,12 +146,33 @@ def _upgrade_1_4_to_1_5(doc: Doc) -> None:
     del doc
 
 
+def _upgrade_1_5_to_1_6(doc: Doc) -> None:
+    # 1.6 adds the optional `data.activeTurn` and `data.queuedRuns`. Found in a document labelled
+    # 1.5 or older, they were carried through by an older writer, which runs a turn whole: a run
+    # it recorded meanwhile (its id in `runs`) is finished, so its progress or its queued request
+    # is stale and would run it twice; those are dropped, the rest is kept.
+    data = doc["data"]
+    runs = data.get("runs")
+    done = set(runs) if isinstance(runs, dict) else set()
+    active = data.get("activeTurn")
+    if isinstance(active, dict) and _run_id(active.get("request")) in done:
+        del data["activeTurn"]
+    queued = data.get("queuedRuns")
+    if isinstance(queued, list):
+        data["queuedRuns"] = [q for q in queued if _run_id(q) not in done]
+
+
+def _run_id(request: Any) -> Any:
+    return request.get("correlationId") if isinstance(request, dict) else None
+
+
 UPGRADE_STEPS: dict[int, UpgradeStep] = {
     0: _upgrade_1_0_to_1_1,
     1: _upgrade_1_1_to_1_2,
     2: _upgrade_1_2_to_1_3,
     3: _upgrade_1_3_to_1_4,
     4: _upgrade_1_4_to_1_5,
+    5: _upgrade_1_5_to_1_6,
 }
 """minor version N -> the step that turns a 1.N document into a 1.(N+1) document."""
 

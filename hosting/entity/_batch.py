@@ -9,8 +9,9 @@ the same. A run in such a batch would stay `pending` for as long as the failure 
 later operation of the session would wait behind it. So when the SDK raises, this wrapper
 answers the batch itself, in the same JSON response format: each `run` is recorded as a failed
 turn `internal_error` in the state (exactly as the entity records a turn that raised, so the
-HTTP side answers it from the stored state, locally and in Azure alike); any other operation
-fails with the error. Only a request that is not even JSON is left to the host's retries.
+HTTP side answers it from the stored state, locally and in Azure alike), as is the turn of a
+`step`; any other operation fails with the error. Only a request that is not even JSON is left
+to the host's retries.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from agents import failure
 
 from .._errors import InvalidOperation, ProblemCode
 from ._context import batch_outcome, standalone_context, start_operation
+from ._signals import collecting, with_signals
 
 if TYPE_CHECKING:
     from ._entity import AgentEntity
@@ -45,11 +47,16 @@ def guarded_batch(entity: AgentEntity, handle: BatchHandler) -> BatchHandler:
     """`handle` (the SDK's `Entity.create(...)` handler), answering the batch itself when it raises."""
 
     def batch(context: func.EntityContext) -> str:
-        try:
-            return handle(context)
-        except Exception as error:
-            log.exception("entity %s: the Durable SDK failed the batch; runs recorded as failed", entity.name)
-            return failed_batch(entity, context, error)
+        with collecting() as signals:
+            try:
+                response = handle(context)
+            except Exception as error:
+                name = entity.name
+                log.exception("entity %s: the Durable SDK failed the batch; runs recorded as failed", name)
+                signals.clear()  # the operations' signals went with the batch the SDK failed
+                response = failed_batch(entity, context, error)
+            # The steps of a turn signal their entity (hosting.entity._signals).
+            return with_signals(response, signals)
 
     batch.__name__ = getattr(handle, "__name__", entity.name)
     return batch
@@ -78,10 +85,11 @@ def failed_batch(entity: AgentEntity, context: func.EntityContext | str, error: 
         result: Any
         try:
             name = operation.get("name") if isinstance(operation, dict) else None
-            if name != "run":
+            if name not in ("run", "step"):
                 raise InvalidOperation(message)
             start_operation(sdk_context, name, operation.get("input"))
-            result, is_error = entity.fail_run(sdk_context, unfinished), False
+            fail = entity.fail_run if name == "run" else entity.fail_step
+            result, is_error = fail(sdk_context, unfinished), False
         except Exception as operation_error:
             result, is_error = str(operation_error), True
         duration = int((time.time() - started) * 1000)

@@ -26,6 +26,7 @@ from ..lifecycle._ttl import now_iso
 from ..stored import (
     MAX_REFUSED_BYTES,
     StoredDocument,
+    forget_waiting,
     refused_result,
     reset_text,
     revived_text,
@@ -44,10 +45,11 @@ from ._context import (
     stored_text,
 )
 from ._lifecycle import answer_archive_epoch, archive_epoch, delete, expire
+from ._steps import TurnSteps
 
 log = logging.getLogger("hosting.entity")
 
-OPERATIONS = ("run", "reset", "delete", "get", "expire", "archive_epoch")
+OPERATIONS = ("run", "step", "reset", "delete", "get", "expire", "archive_epoch")
 """The operations every agent entity understands."""
 
 
@@ -76,7 +78,7 @@ def owned_start(user: str) -> Loaded:
     return Loaded(dump_state(fresh), fresh)
 
 
-class AgentEntity:
+class AgentEntity(TurnSteps):
     """The entity function of one agent; the SDK calls it once per operation of a batch."""
 
     def __init__(
@@ -113,6 +115,9 @@ class AgentEntity:
             context.set_result(
                 traced_entity_run(self.name, self.agent.name, key, run_input, lambda: self._run(context))
             )
+        elif operation == "step":
+            # The next step of the turn in progress, signalled by the step before it.
+            context.set_result(self._next_step(context))
         elif operation == "reset":
             # The answer names the archive the reset left behind (deleted after this commits).
             epoch = archive_epoch(context)
@@ -187,6 +192,10 @@ class AgentEntity:
             loaded = Loaded(revived, load_state(revived))
         if unfinished is not None:
             return self._record_failure(context, loaded, request, unfinished)
+        if request.orchestration_id is None:
+            # A turn of steps, each its own operation (docs/hosting.md "Durable turns"). An
+            # orchestration's call awaits the operation's result, so its turn stays one operation.
+            return self._submit(context, loaded, request)
         key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
         events = RunEvents(self.streams, key)
         try:
@@ -206,11 +215,10 @@ class AgentEntity:
     def _run_turn(
         self, context: EntityContext, loaded: Loaded, request: TurnRequest, events: RunEvents
     ) -> dict[str, Any]:
-        stored_bytes = len(loaded.text.encode("utf-8"))
-        asked_bytes = sum(len(m.text.encode("utf-8")) for m in request.messages)
-        if stored_bytes + asked_bytes > self.max_session_bytes:
+        refused = self._over_limit(loaded, request)
+        if refused is not None:
             # The turn stores at least the asked text: refuse it before paying for a model call.
-            return self._record_failure(context, loaded, request, self._too_large(stored_bytes + asked_bytes))
+            return self._record_failure(context, loaded, request, refused)
         state = loaded.state
         cache_load(context, None)  # the turn mutates the object; only a saved one is reused
         try:
@@ -245,20 +253,13 @@ class AgentEntity:
         )
         return result.to_json()
 
-    def _too_large(self, size: int) -> TurnFailure:
-        return failure(
-            ProblemCode.SESSION_TOO_LARGE,
-            f"the session would grow to at least {size} bytes, over its limit of "
-            f"{self.max_session_bytes} bytes (max_session_bytes), so this turn was refused and only "
-            "this failure was recorded; start a new session (or reset this one) to continue",
-        )
-
     def _record_failure(
         self, context: EntityContext, loaded: Loaded, request: TurnRequest, error: TurnFailure
     ) -> dict[str, Any]:
         """Record `request` as a failed turn on the state as loaded before the turn (a fresh parse:
         the turn may have changed the live object), save it, and answer the failed result."""
         state = load_state(loaded.text) if loaded.text else AgentState.new()
+        forget_waiting(state, request.correlation_id)
         result = self.agent.record_failure(state, request, error)
         text = dump_state(state)
         size = len(text.encode("utf-8"))
@@ -269,12 +270,15 @@ class AgentEntity:
                 "entity %s@%s run %s failed (%s) and its record (%d bytes) is over %d: kept by id",
                 self.name, context.entity_key, request.correlation_id, error.code, size, ceiling,
             )
-            base = loaded.text or dump_state(AgentState.new())
-            store_text(context, with_refused(base, request.correlation_id))
+            base = load_state(loaded.text) if loaded.text else AgentState.new()
+            forget_waiting(base, request.correlation_id)
+            store_text(context, with_refused(dump_state(base), request.correlation_id))
             cache_load(context, None)
+            self._start_next(context, base)
             return refused_result(request.correlation_id).to_json()
         store_text(context, text)
         cache_load(context, Loaded(text, state))
+        self._start_next(context, state)
         log.warning(
             "entity %s@%s run %s recorded as failed: %s: %s",
             self.name,
@@ -295,3 +299,4 @@ class AgentEntity:
             raise RunConflict(request.correlation_id)
         result = TurnResult.from_state(loaded.state, request.correlation_id)
         return None if result is None else result.to_json()
+

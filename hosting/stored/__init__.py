@@ -23,20 +23,26 @@ from ._marks import (
     unrecorded_run,
     with_refused,
 )
+from ._turn import ActiveTurn, UnreadableTurn, active_turn, forget_waiting, queued_requests
 
 __all__ = [
     "INTERNAL",
     "MAX_DISCARDED_RUNS",
     "MAX_REFUSED_BYTES",
     "REFUSED_MESSAGE",
+    "ActiveTurn",
     "Internal",
     "StoredDocument",
     "StoredRun",
     "TurnEntry",
+    "UnreadableTurn",
     "Unrecorded",
     "Viewer",
+    "active_turn",
     "compact_text",
     "first_text",
+    "forget_waiting",
+    "queued_requests",
     "refused_result",
     "reset_text",
     "revived_text",

@@ -233,7 +233,8 @@ class StoredDocument:
 
     def run_ids(self) -> list[str]:
         """Every run id the state knows, oldest first: archived runs still indexed, the runs
-        index, history entries of writers before the index, and turns refused by id only."""
+        index, history entries of writers before the index, turns refused by id only, and the turn
+        in progress and the runs queued behind it."""
         archived = self.archive.get("runs") if self.archive is not None else None
         ids = [i for i in (archived if isinstance(archived, dict) else {}) if isinstance(i, str)]
         runs = self.data.get("runs")
@@ -243,6 +244,14 @@ class StoredDocument:
             if isinstance(cid, str):
                 ids.append(cid)
         ids += self.refused_ids
+        # (1.6.0) The turn in progress and the runs queued behind it.
+        active = self.data.get("activeTurn")
+        request = active.get("request") if isinstance(active, dict) else None
+        queued = self.data.get("queuedRuns")
+        for waiting in [request, *(queued if isinstance(queued, list) else [])]:
+            cid = waiting.get("correlationId") if isinstance(waiting, dict) else None
+            if isinstance(cid, str):
+                ids.append(cid)
         return list(dict.fromkeys(ids))
 
     def turns(self) -> list[TurnEntry]:

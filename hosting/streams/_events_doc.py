@@ -29,9 +29,16 @@ EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
         {"agent": _STRING, "session_id": _STRING, "correlation_id": _STRING},
     ),
     "run.restarted": _object(
-        "The host died mid-turn and the turn was redelivered: the new attempt's events follow "
-        "(earlier text deltas are void; the answer is restated from the start).",
-        {"reason": {"const": "redelivered"}, "after": {"type": "integer"}},
+        "The host died mid-turn and the turn resumed from its last finished step: `step` is the "
+        "step done again (0: the turn's first model call), and the new attempt's events follow "
+        "(the events of that step's interrupted attempt, after the previous step.started, are void).",
+        {"reason": {"const": "redelivered"}, "after": {"type": "integer"}, "step": {"type": "integer"}},
+        ["reason", "after"],
+    ),
+    "step.started": _object(
+        "The turn's next step begins (1, 2, ...: each model call after the first, and each batch "
+        "of tool calls); what the earlier steps streamed stands.",
+        {"step": {"type": "integer"}},
     ),
     "text.delta": _object("The next piece of the answer text.", {"text": _STRING}),
     "reasoning.delta": _object(

@@ -17,7 +17,16 @@ from typing import Any, TypeVar
 from agents import TurnEvent, TurnEventSink, TurnResult, failure
 
 from .._loop import run_sync
-from ._store import RUN_COMPLETED, RUN_FAILED, RUN_RESTARTED, RUN_STARTED, StreamEvent, StreamKey, StreamStore
+from ._store import (
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUN_RESTARTED,
+    RUN_STARTED,
+    STEP_STARTED,
+    StreamEvent,
+    StreamKey,
+    StreamStore,
+)
 
 log = logging.getLogger("hosting.streams")
 T = TypeVar("T")
@@ -37,6 +46,9 @@ class RunEvents:
         self._pending: list[StreamEvent] = []
         self._flusher: asyncio.Task[None] | None = None
         self._opening = False
+        self._resume: tuple[int, int] | None = None
+        """(step, the stream's sequence number when the step before it ended): a later step of a
+        turn continues the stream its earlier steps wrote."""
 
     def _enqueue(self, kind: str, data: dict[str, Any]) -> None:
         """Number the event and hand it to the flusher; the turn does not wait for the store.
@@ -105,6 +117,9 @@ class RunEvents:
                 self.store = None
                 return
             last = None
+        if self._resume is not None and last is not None:
+            self._continue(last.seq)
+            return
         if last is None:
             identity = {
                 "agent": self.key.agent,
@@ -116,7 +131,18 @@ class RunEvents:
             self._enqueue(RUN_STARTED, identity)
         else:
             self.seq = last.seq
-            self._enqueue(RUN_RESTARTED, {"reason": "redelivered", "after": last.seq})
+            self._enqueue(RUN_RESTARTED, {"reason": "redelivered", "after": last.seq, "step": 0})
+
+    def _continue(self, last_seq: int) -> None:
+        """Open a later step: `step.started`, or `run.restarted` naming the step when an attempt
+        of this step published events and died (they are void: the step is done again)."""
+        assert self._resume is not None
+        step, recorded = self._resume
+        self.seq = last_seq
+        if last_seq > recorded:
+            self._enqueue(RUN_RESTARTED, {"reason": "redelivered", "after": last_seq, "step": step})
+        else:
+            self._enqueue(STEP_STARTED, {"step": step})
 
     @property
     def sink(self) -> TurnEventSink | None:
@@ -131,6 +157,12 @@ class RunEvents:
         `finish`, whichever comes first, in the same trip to the turn loop: a hop of its own
         would cost the model request two more thread hand-offs."""
         self._opening = True
+
+    def begin_step(self, step: int, recorded_seq: int) -> None:
+        """Open step `step` of the run (0: its first, as `begin`); `recorded_seq` is the stream's
+        sequence number the turn recorded when its step before ended."""
+        self._resume = (step, recorded_seq) if step > 0 else None
+        self.begin()
 
     def finish(self, result: dict[str, Any]) -> None:
         """Close the stream with the turn's result (`TurnResult.to_json()`)."""

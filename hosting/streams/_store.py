@@ -16,6 +16,7 @@ from .._numbers import number_setting
 
 RUN_STARTED = "run.started"
 RUN_RESTARTED = "run.restarted"
+STEP_STARTED = "step.started"
 RUN_COMPLETED = "run.completed"
 RUN_FAILED = "run.failed"
 TERMINAL_TYPES = frozenset({RUN_COMPLETED, RUN_FAILED})

@@ -44,6 +44,9 @@ EXPECTED = {
     "tool",
     "tracing_enabled",
     "turn_result",
+    "ToolCall",
+    "TurnProgress",
+    "current_tool_call",
 }
 
 

@@ -139,20 +139,32 @@ async def test_a_turn_with_a_tool_call_reaches_an_otlp_receiver_as_one_tree(
     ) as response:
         assert response.status == 200, await response.text()
         answer = await response.json()
-    names = ["POST /api/agents/{agent}/run", "dafx-concierge run", "invoke_agent concierge",
-             "execute_tool get_weather"]
+    names = ["POST /api/agents/{agent}/run", "dafx-concierge run", "dafx-concierge step",
+             "invoke_agent concierge", "execute_tool get_weather"]
     await _wait_for(receiver, names, chats=2)
-    http_span, entity, agent, tool_span = (receiver.named(n)[0] for n in names)
+    for _ in range(100):  # the last step's spans may come in a later export than the first's
+        steps, agents = receiver.named("dafx-concierge step"), receiver.named("invoke_agent concierge")
+        if len(steps) >= 2 and len(agents) >= 3:
+            break
+        await asyncio.sleep(0.05)
+    http_span, entity, _, _, tool_span = (receiver.named(n)[0] for n in names)
+    # The turn's three steps (model call, tool call, model call) are three operations: `run`,
+    # then two `step`s, each with its span under the request's, and an invoke_agent span each.
+    operations = [entity, *receiver.named("dafx-concierge step")]
+    agents = receiver.named("invoke_agent concierge")
     chats = receiver.named("chat e2e-model")
-    tree = [http_span, entity, agent, tool_span, *chats]
+    tree = [http_span, *operations, *agents, tool_span, *chats]
 
+    assert len(operations) == 3 and len(agents) == 3
     assert {s.trace_id for s in tree} == {caller_trace}
     assert http_span.parent_id == caller_span
-    assert entity.parent_id == http_span.span_id  # across the durable hop
-    assert agent.parent_id == entity.span_id
-    assert {s.parent_id for s in [tool_span, *chats]} == {agent.span_id}
+    assert {s.parent_id for s in operations} == {http_span.span_id}  # across the durable hop
+    assert {a.parent_id for a in agents} == {s.span_id for s in operations}
+    assert {s.parent_id for s in [tool_span, *chats]} == {a.span_id for a in agents}
+    assert {a.attributes["dafx.turn.step"] for a in agents} == {0, 1, 2}
     assert {s.service for s in tree} == {"e2e-agents"}
-    assert http_span.kind == Span.SPAN_KIND_SERVER and entity.kind == Span.SPAN_KIND_CONSUMER
+    assert http_span.kind == Span.SPAN_KIND_SERVER
+    assert {s.kind for s in operations} == {Span.SPAN_KIND_CONSUMER}
     assert {s.kind for s in chats} == {Span.SPAN_KIND_CLIENT}
     assert all(s.status != Status.STATUS_CODE_ERROR for s in tree)
     assert entity.attributes["gen_ai.conversation.id"] == answer["session_id"]

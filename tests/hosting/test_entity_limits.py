@@ -14,7 +14,7 @@ import pytest
 from hosting_support import ROOT, Api, make_agents, run_batch, run_op, stored_state
 from jsonschema import Draft202012Validator
 
-from agents import Agent, ArchivedHistory, TurnEventSink, TurnRequest, TurnResult
+from agents import Agent, ArchivedHistory, TurnEventSink, TurnProgress, TurnRequest, TurnResult
 from agents.testing import ModelServer, Reply
 from hosting import ApiSettings, HostingError, build_app
 from state import AgentRequest, AgentState, ChatMessage, TextContent, dump_state, load_state
@@ -187,7 +187,7 @@ def test_an_empty_session_takes_a_first_turn_over_the_limit_as_a_refusal(
 
 
 class BuggyAgent(Agent):
-    """An agent with a bug: its run writes half a turn into the state, then raises."""
+    """An agent with a bug: its run (or its step) writes half a turn into the state, then raises."""
 
     async def run(
         self,
@@ -196,6 +196,16 @@ class BuggyAgent(Agent):
         archive: ArchivedHistory | None = None,
         on_event: TurnEventSink | None = None,
     ) -> TurnResult:
+        return await self.run_step(state, request, None, archive, on_event)  # type: ignore[return-value]
+
+    async def run_step(
+        self,
+        state: AgentState,
+        request: TurnRequest,
+        progress: TurnProgress | None,
+        archive: ArchivedHistory | None = None,
+        on_event: TurnEventSink | None = None,
+    ) -> TurnResult | TurnProgress:
         state.append_request(
             AgentRequest(
                 correlation_id=request.correlation_id,

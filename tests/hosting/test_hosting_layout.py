@@ -87,6 +87,11 @@ PINNED = {
     "hosting.stored": [
         "INTERNAL",
         "Internal",
+        "ActiveTurn",
+        "UnreadableTurn",
+        "active_turn",
+        "forget_waiting",
+        "queued_requests",
         "MAX_DISCARDED_RUNS",
         "MAX_REFUSED_BYTES",
         "REFUSED_MESSAGE",

@@ -77,6 +77,7 @@ async def test_the_openapi_document_lists_every_event(offline_api: Api) -> None:
     assert set(content["x-events"]) == {
         "run.started",
         "run.restarted",
+        "step.started",
         "text.delta",
         "reasoning.delta",
         "tool.call",

@@ -30,6 +30,7 @@ def test_all_is_pinned() -> None:
         "RUN_STARTED",
         "RunClaim",
         "RunEvents",
+        "STEP_STARTED",
         "SqliteStreamStore",
         "StreamConflict",
         "StreamEvent",

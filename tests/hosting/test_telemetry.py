@@ -133,19 +133,26 @@ async def test_a_turn_with_a_tool_call_is_one_trace(
     finished = list(spans.get_finished_spans())
     http = _one(finished, "POST /api/agents/{agent}/run")
     entity = _one(finished, "dafx-weather run")
-    agent = _one(finished, "invoke_agent weather")
     tool_span = _one(finished, "execute_tool get_weather")
     chats = [s for s in finished if s.name == "chat test-model"]
     assert len(chats) == 2
+    # Three steps (model call, tool call, model call): the `run` operation and two `step`s, each
+    # with its entity span and its invoke_agent span.
+    operations = [entity, *(s for s in finished if s.name == "dafx-weather step")]
+    agents = sorted(
+        (s for s in finished if s.name == "invoke_agent weather"), key=lambda s: s.start_time or 0
+    )
+    assert len(operations) == 3 and len(agents) == 3
+    agent = agents[-1]  # the last step's: it carries the turn's usage
 
     # One trace, the caller's; parent links across the durable hop.
-    assert {format(s.context.trace_id, "032x") for s in [http, entity, agent, tool_span, *chats]} == {
-        caller_trace
-    }
+    tree = [http, *operations, *agents, tool_span, *chats]
+    assert {format(s.context.trace_id, "032x") for s in tree} == {caller_trace}
     assert _parent_of(http) == 0x00F067AA0BA902B7
-    assert _parent_of(entity) == http.context.span_id
-    assert _parent_of(agent) == entity.context.span_id
-    assert {_parent_of(s) for s in [tool_span, *chats]} == {agent.context.span_id}
+    assert {_parent_of(s) for s in operations} == {http.context.span_id}
+    assert {_parent_of(a) for a in agents} == {s.context.span_id for s in operations}
+    assert [_parent_of(s) for s in [chats[0], tool_span, chats[1]]] == [a.context.span_id for a in agents]
+    assert [(a.attributes or {}).get("dafx.turn.step") for a in agents] == [0, 1, 2]
     assert (chats[0].start_time or 0) < (tool_span.start_time or 0) < (chats[1].start_time or 0)
 
     assert http.kind == SpanKind.SERVER and entity.kind == SpanKind.CONSUMER

@@ -23,7 +23,8 @@ def test_fixture_set_is_complete() -> None:
         "state-1.4.0-refused-runs.json",
         "state-1.4.0-deleted.json",
         "state-1.5.0-owned.json",
-        "state-1.6.0-newer-minor.json",
+        "state-1.6.0-turn-in-progress.json",
+        "state-1.9.0-newer-minor.json",
     } <= names
 
 
@@ -118,10 +119,27 @@ def test_our_1_2_0_fixture() -> None:
     assert [m.text for m in state.replay_messages() if m.role == "user"] == ["hello", "again"]
 
 
-def test_newer_minor_fixture_keeps_what_it_does_not_know() -> None:
-    raw = (FIXTURES / "state-1.6.0-newer-minor.json").read_bytes()
-    state = load_state(raw)
+def test_our_1_6_0_fixture_keeps_the_turn_in_progress_apart_from_the_history() -> None:
+    state = load_state((FIXTURES / "state-1.6.0-turn-in-progress.json").read_bytes())
     assert state.schema_version == "1.6.0"
+    # What 1.5.0 added stays alongside: the session's owner.
+    assert state.user_id == "user-1"
+    active = state.active_turn
+    assert active is not None and active["request"]["correlationId"] == "run-2"
+    assert [q["correlationId"] for q in state.queued_runs] == ["run-3"]
+    # Neither is a run yet, nor part of what is replayed to a model.
+    assert state.find_run("run-2") is None and state.find_run("run-3") is None
+    assert [m.text for m in state.replay_messages() if m.role == "user"] == ["hello"]
+    state.active_turn = None
+    state.queued_runs = []
+    data = json.loads(dump_state(state))["data"]
+    assert "activeTurn" not in data and "queuedRuns" not in data
+
+
+def test_newer_minor_fixture_keeps_what_it_does_not_know() -> None:
+    raw = (FIXTURES / "state-1.9.0-newer-minor.json").read_bytes()
+    state = load_state(raw)
+    assert state.schema_version == "1.9.0"
     contents = state.entries[1].messages[0].contents
     opaque = [c for c in contents if isinstance(c, OpaqueContent)]
     assert [c.type for c in opaque] == ["hologram"]

@@ -22,7 +22,7 @@ def _doc(version: str, **data: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "version", ["1.0.0", "1.0.3", "1.1.0", "1.2.0", "1.2.9", "1.3.0", "1.4.0", "1.5.0", "1.40.2"]
+    "version", ["1.0.0", "1.0.3", "1.1.0", "1.2.0", "1.2.9", "1.3.0", "1.4.0", "1.5.0", "1.6.0", "1.40.2"]
 )
 def test_every_1_x_loads_and_saves_as_current(version: str) -> None:
     state = load_state(json.dumps(_doc(version)))
@@ -71,6 +71,34 @@ def test_step_1_3_to_1_4_keeps_tombstone_and_refused_ids_carried_by_a_1_3_writer
     assert doc == before
 
 
+def test_step_1_5_to_1_6_drops_only_progress_and_queued_runs_an_older_writer_finished() -> None:
+    finished = {"a": {"status": "succeeded", "requestIndex": 0, "responseIndex": 1}}
+    doc = _doc(
+        "1.5.0",
+        runs=finished,
+        activeTurn={"request": {"correlationId": "a"}, "progress": {"steps": 1}},
+        queuedRuns=[{"correlationId": "a"}, {"correlationId": "b"}],
+    )
+    UPGRADE_STEPS[5](doc)
+    assert "activeTurn" not in doc["data"]
+    assert doc["data"]["queuedRuns"] == [{"correlationId": "b"}]
+    kept = _doc(
+        "1.5.0", runs=finished, userId="u1", activeTurn={"request": {"correlationId": "c"}}, queuedRuns=[]
+    )
+    before = copy.deepcopy(kept)
+    UPGRADE_STEPS[5](kept)
+    assert kept == before
+
+
+def test_a_1_4_document_carrying_a_finished_turn_in_progress_loads_without_it() -> None:
+    # The whole chain runs on load: 1.4 -> 1.5 keeps the owner, 1.5 -> 1.6 drops the stale turn.
+    finished = {"a": {"status": "succeeded", "requestIndex": 0, "responseIndex": 1}}
+    doc = _doc("1.4.0", runs=finished, userId="u1", activeTurn={"request": {"correlationId": "a"}})
+    state = load_state(json.dumps(doc))
+    assert state.active_turn is None
+    assert state.user_id == "u1"
+
+
 def test_upgrade_runs_the_chain_from_the_loaded_minor() -> None:
     calls: list[int] = []
     saved = dict(UPGRADE_STEPS)
@@ -78,10 +106,10 @@ def test_upgrade_runs_the_chain_from_the_loaded_minor() -> None:
         for minor in saved:
             UPGRADE_STEPS[minor] = lambda doc, m=minor: calls.append(m)  # type: ignore[misc]
         upgrade({}, 0)
-        assert calls == [0, 1, 2, 3, 4]
+        assert calls == [0, 1, 2, 3, 4, 5]
         calls.clear()
         upgrade({}, 1)
-        assert calls == [1, 2, 3, 4]
+        assert calls == [1, 2, 3, 4, 5]
         calls.clear()
         upgrade({}, CURRENT_MINOR)
         upgrade({}, CURRENT_MINOR + 3)  # newer minors: nothing to do
@@ -107,7 +135,7 @@ def test_runs_index_carried_by_an_older_writer_is_rebuilt() -> None:
 
 
 def test_newer_minor_runs_index_is_used_as_stored() -> None:
-    doc = _doc("1.6.0", runs={"a": {"status": "failed", "requestIndex": 0, "responseIndex": 1, "x": 1}})
+    doc = _doc("1.9.0", runs={"a": {"status": "failed", "requestIndex": 0, "responseIndex": 1, "x": 1}})
     state = load_state(json.dumps(doc))
     run = state.find_run("a")
     assert run is not None and run.status == "failed"

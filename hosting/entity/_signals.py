@@ -1,0 +1,54 @@
+"""Signals an entity operation sends, carried out in its batch response.
+
+The Durable extension reads the signals of an out-of-process entity batch from the `signals`
+array of the batch response (`{"target": {"name", "key"}, "name", "input"}`, the input as JSON
+text), and sends them once the batch is committed, in the same commit as the new state
+(azure-functions-durable-extension, `TaskEntityShim.ExecuteOutOfProcBatch` and
+`OutOfProcResult.Signals`). The Python SDK writes that array but gives entity code no way to
+fill it, so hosting collects the signals of a batch here and adds them to the SDK's response.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_BATCH: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
+    "dafx_batch_signals", default=None
+)
+
+
+class NoBatch(RuntimeError):
+    """A signal sent outside a batch: nothing would deliver it."""
+
+
+def send_signal(entity_name: str, key: str, operation: str, value: Any) -> None:
+    """Signal `operation` with `value` to the entity `entity_name@key` when the batch commits."""
+    signals = _BATCH.get()
+    if signals is None:
+        raise NoBatch(f"signal {operation!r} to {entity_name}@{key} outside an entity batch")
+    target = {"name": entity_name, "key": key}
+    signals.append({"target": target, "name": operation, "input": json.dumps(value)})
+
+
+@contextmanager
+def collecting() -> Iterator[list[dict[str, Any]]]:
+    """Collect the signals the operations of one batch send (the batch runs in this thread)."""
+    signals: list[dict[str, Any]] = []
+    token = _BATCH.set(signals)
+    try:
+        yield signals
+    finally:
+        _BATCH.reset(token)
+
+
+def with_signals(response: str, signals: list[dict[str, Any]]) -> str:
+    """The SDK's batch response text with `signals` added to its `signals` array."""
+    if not signals:
+        return response
+    document = json.loads(response)
+    document["signals"] = [*(document.get("signals") or []), *signals]
+    return json.dumps(document)

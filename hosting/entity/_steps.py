@@ -1,0 +1,202 @@
+"""The steps of a turn, as operations of the agent's entity (docs/hosting.md "Durable turns").
+
+`run` starts a turn (or queues it behind the turn in progress) and runs its first step; each step
+records its outcome in the session document (`data.activeTurn`, hosting.stored) and signals the
+entity the `step` operation for the next one; the last step records the turn as a turn run in one
+piece is recorded and starts the next queued run. `AgentEntity` (hosting.entity._entity) is the
+one class that uses this mixin and provides what it declares.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from agents import Agent, FullHistory, TurnProgress, TurnRequest, failure
+from state import AgentState, TurnFailure, dump_state
+
+from .._errors import InvalidOperation, ProblemCode, RunConflict
+from .._loop import run_sync
+from .._telemetry import traced_entity_run
+from ..archive import HistoryArchive, SessionHistory
+from ..lifecycle._ttl import now_iso
+from ..stored import ActiveTurn, UnreadableTurn, active_turn, queued_requests
+from ..streams import RunEvents, StreamKey, StreamStore
+from ._context import EntityContext, Loaded, cache_load, load, operation_input, store_text
+from ._signals import send_signal
+
+log = logging.getLogger("hosting.entity")
+
+
+class TurnSteps:
+    """The `step` operation and the start of a stepped turn (a mixin of `AgentEntity`)."""
+
+    agent: Agent
+    name: str
+    max_session_bytes: int
+    streams: StreamStore | None
+
+    @property
+    def archive(self) -> HistoryArchive:
+        raise NotImplementedError
+
+    def _record_failure(
+        self, context: EntityContext, loaded: Loaded, request: TurnRequest, error: TurnFailure
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def fail_step(self, context: EntityContext, error: TurnFailure) -> dict[str, Any] | None:
+        """Answer the `step` operation in `context` without running it: its turn is recorded as a
+        failed turn with `error` (hosting.entity._batch), so its caller is answered."""
+        value = operation_input(context)
+        loaded = load(context)
+        try:
+            current = active_turn(loaded.state)
+        except UnreadableTurn:
+            return None
+        named = value.get("correlationId") if isinstance(value, dict) else None
+        if current is None or named != current.correlation_id:
+            return None
+        return self._record_failure(context, loaded, current.request, error)
+
+    def _submit(self, context: EntityContext, loaded: Loaded, request: TurnRequest) -> dict[str, Any]:
+        """Start the turn of `request`, or queue it behind the turn in progress."""
+        state = loaded.state
+        try:
+            current = active_turn(state)
+            queued = queued_requests(state)
+        except UnreadableTurn as error:
+            bug = failure(ProblemCode.INTERNAL_ERROR, str(error))
+            return self._record_failure(context, loaded, request, bug)
+        cid = request.correlation_id
+        if current is None and not queued:
+            return self._step(context, loaded, ActiveTurn(request, TurnProgress(), now_iso()))
+        running = [current.request] if current is not None else []
+        waiting = [t for t in [*running, *queued] if t.correlation_id == cid]
+        if waiting:
+            if self.agent.request_identity(waiting[0]) != self.agent.request_identity(request):
+                raise RunConflict(cid)
+            return {"correlationId": cid, "status": "pending"}  # a redelivered signal: it waits already
+        refused = self._over_limit(loaded, request)
+        if refused is not None:
+            return self._record_failure(context, loaded, request, refused)
+        state.queued_runs = [*state.queued_runs, request.to_json()]
+        text = dump_state(state)
+        store_text(context, text)
+        cache_load(context, Loaded(text, state))
+        return {"correlationId": cid, "status": "pending"}
+
+    def _next_step(self, context: EntityContext) -> dict[str, Any] | None:
+        """The `step` operation: run the step its input names, if it is still the next one (a
+        stale signal, after a reset or a step already run, changes nothing)."""
+        value = operation_input(context)
+        if not isinstance(value, dict):
+            raise InvalidOperation(f"invalid input for {self.name} step: expected an object")
+        cid, step = value.get("correlationId"), value.get("step")
+        loaded = load(context)
+        state = loaded.state
+        try:
+            current = active_turn(state)
+            queued = queued_requests(state) if current is None else []
+        except UnreadableTurn:
+            log.exception("entity %s@%s: the turn in progress cannot be read", self.name, context.entity_key)
+            return None
+        if current is None:
+            if not queued or queued[0].correlation_id != cid or step != 0:
+                return None
+            state.queued_runs = state.queued_runs[1:]
+            current = ActiveTurn(queued[0], TurnProgress(), now_iso())
+        elif current.correlation_id != cid or current.progress.steps != step:
+            return None
+        turn = current
+        # Each step's operation has its span, a child of the trace the turn's request carried.
+        return traced_entity_run(
+            self.name, self.agent.name, context.entity_key, turn.request.to_json(),
+            lambda: self._step(context, loaded, turn), operation="step",
+        )
+
+    def _step(self, context: EntityContext, loaded: Loaded, turn: ActiveTurn) -> dict[str, Any]:
+        """Run the next step of `turn`, record it, and signal the one after it."""
+        request = turn.request
+        key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
+        events = RunEvents(self.streams, key)
+        try:
+            events.begin_step(turn.progress.steps, turn.stream_seq)
+            return self._run_step(context, loaded, turn, events)
+        except Exception as error:
+            log.exception("entity %s@%s run %s failed", self.name, context.entity_key, request.correlation_id)
+            bug = failure(ProblemCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+            with contextlib.suppress(Exception):
+                events.fail(bug.code, bug.message)
+            return self._record_failure(context, loaded, request, bug)
+
+    def _run_step(
+        self, context: EntityContext, loaded: Loaded, turn: ActiveTurn, events: RunEvents
+    ) -> dict[str, Any]:
+        request = turn.request
+        refused = self._over_limit(loaded, request) if turn.progress.steps == 0 else None
+        if refused is not None:
+            # The turn stores at least the asked text: refuse it before paying for a model call.
+            return self._record_failure(context, loaded, request, refused)
+        state = loaded.state
+        cache_load(context, None)  # the step mutates the object; only a saved one is reused
+        older = None
+        if isinstance(self.agent.context, FullHistory):
+            older = SessionHistory(self.archive, self.name, context.entity_key, state)
+        outcome = run_sync(
+            lambda: events.streaming(
+                lambda sink: self.agent.run_step(state, request, turn.progress, older, on_event=sink)
+            )
+        )
+        state.last_activity_at = now_iso()  # a turn in progress is activity: never idle-expired
+        if isinstance(outcome, TurnProgress):
+            state.active_turn = ActiveTurn(request, outcome, turn.started_at, events.seq).to_json()
+        else:
+            state.active_turn = None
+            # Older entries move to chunks, stored before this state (which references them).
+            self.archive.settle(self.name, context.entity_key, state)
+        text = dump_state(state)
+        size = len(text.encode("utf-8"))
+        if size > self.max_session_bytes:
+            return self._record_failure(context, loaded, request, self._too_large(size))
+        store_text(context, text)
+        cache_load(context, Loaded(text, state))
+        cid = request.correlation_id
+        if isinstance(outcome, TurnProgress):
+            after = {"correlationId": cid, "step": outcome.steps}
+            send_signal(self.name, str(context.entity_key), "step", after)
+            return {"correlationId": cid, "status": "running", "step": outcome.steps}
+        result = outcome.to_json()
+        events.finish(result)
+        self._start_next(context, state)
+        log.info("entity %s@%s run %s: %s", self.name, context.entity_key, cid, outcome.status)
+        return result
+
+    def _start_next(self, context: EntityContext, state: AgentState) -> None:
+        """Signal the first queued run to start once no turn is in progress."""
+        if state.active_turn is not None:
+            return
+        try:
+            queued = queued_requests(state)
+        except UnreadableTurn:
+            log.exception("entity %s@%s: a queued run cannot be read", self.name, context.entity_key)
+            return
+        if queued:
+            first = {"correlationId": queued[0].correlation_id, "step": 0}
+            send_signal(self.name, str(context.entity_key), "step", first)
+
+    def _over_limit(self, loaded: Loaded, request: TurnRequest) -> TurnFailure | None:
+        """`session_too_large` when the stored state and the asked text are over the limit."""
+        stored_bytes = len(loaded.text.encode("utf-8"))
+        asked_bytes = sum(len(m.text.encode("utf-8")) for m in request.messages)
+        size = stored_bytes + asked_bytes
+        return self._too_large(size) if size > self.max_session_bytes else None
+
+    def _too_large(self, size: int) -> TurnFailure:
+        return failure(
+            ProblemCode.SESSION_TOO_LARGE,
+            f"the session would grow to at least {size} bytes, over its limit of "
+            f"{self.max_session_bytes} bytes (max_session_bytes), so this turn was refused and only "
+            "this failure was recorded; start a new session (or reset this one) to continue",
+        )
