@@ -157,3 +157,42 @@ def test_a_step_in_a_batch_the_sdk_fails_records_its_turn_as_failed(
     assert run is not None and run.status == "failed" and state.active_turn is None
     # The queued run is not left behind: it is signalled to start.
     assert _signalled(out) == [("step", {"correlationId": "r-next", "step": 0})]
+
+
+def test_an_owned_sessions_turn_accepts_only_its_owners_runs_and_its_steps_need_no_user(
+    steps_app: df.DFApp, model: ModelServer
+) -> None:
+    model.script(Reply.tool_call("charge", {"amount": 1}, call_id="c"), Reply.text("one"), Reply.text("two"))
+    first = _batch(steps_app, None, [("run", run_op("one", "o1", userId="u1"))])
+    assert load_state(first["entityState"]).user_id == "u1"
+    # Another user's run (or one of no user) during the turn is refused: nothing is queued or stored.
+    for intruder in ({"userId": "u2"}, {}):
+        other = _batch(steps_app, first["entityState"], [("run", run_op("mine", "o-x", **intruder))])
+        [result] = other["results"]
+        assert result["isError"] is True and "another user" in json.loads(result["result"])
+        assert other["entityState"] == first["entityState"] and other["signals"] == []
+    queued = _batch(steps_app, first["entityState"], [("run", run_op("two", "o2", userId="u1"))])
+    assert [q["correlationId"] for q in load_state(queued["entityState"]).queued_runs] == ["o2"]
+    # The steps carry the run's id only, the owner is not asked again; the queued run starts.
+    tools = _batch(steps_app, queued["entityState"], [("step", {"correlationId": "o1", "step": 1})])
+    end = _batch(steps_app, tools["entityState"], [("step", {"correlationId": "o1", "step": 2})])
+    assert _signalled(end) == [("step", {"correlationId": "o2", "step": 0})]
+    second = _batch(steps_app, end["entityState"], [("step", {"correlationId": "o2", "step": 0})])
+    assert json.loads(second["results"][0]["result"])["text"] == "two"
+    done = load_state(second["entityState"])
+    assert done.user_id == "u1" and [e.correlation_id for e in done.entries] == ["o1", "o1", "o2", "o2"]
+
+
+def test_a_reset_of_an_owned_session_discards_its_turn_and_queue_and_keeps_its_owner(
+    steps_app: df.DFApp, model: ModelServer
+) -> None:
+    model.script(Reply.tool_call("charge", {"amount": 1}, call_id="c"))
+    ops = [("run", run_op("one", "q1", userId="u1")), ("run", run_op("two", "q2", userId="u1"))]
+    first = _batch(steps_app, None, ops)
+    reset = _batch(steps_app, first["entityState"], [("reset", None)])
+    data = json.loads(reset["entityState"])["data"]
+    assert "activeTurn" not in data and "queuedRuns" not in data
+    assert {"q1", "q2"} <= set(data["discardedRuns"]) and data["userId"] == "u1"
+    for stale in ({"correlationId": "q1", "step": 1}, {"correlationId": "q2", "step": 0}):
+        out = _batch(steps_app, reset["entityState"], [("step", stale)])
+        assert out["entityState"] == reset["entityState"] and out["signals"] == []
