@@ -113,31 +113,29 @@ def _encode_token(value: list[str]) -> str:
     return base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
 
 
-def _entity_token(token: str | None) -> tuple[str, str] | None:
-    """The (name, key) a continuation token resumes after; ValueError for a token not ours."""
-    if not token:
-        return None
+def _token_parts(token: str, parts: int) -> list[str]:
+    """The strings a continuation token this host handed out holds; ValueError for any other."""
     try:
         value = json.loads(base64.urlsafe_b64decode(token.encode("ascii")))
     except (ValueError, UnicodeError) as exc:
         raise ValueError("the continuation token is not one this host handed out") from exc
-    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+    if not (isinstance(value, list) and len(value) == parts and all(isinstance(v, str) for v in value)):
         raise ValueError("the continuation token is not one this host handed out")
-    return value[0], value[1]
+    return value
+
+
+def _entity_token(token: str | None) -> tuple[str, str] | None:
+    """The (name, key) a continuation token resumes after; ValueError for a token not ours."""
+    if not token:
+        return None
+    name, key = _token_parts(token, 2)
+    return name, key
 
 
 def _instance_token(token: str | None) -> str | None:
     """The instance id an instance query's continuation token resumes after; ValueError for a
     token not ours."""
-    if not token:
-        return None
-    try:
-        value = json.loads(base64.urlsafe_b64decode(token.encode("ascii")))
-    except (ValueError, UnicodeError) as exc:
-        raise ValueError("the continuation token is not one this host handed out") from exc
-    if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], str)):
-        raise ValueError("the continuation token is not one this host handed out")
-    return value[0]
+    return _token_parts(token, 1)[0] if token else None
 
 
 class DurableApi:
