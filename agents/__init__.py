@@ -20,8 +20,9 @@ from ._events import TurnEvent, TurnEventSink, TurnEventType
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
 from ._settings import HistoryMode, ModelConnection, ModelEnv, ModelSettings, RetryPolicy, SamplingSettings
-from ._steps import ToolCall, TurnProgress, current_tool_call
+from ._steps import TurnProgress
 from ._telemetry import mark_failed, mark_raised, tracing_enabled
+from ._tool_call import ToolCall, current_tool_call
 from ._tools import FunctionTool, tool
 from ._trace_context import context_from, current_trace_context
 from ._turns import InputMessage, TurnRequest, TurnResult, turn_result

@@ -30,9 +30,10 @@ from ._identity import format_of, request_entry, request_identity
 from ._live import announce_calls, announce_results, announce_usage
 from ._model import CallOptions, ModelCaller, now_iso
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint
-from ._steps import ToolCall, TurnProgress, enter_tool_call, leave_tool_call
+from ._steps import TurnProgress
 from ._structured import ResponseFormat, StructuredOutputError
 from ._telemetry import execute_tool, note_exception_type
+from ._tool_call import ToolCall, serving
 from ._tools import FunctionTool, parse_arguments, to_jsonable
 from ._turns import TurnRequest, TurnResult, answer_text
 from ._unicode import without_lone_surrogates
@@ -281,13 +282,10 @@ class _Turn:
                 raise ToolExecutionError(
                     f"unknown tool {call.name!r}; available: {', '.join(sorted(tools)) or 'none'}"
                 )
-            token = enter_tool_call(ToolCall(self.request.correlation_id, call.call_id))
-            try:
+            timeout = self.agent.tool_timeout
+            with serving(ToolCall(self.request.correlation_id, call.call_id)):
                 invocation = tool.invoke(call.arguments or {})
-                timeout = self.agent.tool_timeout
                 value = await (asyncio.wait_for(invocation, timeout) if timeout else invocation)
-            finally:
-                leave_tool_call(token)
             result = without_lone_surrogates(to_jsonable(value), f"tool {call.name!r}'s result")
             return FunctionResultContent(call_id=call.call_id, result=result)
         except ToolExecutionError as exc:

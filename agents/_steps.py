@@ -9,7 +9,6 @@ tool call never runs again and a finished model call is not requested again.
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,33 +70,3 @@ class TurnProgress:
         return progress
 
 
-@dataclass(frozen=True)
-class ToolCall:
-    """The call a tool is running for (`current_tool_call()` inside a tool)."""
-
-    run_id: str
-    """The turn's correlation id."""
-    call_id: str
-    """The model's id of this call."""
-
-    @property
-    def idempotency_key(self) -> str:
-        """Stable across every attempt of this call: pass it to an external service so that it can
-        deduplicate a call repeated after a crash (the step in flight is the one that repeats)."""
-        return f"{self.run_id}:{self.call_id}"
-
-
-_CURRENT: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar("agents_tool_call", default=None)
-
-
-def current_tool_call() -> ToolCall | None:
-    """The call the running tool serves (None outside a tool)."""
-    return _CURRENT.get()
-
-
-def enter_tool_call(call: ToolCall) -> contextvars.Token[ToolCall | None]:
-    return _CURRENT.set(call)
-
-
-def leave_tool_call(token: contextvars.Token[ToolCall | None]) -> None:
-    _CURRENT.reset(token)

@@ -10,6 +10,7 @@ EXPECTED = {
     "ContextPolicy",
     "FullHistory",
     "TokenBudget",
+    "ToolCall",
     "Agent",
     "AgentConfigurationError",
     "AgentsError",
@@ -37,6 +38,7 @@ EXPECTED = {
     "TurnResult",
     "close_model_clients",
     "context_from",
+    "current_tool_call",
     "current_trace_context",
     "failure",
     "mark_failed",
@@ -44,9 +46,7 @@ EXPECTED = {
     "tool",
     "tracing_enabled",
     "turn_result",
-    "ToolCall",
     "TurnProgress",
-    "current_tool_call",
 }
 
 
