@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -83,9 +84,18 @@ class SqliteMemoryStore:
         self.path = Path(path)
         self.max_items = max_items
         os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))  # its -wal/-shm get this mode
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+        # Several worker processes import the app at once; switching to WAL needs the file to
+        # itself and SQLite answers "locked" at once rather than waiting, so try again briefly.
+        for attempt in range(100):
+            try:
+                with self._connect() as db:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    db.executescript(_SCHEMA)
+                break
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or attempt == 99:
+                    raise
+                time.sleep(0.05)
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

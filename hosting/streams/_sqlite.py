@@ -68,7 +68,17 @@ class SqliteStreamStore:
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
+        # Several worker processes open the store at once; switching to WAL needs the file to
+        # itself and SQLite answers "locked" at once rather than waiting, so try again briefly.
+        for attempt in range(100):
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or attempt == 99:
+                    db.close()
+                    raise
+                time.sleep(0.05)
         db.execute("PRAGMA synchronous=NORMAL")
         return db
 
