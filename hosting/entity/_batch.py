@@ -28,6 +28,7 @@ from agents import failure
 
 from .._errors import InvalidOperation, ProblemCode
 from ._context import batch_outcome, standalone_context, start_operation
+from ._deadline import batch_clock
 
 if TYPE_CHECKING:
     from ._entity import AgentEntity
@@ -46,7 +47,9 @@ def guarded_batch(entity: AgentEntity, handle: BatchHandler) -> BatchHandler:
 
     def batch(context: func.EntityContext) -> str:
         try:
-            return handle(context)
+            # The batch's budget starts now: its runs share it (hosting.entity._deadline).
+            with batch_clock(entity.limits):
+                return handle(context)
         except Exception as error:
             log.exception("entity %s: the Durable SDK failed the batch; runs recorded as failed", entity.name)
             return failed_batch(entity, context, error)

@@ -12,12 +12,12 @@ import json
 import logging
 from typing import Any
 
-from agents import Agent, FullHistory, InvalidTurnRequest, TurnRequest, TurnResult, failure
+from agents import Agent, FailureCode, FullHistory, InvalidTurnRequest, TurnRequest, TurnResult, failure
 from state import AgentState, TurnFailure, dump_state, load_state
 
 from .._errors import HostingError, InvalidOperation, ProblemCode, RunConflict
 from .._ids import USER_KEY, entity_name, id_problem
-from .._loop import run_sync
+from .._loop import DeadlinePassed, run_sync
 from .._settings import DEFAULT_MAX_SESSION_BYTES, RECORD_HEADROOM_BYTES
 from .._telemetry import traced_entity_run
 from .._wakeup import session_operation
@@ -43,6 +43,7 @@ from ._context import (
     store_text,
     stored_text,
 )
+from ._deadline import TURN_DEADLINE_ENV, TimeLimits, run_deadline
 from ._lifecycle import answer_archive_epoch, archive_epoch, delete, expire
 
 log = logging.getLogger("hosting.entity")
@@ -85,8 +86,11 @@ class AgentEntity:
         max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES,
         archive: HistoryArchive | None = None,
         streams: StreamStore | None = None,
+        limits: TimeLimits | None = None,
     ) -> None:
         self.agent = agent
+        self.limits = TimeLimits.from_env() if limits is None else limits
+        """The turn deadline and the batch budget (hosting.entity._deadline)."""
         self.name = entity_name(agent.name)
         self.max_session_bytes = max_session_bytes
         self._archive = archive
@@ -189,9 +193,15 @@ class AgentEntity:
             return self._record_failure(context, loaded, request, unfinished)
         key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
         events = RunEvents(self.streams, key)
+        deadline = run_deadline(self.limits)
         try:
             events.begin()
-            result = self._run_turn(context, loaded, request, events)
+            if deadline <= 0:
+                # The batch's time is spent: answered now (retryable), never left to the host's
+                # timeout, whose all-failed commit would leave this run without a record.
+                result = self._record_failure(context, loaded, request, self._out_of_time(deadline))
+            else:
+                result = self._run_turn(context, loaded, request, events, deadline)
         except Exception as error:
             # Whatever failed, the run gets a record of its own (hosting.stored): its caller
             # never waits for an answer that cannot come.
@@ -204,7 +214,7 @@ class AgentEntity:
         return result
 
     def _run_turn(
-        self, context: EntityContext, loaded: Loaded, request: TurnRequest, events: RunEvents
+        self, context: EntityContext, loaded: Loaded, request: TurnRequest, events: RunEvents, deadline: float
     ) -> dict[str, Any]:
         stored_bytes = len(loaded.text.encode("utf-8"))
         asked_bytes = sum(len(m.text.encode("utf-8")) for m in request.messages)
@@ -219,12 +229,16 @@ class AgentEntity:
                 # Only an agent that asks for its full history reads the archive during a turn.
                 older = SessionHistory(self.archive, self.name, context.entity_key, state)
             result = run_sync(
-                lambda: events.streaming(lambda sink: self.agent.run(state, request, older, on_event=sink))
+                lambda: events.streaming(lambda sink: self.agent.run(state, request, older, on_event=sink)),
+                deadline,
             )
             state.last_activity_at = now_iso()
             # Older entries move to chunks, stored before this state (which references them).
             self.archive.settle(self.name, context.entity_key, state)
             text = dump_state(state)
+        except DeadlinePassed:
+            # Recorded on the state as it was before the turn, like any failed turn.
+            return self._record_failure(context, loaded, request, self._out_of_time(deadline))
         except Exception as error:
             # A bug, not a model failure (agents records those): answer the run instead of leaving
             # its caller waiting, on the state as it was before the turn.
@@ -244,6 +258,24 @@ class AgentEntity:
             result.status,
         )
         return result.to_json()
+
+    def _out_of_time(self, deadline: float) -> TurnFailure:
+        """The failure of a run that had `deadline` seconds (its turn deadline, or less: what was
+        left of its batch's budget) and did not finish."""
+        limits = self.limits
+        if deadline >= limits.turn_deadline:
+            why = f"its deadline of {limits.turn_deadline:g} s ({TURN_DEADLINE_ENV})"
+        else:
+            why = (
+                f"the {max(deadline, 0):.1f} s left of its entity batch's time, which ends before "
+                f"the host's functionTimeout ({limits.function_timeout:g} s)"
+            )
+        return failure(
+            FailureCode.TIMEOUT,
+            f"the turn did not finish within {why}; only the failure was recorded: send the turn "
+            "again as a new run",
+            retryable=True,
+        )
 
     def _too_large(self, size: int) -> TurnFailure:
         return failure(

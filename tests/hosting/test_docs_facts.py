@@ -140,7 +140,7 @@ def test_host_json_values() -> None:
         "functionTimeout": host["functionTimeout"],
         "routePrefix": host["extensions"]["http"]["routePrefix"],
         "maxQueuePollingInterval": durable["storageProvider"]["maxQueuePollingInterval"],
-        **{k: str(v) for k, v in durable.items() if k.startswith("maxConcurrent")},
+        **{k: str(v) for k, v in durable.items() if k.startswith(("maxConcurrent", "maxEntity"))},
     }
     found = 0
     for key, value in values.items():

@@ -1,0 +1,142 @@
+"""Turns slower than the time limits, over real sockets: an app whose host.json sets a
+`functionTimeout` of a few seconds, and a model that never answers in time. Past functionTimeout
+the host would restart the worker and commit the batch as every operation failed, leaving its
+runs without a record (pending for ever); the app ends each run before that, as a failed turn
+`timeout` its caller is answered with."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import time
+from collections.abc import Iterator
+
+import aiohttp
+import pytest
+from e2e_support import Answer, Client, HostProcess
+
+from agents.testing import ModelRequest, ModelServer, Reply
+
+AGENT = "assistant"
+FUNCTION_TIMEOUT = 5.0
+BUDGET = FUNCTION_TIMEOUT * 0.8  # functionTimeout less its margin (a fifth of 5 s)
+
+# The worker's threads as the app is deployed with (docs/hosting.md "Concurrency"): a batch waiting
+# on the model holds one, and the next turns' requests are served meanwhile.
+SETTINGS = {"PYTHON_THREADPOOL_THREAD_COUNT": "300"}
+
+APP = """
+from examples.catalog import AGENTS
+from hosting import build_app
+
+app = build_app(AGENTS)
+"""
+
+
+def project(root: pathlib.Path, function_timeout: str) -> pathlib.Path:
+    """The project's agents in an app folder whose host.json has `function_timeout`; batches of up
+    to 50 operations, so the runs queued behind a running one share the next batch."""
+    folder = root / "project"
+    folder.mkdir()
+    (folder / "function_app.py").write_text(APP)
+    durable = {"maxEntityOperationBatchSize": 50}
+    settings = {"version": "2.0", "functionTimeout": function_timeout, "extensions": {"durableTask": durable}}
+    (folder / "host.json").write_text(json.dumps(settings))
+    return folder
+
+
+@pytest.fixture
+def slow_model(model: ModelServer) -> Iterator[ModelServer]:
+    """A model that takes far longer than any limit here (its calls end when the caller goes)."""
+
+    async def never_in_time(request: ModelRequest) -> Reply:
+        await asyncio.sleep(60)
+        return Reply.text("too late")
+
+    model.handler = never_in_time
+    yield model
+
+
+def timed_out(answer: Answer) -> str:
+    """The problem's detail of a run answered as a failed turn `timeout` (retryable)."""
+    assert answer.status == 502, (answer.status, answer.body[:300])
+    problem = answer.json()
+    assert problem["code"] == "timeout" and problem["retryable"] is True, problem
+    detail: str = problem["detail"]
+    return detail
+
+
+async def no_run_pending(client: Client, session: str, runs: list[str]) -> None:
+    """Every run has its failed record in the stored session; polling any of them says so."""
+    stored = await client.session_state(AGENT, session)
+    turns = {t["correlation_id"]: t for t in stored["turns"]}
+    assert sorted(turns) == sorted(runs), turns
+    assert {t["status"] for t in turns.values()} == {"failed"}
+    assert {t["error"]["code"] for t in turns.values()} == {"timeout"}
+    for run in runs:
+        polled = await client.get(f"/api/agents/{AGENT}/sessions/{session}/runs/{run}")
+        assert polled.status == 200 and polled.json()["status"] == "failed", polled.body
+
+
+async def test_runs_slower_than_function_timeout_are_answered_failed_timeout(
+    http: aiohttp.ClientSession, slow_model: ModelServer, tmp_path: pathlib.Path
+) -> None:
+    folder = project(tmp_path, "00:00:05")
+    host = HostProcess(tmp_path / "data", slow_model.base_url, tmp_path / "host.log", cwd=folder,
+                       extra_env=SETTINGS).start()
+    try:
+        client = Client(http, host.url)
+        session = "past-function-timeout"
+        started = time.monotonic()
+        # Sent without waiting: each is queued at once (202), and polled for its outcome below.
+        sent = await client.run(AGENT, "first", session, correlation_id="r0", wait_for_response=False)
+        assert sent.status == 202, sent.body
+        while not slow_model.requests:  # the first batch is waiting on the model
+            await asyncio.sleep(0.02)
+            assert time.monotonic() - started < 20, host.log()[-3000:]
+        # Queued behind it: they run together in the next batch, whose budget the first spends.
+        for run in ("r1", "r2"):
+            sent = await client.run(AGENT, f"queued {run}", session, correlation_id=run,
+                                    wait_for_response=False)
+            assert sent.status == 202, sent.body
+        answers = [await client.get(f"/api/agents/{AGENT}/sessions/{session}/runs/{run}?wait=30")
+                   for run in ("r0", "r1", "r2")]
+        elapsed = time.monotonic() - started
+        # Two batches of BUDGET each; the 30 s waits did not run out.
+        assert elapsed < 2 * BUDGET + 10, elapsed
+        for answer in answers:
+            assert answer.status == 200 and answer.json()["status"] == "failed", answer.body
+        errors = [answer.json()["error"] for answer in answers]
+        assert {error["code"] for error in errors} == {"timeout"} and all(e["retryable"] for e in errors)
+        assert all("functionTimeout" in error["message"] for error in errors), errors
+        assert elapsed >= 2 * BUDGET - 0.5, elapsed
+        # The last run started with no time left: answered at once, never sent to the model.
+        assert [r.last_user_text for r in slow_model.requests] == ["first", "queued r1"]
+        await no_run_pending(client, session, ["r0", "r1", "r2"])
+        assert "ran past functionTimeout" not in host.log()  # the host never had to stop a batch
+        # The session goes on.
+        slow_model.handler = None
+        slow_model.script(Reply.text("in time"))
+        after = await client.run(AGENT, "now quick", session)
+        assert after.status == 200 and after.json()["response"]["text"] == "in time", after.body
+    finally:
+        host.stop()
+
+
+async def test_a_turn_past_its_deadline_is_answered_failed_timeout(
+    http: aiohttp.ClientSession, slow_model: ModelServer, tmp_path: pathlib.Path
+) -> None:
+    folder = project(tmp_path, "00:10:00")
+    env = {**SETTINGS, "DURABLE_AGENTS_TURN_DEADLINE_SECONDS": "1.5"}
+    host = HostProcess(tmp_path / "data", slow_model.base_url, tmp_path / "host.log", cwd=folder,
+                       extra_env=env).start()
+    try:
+        client = Client(http, host.url)
+        answer = await client.run(AGENT, "take your time", "past-deadline", correlation_id="slow")
+        detail = timed_out(answer)
+        assert "1.5 s (DURABLE_AGENTS_TURN_DEADLINE_SECONDS)" in detail, detail
+        assert 1.4 <= answer.elapsed < 10, answer.elapsed
+        await no_run_pending(client, "past-deadline", ["slow"])
+    finally:
+        host.stop()
