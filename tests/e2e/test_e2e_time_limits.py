@@ -13,8 +13,10 @@ import time
 from collections.abc import Iterator
 
 import aiohttp
+import httpx
 import pytest
 from e2e_support import Answer, Client, HostProcess
+from stream_support import check_sequence, read_all
 
 from agents.testing import ModelRequest, ModelServer, Reply
 
@@ -115,7 +117,7 @@ async def test_runs_slower_than_function_timeout_are_answered_failed_timeout(
 
 
 async def test_a_turn_past_its_deadline_is_answered_failed_timeout(
-    http: aiohttp.ClientSession, slow_model: ModelServer, tmp_path: pathlib.Path
+    http: aiohttp.ClientSession, web: httpx.AsyncClient, slow_model: ModelServer, tmp_path: pathlib.Path
 ) -> None:
     folder = project(tmp_path, "00:10:00")
     env = {**SETTINGS, "DURABLE_AGENTS_TURN_DEADLINE_SECONDS": "1.5"}
@@ -128,5 +130,13 @@ async def test_a_turn_past_its_deadline_is_answered_failed_timeout(
         assert "1.5 s (DURABLE_AGENTS_TURN_DEADLINE_SECONDS)" in detail, detail
         assert 1.4 <= answer.elapsed < 10, answer.elapsed
         await no_run_pending(client, "past-deadline", ["slow"])
+        # Streamed, the run ends with its one terminal event: run.failed, code timeout.
+        body = {"message": "stream it", "session_id": "past-deadline", "correlation_id": "streamed"}
+        response, events = await read_all(web, "POST", f"{host.url}/api/agents/{AGENT}/run", json=body,
+                                          headers={"Accept": "text/event-stream"})
+        assert response.status_code == 200
+        check_sequence(events)
+        assert events[-1].event == "run.failed" and events[-1].data["code"] == "timeout", events
+        await no_run_pending(client, "past-deadline", ["slow", "streamed"])
     finally:
         host.stop()
