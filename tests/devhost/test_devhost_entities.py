@@ -161,9 +161,9 @@ async def _batch_sizes(server: LocalHost, queued: int) -> list[int]:
     answer the size of every batch the entity function was given."""
     gateway = server.entities
     assert gateway is not None
-    await gateway.signal("@batches@b", "hold", 0.5)
-    await _wait_state(server, "@batches@b", lambda s: s is not None)  # the held batch ran
-    await gateway.signal("@batches@b", "hold", 0.5)
+    await gateway.signal("@batches@b", "hold", 0)
+    await _wait_state(server, "@batches@b", lambda s: s is not None)  # the first batch ran
+    await gateway.signal("@batches@b", "hold", 1.5)
     await asyncio.sleep(0.2)  # that batch is running; the next operations queue up behind it
     for _ in range(queued):
         await gateway.signal("@batches@b", "tick", None)
