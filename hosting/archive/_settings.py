@@ -8,8 +8,8 @@
 * `DURABLE_AGENTS_HISTORY_CONTAINER` (default `<task hub>-history`, lower case: hosting._hub):
   the blob container, per app as the task hub is, so apps sharing a storage account never share it.
 * `DURABLE_AGENTS_HISTORY_DIR` (default `.agent-history`): the folder of the `files` store.
-* `DURABLE_AGENTS_ARCHIVE_AT_BYTES` (default 16384): entries above this many bytes are archived.
-* `DURABLE_AGENTS_ARCHIVE_KEEP_BYTES` (default 6144): about this much of the newest history stays.
+* `DURABLE_AGENTS_ARCHIVE_AT_BYTES` (default 40960): entries above this many bytes are archived.
+* `DURABLE_AGENTS_ARCHIVE_KEEP_BYTES` (default 16384): about this much of the newest history stays.
 """
 
 from __future__ import annotations
@@ -35,14 +35,10 @@ KEEP_ENV = "DURABLE_AGENTS_ARCHIVE_KEEP_BYTES"
 
 DEFAULT_CONNECTION = "AzureWebJobsStorage"
 DEFAULT_DIR = ".agent-history"
-DEFAULT_ARCHIVE_AT_BYTES = 16 * 1024
-"""16 KiB (the state package's own default is 40 KiB): on the Azure Storage backend an entity's
-state is a table property, and one over 60 KB of UTF-16 (about 30 KB of state JSON) goes to blob
-storage, three more storage calls each time it is written and read. With 16 KiB / 6 KiB a state
-stays under about 28 KB (56 KB as UTF-16) plus its latest turn, so it never goes there; at 40 KiB /
-16 KiB 3 turns in 4 did (`bench/table_size_bench.py`), for 4 chunk writes per 100 turns instead
-of 10."""
-DEFAULT_KEEP_BYTES = 6 * 1024
+DEFAULT_ARCHIVE_AT_BYTES = ArchivePolicy().max_state_bytes
+"""40 KiB: with the runs index, archived runs and chunk references a state stays under 64 KiB
+plus its latest turn."""
+DEFAULT_KEEP_BYTES = ArchivePolicy().keep_bytes
 
 
 MAX_POLICY_BYTES = 64 * 1024 * 1024

@@ -75,8 +75,17 @@ async def test_a_session_is_its_creators_alone_on_every_route(client: Client, mo
     assert own.status == 200 and len(history(own.json()["state"])) == 2
     status = await client.get(f"/api/agents/assistant/sessions/{session}/runs/{run}?user_id=u1")
     assert status.status == 200 and status.json()["status"] == "succeeded"
-    listed = await client.get("/api/agents/assistant/sessions?page_size=100&user_id=u1")
-    assert session in {s["session_id"] for s in listed.json()["sessions"]}
+    # The shared host holds other tests' sessions too: follow the pages (others' are left out).
+    seen: set[str] = set()
+    token: str | None = None
+    while True:
+        query = "page_size=100&user_id=u1" + (f"&continuation={token}" if token else "")
+        page = (await client.get(f"/api/agents/assistant/sessions?{query}")).json()
+        seen |= {s["session_id"] for s in page["sessions"]}
+        token = page["continuation"]
+        if session in seen or token is None:
+            break
+    assert session in seen
     # A reset empties the session; it stays the owner's.
     assert (await client.post(f"/api/agents/assistant/sessions/{session}/reset?user_id=u1")).status == 202
 
