@@ -21,6 +21,7 @@ from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
 from ._settings import HistoryMode, ModelConnection, ModelEnv, ModelSettings, RetryPolicy, SamplingSettings
 from ._telemetry import mark_failed, mark_raised, tracing_enabled
+from ._tool_call import ToolCall, current_tool_call
 from ._tools import FunctionTool, tool
 from ._trace_context import context_from, current_trace_context
 from ._turns import InputMessage, TurnRequest, TurnResult, turn_result
@@ -51,6 +52,7 @@ __all__ = [
     "RetryPolicy",
     "SamplingSettings",
     "TokenBudget",
+    "ToolCall",
     "TurnEvent",
     "TurnEventSink",
     "TurnEventType",
@@ -58,6 +60,7 @@ __all__ = [
     "TurnResult",
     "close_model_clients",
     "context_from",
+    "current_tool_call",
     "current_trace_context",
     "failure",
     "mark_failed",

@@ -32,6 +32,7 @@ from ._model import CallOptions, ModelCaller, now_iso
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint
 from ._structured import ResponseFormat, StructuredOutputError
 from ._telemetry import execute_tool, note_exception_type
+from ._tool_call import ToolCall, serving
 from ._tools import FunctionTool, parse_arguments, to_jsonable
 from ._turns import TurnRequest, TurnResult, answer_text
 from ._unicode import without_lone_surrogates
@@ -245,9 +246,10 @@ class _Turn:
                 raise ToolExecutionError(
                     f"unknown tool {call.name!r}; available: {', '.join(sorted(tools)) or 'none'}"
                 )
-            invocation = tool.invoke(call.arguments or {})
             timeout = self.agent.tool_timeout
-            value = await (asyncio.wait_for(invocation, timeout) if timeout else invocation)
+            with serving(ToolCall(self.request.correlation_id, call.call_id)):
+                invocation = tool.invoke(call.arguments or {})
+                value = await (asyncio.wait_for(invocation, timeout) if timeout else invocation)
             result = without_lone_surrogates(to_jsonable(value), f"tool {call.name!r}'s result")
             return FunctionResultContent(call_id=call.call_id, result=result)
         except ToolExecutionError as exc:

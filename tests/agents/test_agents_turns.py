@@ -10,7 +10,16 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from agents import Agent, ContextProvider, InputMessage, ModelSettings, ProviderContext, TurnRequest, tool
+from agents import (
+    Agent,
+    ContextProvider,
+    InputMessage,
+    ModelSettings,
+    ProviderContext,
+    TurnRequest,
+    current_tool_call,
+    tool,
+)
 from agents.testing import ModelServer, Reply
 from state import (
     AgentRequest,
@@ -152,6 +161,37 @@ async def test_parallel_tool_calls_run_concurrently(model: ModelServer, settings
     assert all(isinstance(c, FunctionResultContent) for c in contents)
     results = {c.call_id: c.result for c in contents if isinstance(c, FunctionResultContent)}
     assert results == {"c_a": "sync a", "c_b": "sync b", "c_c": "async c", "c_d": "async d"}
+
+
+async def test_a_tool_knows_the_run_and_call_it_serves(model: ModelServer, settings: ModelSettings) -> None:
+    seen: dict[str, str | None] = {}
+
+    @tool
+    def pay(order: str) -> str:
+        """Pays an order (a sync tool, in a worker thread)."""
+        call = current_tool_call()
+        seen[order] = None if call is None else call.idempotency_key
+        return "paid"
+
+    @tool
+    async def send(order: str) -> str:
+        """Sends an order (an async tool, on the loop)."""
+        await asyncio.sleep(0.01)
+        call = current_tool_call()
+        seen[order] = None if call is None else f"{call.run_id}|{call.call_id}"
+        return "sent"
+
+    agent = Agent(name="shop", model=settings, tools=[pay, send])
+    model.script(
+        Reply.tool_calls([("pay", {"order": "o1"}, "call_1"), ("send", {"order": "o2"}, "call_2")]),
+        Reply.tool_calls([("pay", {"order": "o3"}, "call_3")]),
+        Reply.text("done"),
+    )
+    result = await agent.run(AgentState.new(), ask("run-7", "go"))
+    assert result.text == "done"
+    # Each call its own, side by side, in a thread or on the loop; the same key on any retry.
+    assert seen == {"o1": "run-7:call_1", "o2": "run-7|call_2", "o3": "run-7:call_3"}
+    assert current_tool_call() is None
 
 
 async def test_tool_errors_become_results_the_model_sees(model: ModelServer, settings: ModelSettings) -> None:
