@@ -22,7 +22,7 @@ from ._errors import DevHostError
 from ._origin import loopback_middleware
 from ._settings import HostSettings
 from .durable_api import RPC_PREFIX, WEBHOOK_PREFIX, DurableApi, management_urls
-from .entities import DEFAULT_MAX_BATCH, DEFAULT_MAX_STATE_BYTES, EntityGateway, EntityStore
+from .entities import DEFAULT_MAX_STATE_BYTES, EntityGateway, EntityStore
 from .functions import KEY_ENV, AppModel, HttpDispatcher, index_metadata, key_matches, load_app
 from .orchestrations import OrchestrationEngine
 from .worker import Workers, WorkerSpec, process_count, script_spec, topology_from
@@ -83,7 +83,7 @@ class LocalHost:
         *,
         host: str = "127.0.0.1",
         project_dir: str | os.PathLike[str] | None = None,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        max_batch: int | None = None,
         max_state_bytes: int | None = None,
         topology: str | None = None,
         worker_processes: int | None = None,
@@ -100,7 +100,9 @@ class LocalHost:
         self.function_key = function_key if function_key is not None else os.environ.get(KEY_ENV) or None
         self.project_dir = pathlib.Path(project_dir) if project_dir else pathlib.Path.cwd()
         self.settings = HostSettings.load(self.project_dir)
-        self.max_batch = max_batch
+        # host.json's maxEntityOperationBatchSize (the extension's default when absent), unless
+        # the caller (--max-batch) chooses.
+        self.max_batch = max_batch or self.settings.max_entity_operation_batch_size
         self.max_state_bytes = max_state_bytes or _max_state_bytes()
         self.log = logger or logging.getLogger("devhost")
         # The durable client binding's channel: a fresh key per process, in rpcBaseUrl's path.

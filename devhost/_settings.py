@@ -21,6 +21,12 @@ HUB_OVERRIDE_ENV = "AzureFunctionsJobHost__extensions__durableTask__hubName"
 """The app setting that overrides host.json's hubName, as the Functions host's configuration does."""
 SITE_ENV = "WEBSITE_SITE_NAME"
 SLOT_ENV = "WEBSITE_SLOT_NAME"
+FUNCTION_TIMEOUT_ENV = "AzureFunctionsJobHost__functionTimeout"
+"""The app setting that overrides host.json's functionTimeout (the Functions host's configuration)."""
+# The Durable extension's maxEntityOperationBatchSize when host.json sets none, on a consumption
+# plan (Flex Consumption included): AzureStorageDurabilityProviderFactory takes 50 there, 5000 on
+# other plans. Apps run on Flex, so the local host batches as they do there.
+DEFAULT_MAX_ENTITY_OPERATION_BATCH_SIZE = 50
 # DTFx's Azure Storage provider polls an idle control queue less and less often, up to this.
 DEFAULT_MAX_QUEUE_POLLING_INTERVAL = 30.0
 
@@ -41,6 +47,9 @@ class HostSettings:
     """``durableTask.maxConcurrentActivityFunctions``; None: the extension's default (10 per core)."""
     function_timeout: float | None = DEFAULT_FUNCTION_TIMEOUT
     """``functionTimeout`` in seconds (None: unbounded, ``-1``); Flex Consumption's default when absent."""
+    max_entity_operation_batch_size: int = DEFAULT_MAX_ENTITY_OPERATION_BATCH_SIZE
+    """``durableTask.maxEntityOperationBatchSize``: the most queued operations of one entity run
+    as one batch (the extension's consumption-plan default, 50, when absent)."""
     max_queue_polling_interval: float = DEFAULT_MAX_QUEUE_POLLING_INTERVAL
     """``durableTask.storageProvider.maxQueuePollingInterval`` in seconds (checked as the extension
     does; the local host delivers messages at once, see docs/devhost.md)."""
@@ -64,8 +73,10 @@ class HostSettings:
     def load(cls, project_dir: pathlib.Path) -> HostSettings:
         """Read ``host.json`` from ``project_dir``; defaults when absent."""
         path = project_dir / "host.json"
+        override = os.environ.get(FUNCTION_TIMEOUT_ENV, "").strip() or None
         if not path.is_file():
-            return cls(task_hub=_task_hub(None, "azurestorage", path))
+            return cls(task_hub=_task_hub(None, "azurestorage", path),
+                       function_timeout=_function_timeout(override, path))
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -89,7 +100,8 @@ class HostSettings:
         entities = _positive(durable, "maxConcurrentEntityFunctions", path)
         activities = _positive(durable, "maxConcurrentActivityFunctions", path)
         orchestrators = _positive(durable, "maxConcurrentOrchestratorFunctions", path)
-        timeout = _function_timeout(data.get("functionTimeout"), path)
+        batch_size = _positive(durable, "maxEntityOperationBatchSize", path)
+        timeout = _function_timeout(override or data.get("functionTimeout"), path)
         mcp = _obj(extensions.get("mcp"))
         instructions = mcp.get("instructions")
         level = _obj(mcp.get("system")).get("webhookAuthorizationLevel")
@@ -99,6 +111,7 @@ class HostSettings:
                    max_concurrent_orchestrator_functions=orchestrators,
                    storage_provider=provider.lower(),
                    function_timeout=timeout,
+                   max_entity_operation_batch_size=batch_size or DEFAULT_MAX_ENTITY_OPERATION_BATCH_SIZE,
                    max_queue_polling_interval=max_polling,
                    mcp_instructions=instructions if isinstance(instructions, str) else None,
                    mcp_anonymous=isinstance(level, str) and level.lower() == "anonymous")

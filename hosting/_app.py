@@ -21,6 +21,7 @@ from .archive import policy_from_env
 from .client._binding import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
 from .entity._batch import guarded_batch
+from .entity._deadline import TimeLimits
 from .entity._entity import AgentEntity
 from .http._answers import Answers
 from .http._api import Api, guarded
@@ -131,8 +132,10 @@ def _register_http(
     app.function_name(spec.function)(function)
 
 
-def _register_entity(app: df.DFApp, agent: Agent, settings: ApiSettings, streams: StreamStore) -> None:
-    entity = AgentEntity(agent, settings.max_session_bytes, streams=streams)
+def _register_entity(
+    app: df.DFApp, agent: Agent, settings: ApiSettings, streams: StreamStore, limits: TimeLimits
+) -> None:
+    entity = AgentEntity(agent, settings.max_session_bytes, streams=streams, limits=limits)
 
     def entity_function(context: df.DurableEntityContext) -> None:
         entity(context)
@@ -213,8 +216,9 @@ def build_app(
         page = Console()
         for spec in CONSOLE_ROUTES:
             _register_http(app, spec, page.serve, settings.route_prefix, settings.max_body_bytes)
+    limits = TimeLimits.from_env()  # a value out of range stops the app here, naming it
     for agent in agents:
-        _register_entity(app, agent, settings, store)
+        _register_entity(app, agent, settings, store, limits)
     register_lifecycle(app)
     register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes)
     return app

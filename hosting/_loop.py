@@ -69,10 +69,21 @@ def _close_clients_at_exit() -> None:
 atexit.register(_close_clients_at_exit)
 
 
-def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
+CANCEL_GRACE_SECONDS = 0.5
+"""How long past its deadline the calling thread waits for a cancelled awaitable to end."""
+
+
+class DeadlinePassed(Exception):
+    """`run_sync`'s awaitable did not finish within its deadline (it was cancelled)."""
+
+
+def run_sync(factory: Callable[[], Awaitable[T]], deadline: float | None = None) -> T:
     """Run the awaitable `factory()` makes on the turn loop and wait for its result here.
 
-    Called from any thread but the turn loop's own (an entity function never runs there).
+    With `deadline` (seconds), the awaitable is cancelled when it has not finished by then, and
+    `DeadlinePassed` raised; the calling thread never waits much longer, even for an awaitable
+    that does not end when cancelled. Called from any thread but the turn loop's own (an entity
+    function never runs there).
     """
     loop = turn_loop()
     try:
@@ -83,6 +94,24 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
         raise RuntimeError("run_sync cannot wait on the turn loop from the turn loop itself")
 
     async def main() -> T:
-        return await factory()
+        if deadline is None:
+            return await factory()
+        scope = asyncio.timeout(deadline)
+        try:
+            async with scope:
+                return await factory()
+        except TimeoutError:
+            if scope.expired():
+                raise DeadlinePassed(f"not finished within {deadline:.1f} s") from None
+            raise
 
-    return asyncio.run_coroutine_threadsafe(main(), loop).result()
+    future = asyncio.run_coroutine_threadsafe(main(), loop)
+    if deadline is None:
+        return future.result()
+    try:
+        return future.result(max(deadline, 0) + CANCEL_GRACE_SECONDS)
+    except concurrent.futures.TimeoutError:
+        if future.done():
+            raise  # the awaitable's own TimeoutError
+        future.cancel()  # an awaitable that ignored its cancellation: stop waiting for it here
+        raise DeadlinePassed(f"not finished within {deadline:.1f} s") from None

@@ -29,6 +29,7 @@ from agents import failure
 
 from .._errors import InvalidOperation, ProblemCode
 from ._context import batch_outcome, standalone_context, start_operation
+from ._deadline import batch_clock
 from ._signals import collecting, with_signals
 
 if TYPE_CHECKING:
@@ -49,7 +50,9 @@ def guarded_batch(entity: AgentEntity, handle: BatchHandler) -> BatchHandler:
     def batch(context: func.EntityContext) -> str:
         with collecting() as signals:
             try:
-                response = handle(context)
+                # The batch's budget starts now: its runs share it (hosting.entity._deadline).
+                with batch_clock(entity.limits):
+                    response = handle(context)
             except Exception as error:
                 name = entity.name
                 log.exception("entity %s: the Durable SDK failed the batch; runs recorded as failed", name)

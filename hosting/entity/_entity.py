@@ -17,7 +17,7 @@ from state import AgentState, TurnFailure, dump_state, load_state
 
 from .._errors import HostingError, InvalidOperation, ProblemCode, RunConflict
 from .._ids import USER_KEY, entity_name, id_problem
-from .._loop import run_sync
+from .._loop import DeadlinePassed, run_sync
 from .._settings import DEFAULT_MAX_SESSION_BYTES, RECORD_HEADROOM_BYTES
 from .._telemetry import traced_entity_run
 from .._wakeup import session_operation
@@ -44,6 +44,7 @@ from ._context import (
     store_text,
     stored_text,
 )
+from ._deadline import TimeLimits, run_deadline, timeout_failure
 from ._lifecycle import answer_archive_epoch, archive_epoch, delete, expire
 from ._steps import TurnSteps
 
@@ -87,8 +88,11 @@ class AgentEntity(TurnSteps):
         max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES,
         archive: HistoryArchive | None = None,
         streams: StreamStore | None = None,
+        limits: TimeLimits | None = None,
     ) -> None:
         self.agent = agent
+        self.limits = TimeLimits.from_env() if limits is None else limits
+        """The turn deadline and the batch budget (hosting.entity._deadline)."""
         self.name = entity_name(agent.name)
         self.max_session_bytes = max_session_bytes
         self._archive = archive
@@ -198,9 +202,16 @@ class AgentEntity(TurnSteps):
             return self._submit(context, loaded, request)
         key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
         events = RunEvents(self.streams, key)
+        deadline = run_deadline(self.limits)
         try:
             events.begin()
-            result = self._run_turn(context, loaded, request, events)
+            if deadline <= 0:
+                # The batch's time is spent: answered now (retryable), never left to the host's
+                # timeout, whose all-failed commit would leave this run without a record.
+                timed_out = timeout_failure(self.limits, deadline)
+                result = self._record_failure(context, loaded, request, timed_out)
+            else:
+                result = self._run_turn(context, loaded, request, events, deadline)
         except Exception as error:
             # Whatever failed, the run gets a record of its own (hosting.stored): its caller
             # never waits for an answer that cannot come.
@@ -213,7 +224,7 @@ class AgentEntity(TurnSteps):
         return result
 
     def _run_turn(
-        self, context: EntityContext, loaded: Loaded, request: TurnRequest, events: RunEvents
+        self, context: EntityContext, loaded: Loaded, request: TurnRequest, events: RunEvents, deadline: float
     ) -> dict[str, Any]:
         refused = self._over_limit(loaded, request)
         if refused is not None:
@@ -227,12 +238,16 @@ class AgentEntity(TurnSteps):
                 # Only an agent that asks for its full history reads the archive during a turn.
                 older = SessionHistory(self.archive, self.name, context.entity_key, state)
             result = run_sync(
-                lambda: events.streaming(lambda sink: self.agent.run(state, request, older, on_event=sink))
+                lambda: events.streaming(lambda sink: self.agent.run(state, request, older, on_event=sink)),
+                deadline,
             )
             state.last_activity_at = now_iso()
             # Older entries move to chunks, stored before this state (which references them).
             self.archive.settle(self.name, context.entity_key, state)
             text = dump_state(state)
+        except DeadlinePassed:
+            # Recorded on the state as it was before the turn, like any failed turn.
+            return self._record_failure(context, loaded, request, timeout_failure(self.limits, deadline))
         except Exception as error:
             # A bug, not a model failure (agents records those): answer the run instead of leaving
             # its caller waiting, on the state as it was before the turn.

@@ -14,16 +14,17 @@ import logging
 from typing import Any
 
 from agents import Agent, FullHistory, TurnProgress, TurnRequest, failure
-from state import AgentState, TurnFailure, dump_state
+from state import AgentState, TurnFailure, dump_state, load_state
 
 from .._errors import InvalidOperation, ProblemCode, RunConflict
-from .._loop import run_sync
+from .._loop import DeadlinePassed, run_sync
 from .._telemetry import traced_entity_run
 from ..archive import HistoryArchive, SessionHistory
 from ..lifecycle._ttl import now_iso
 from ..stored import ActiveTurn, UnreadableTurn, active_turn, queued_requests
 from ..streams import RunEvents, StreamKey, StreamStore
 from ._context import EntityContext, Loaded, cache_load, load, operation_input, store_text
+from ._deadline import StepTime, TimeLimits, step_time, timeout_failure
 from ._signals import send_signal
 
 log = logging.getLogger("hosting.entity")
@@ -36,6 +37,7 @@ class TurnSteps:
     name: str
     max_session_bytes: int
     streams: StreamStore | None
+    limits: TimeLimits
 
     @property
     def archive(self) -> HistoryArchive:
@@ -119,11 +121,16 @@ class TurnSteps:
     def _step(self, context: EntityContext, loaded: Loaded, turn: ActiveTurn) -> dict[str, Any]:
         """Run the next step of `turn`, record it, and signal the one after it."""
         request = turn.request
+        time = step_time(self.limits, turn.started_at)
+        if time.seconds <= 0 and time.deferrable:
+            return self._defer(context, loaded, turn)  # this batch's time is spent, not the turn's
         key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
         events = RunEvents(self.streams, key)
         try:
             events.begin_step(turn.progress.steps, turn.stream_seq)
-            return self._run_step(context, loaded, turn, events)
+            if time.seconds <= 0:
+                return self._timed_out(context, loaded, request, events, time)
+            return self._run_step(context, loaded, turn, events, time)
         except Exception as error:
             log.exception("entity %s@%s run %s failed", self.name, context.entity_key, request.correlation_id)
             bug = failure(ProblemCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
@@ -131,8 +138,39 @@ class TurnSteps:
                 events.fail(bug.code, bug.message)
             return self._record_failure(context, loaded, request, bug)
 
+    def _defer(self, context: EntityContext, loaded: Loaded, turn: ActiveTurn) -> dict[str, Any]:
+        """Run the step of `turn` again in a later batch: its own batch's budget ends before the
+        step could finish (hosting.entity._deadline). Nothing of the attempt is stored; a turn
+        not stored yet (its first step, run by the `run` operation itself) is stored as the turn
+        in progress, so that the signal finds it."""
+        cid, step = turn.correlation_id, turn.progress.steps
+        # A fresh parse: the attempt may have changed the live object.
+        state = load_state(loaded.text) if loaded.text else AgentState.new()
+        if not _waiting(state, cid):
+            state.active_turn = turn.to_json()
+            state.last_activity_at = now_iso()
+            text = dump_state(state)
+            store_text(context, text)
+            cache_load(context, Loaded(text, state))
+        else:
+            cache_load(context, None)
+        key = context.entity_key
+        log.info("entity %s@%s run %s: step %d moved to the next batch", self.name, key, cid, step)
+        send_signal(self.name, str(context.entity_key), "step", {"correlationId": cid, "step": step})
+        return {"correlationId": cid, "status": "running", "step": step}
+
+    def _timed_out(
+        self, context: EntityContext, loaded: Loaded, request: TurnRequest, events: RunEvents, time: StepTime
+    ) -> dict[str, Any]:
+        """Record the turn as failed `timeout`: its deadline passed (counted from its start), or
+        one step took longer than a whole batch's budget."""
+        error = timeout_failure(self.limits, time.seconds, time.batch_bound)
+        result = self._record_failure(context, loaded, request, error)
+        events.finish(result)
+        return result
+
     def _run_step(
-        self, context: EntityContext, loaded: Loaded, turn: ActiveTurn, events: RunEvents
+        self, context: EntityContext, loaded: Loaded, turn: ActiveTurn, events: RunEvents, time: StepTime
     ) -> dict[str, Any]:
         request = turn.request
         refused = self._over_limit(loaded, request) if turn.progress.steps == 0 else None
@@ -144,11 +182,19 @@ class TurnSteps:
         older = None
         if isinstance(self.agent.context, FullHistory):
             older = SessionHistory(self.archive, self.name, context.entity_key, state)
-        outcome = run_sync(
-            lambda: events.streaming(
-                lambda sink: self.agent.run_step(state, request, turn.progress, older, on_event=sink)
+        try:
+            outcome = run_sync(
+                lambda: events.streaming(
+                    lambda sink: self.agent.run_step(state, request, turn.progress, older, on_event=sink)
+                ),
+                time.seconds,
             )
-        )
+        except DeadlinePassed:
+            # Nothing of the attempt is stored: the step runs again in a new batch, or the turn
+            # is recorded as failed on the state as it was before the step.
+            if time.deferrable:
+                return self._defer(context, loaded, turn)
+            return self._timed_out(context, loaded, request, events, time)
         state.last_activity_at = now_iso()  # a turn in progress is activity: never idle-expired
         if isinstance(outcome, TurnProgress):
             state.active_turn = ActiveTurn(request, outcome, turn.started_at, events.seq).to_json()
@@ -200,3 +246,15 @@ class TurnSteps:
             f"{self.max_session_bytes} bytes (max_session_bytes), so this turn was refused and only "
             "this failure was recorded; start a new session (or reset this one) to continue",
         )
+
+
+def _waiting(state: AgentState, correlation_id: str) -> bool:
+    """The stored state names the run as its turn in progress, or as the next queued run."""
+    try:
+        current = active_turn(state)
+        queued = queued_requests(state) if current is None else []
+    except UnreadableTurn:
+        return False
+    if current is not None:
+        return current.correlation_id == correlation_id
+    return bool(queued) and queued[0].correlation_id == correlation_id

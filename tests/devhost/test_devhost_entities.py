@@ -13,7 +13,7 @@ import aiohttp
 import azure.durable_functions as df
 import pytest
 
-from devhost import EntityIdError, LocalHost, make_entity_id, parse_entity_id
+from devhost import DevHostError, EntityIdError, LocalHost, make_entity_id, parse_entity_id
 
 
 async def _wait_state(host: LocalHost, entity_id: str, predicate: Any, timeout: float = 30) -> Any:
@@ -150,6 +150,71 @@ async def test_queued_operations_run_in_batches(tmp_path: pathlib.Path) -> None:
         assert state["log"] == ["first", *range(20)]
     finally:
         await server.stop()
+
+
+def _host_json(project: pathlib.Path, document: dict[str, Any]) -> None:
+    (project / "host.json").write_text(json.dumps(document))
+
+
+async def _batch_sizes(server: LocalHost, queued: int) -> list[int]:
+    """Hold the `batches` entity with one slow operation, queue `queued` more behind it, and
+    answer the size of every batch the entity function was given."""
+    gateway = server.entities
+    assert gateway is not None
+    await gateway.signal("@batches@b", "hold", 0)
+    await _wait_state(server, "@batches@b", lambda s: s is not None)  # the first batch ran
+    await gateway.signal("@batches@b", "hold", 1.5)
+    await asyncio.sleep(0.2)  # that batch is running; the next operations queue up behind it
+    for _ in range(queued):
+        await gateway.signal("@batches@b", "tick", None)
+    state = await _wait_state(server, "@batches@b", lambda s: s is not None and sum(s["sizes"]) == queued + 2)
+    sizes: list[int] = state["sizes"][2:]
+    return sizes
+
+
+async def test_batches_hold_at_most_host_json_max_entity_operation_batch_size(tmp_path: pathlib.Path) -> None:
+    """As the Durable extension: no batch holds more than host.json's maxEntityOperationBatchSize."""
+    durable = {"maxEntityOperationBatchSize": 3}
+    _host_json(tmp_path, {"version": "2.0", "extensions": {"durableTask": durable}})
+    server = LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path, function_key="")
+    assert server.max_batch == 3
+    await server.start()
+    try:
+        assert await _batch_sizes(server, 10) == [3, 3, 3, 1]
+    finally:
+        await server.stop()
+    # --max-batch (LocalHost's max_batch) still chooses over host.json.
+    assert LocalHost("basic_app", tmp_path / "e", project_dir=tmp_path, max_batch=7).max_batch == 7
+
+
+def test_without_host_json_batches_hold_the_consumption_plan_default(tmp_path: pathlib.Path) -> None:
+    """The extension's default when host.json sets none: 50 on a consumption plan (Flex too)."""
+    assert LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path).max_batch == 50
+
+
+@pytest.mark.parametrize("value", [0, -1, "3", 2.5, True])
+def test_a_max_entity_operation_batch_size_that_is_not_a_positive_integer_stops_the_host(
+    tmp_path: pathlib.Path, value: Any
+) -> None:
+    durable = {"maxEntityOperationBatchSize": value}
+    _host_json(tmp_path, {"version": "2.0", "extensions": {"durableTask": durable}})
+    with pytest.raises(DevHostError, match="maxEntityOperationBatchSize must be a positive integer"):
+        LocalHost("basic_app", tmp_path / "d", project_dir=tmp_path)
+
+
+def test_the_function_timeout_app_setting_overrides_host_json(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the Functions host: AzureFunctionsJobHost__functionTimeout overrides host.json's value."""
+    from devhost._settings import HostSettings
+
+    assert HostSettings.load(tmp_path).function_timeout == 1800  # Flex Consumption's default
+    _host_json(tmp_path, {"version": "2.0", "functionTimeout": "00:10:00"})
+    assert HostSettings.load(tmp_path).function_timeout == 600
+    monkeypatch.setenv("AzureFunctionsJobHost__functionTimeout", "00:00:03")
+    assert HostSettings.load(tmp_path).function_timeout == 3
+    (tmp_path / "host.json").unlink()
+    assert HostSettings.load(tmp_path).function_timeout == 3
 
 
 async def test_many_entities_in_parallel(host: LocalHost) -> None:

@@ -24,6 +24,7 @@ from hosting._app import _check_agents
 from hosting._ids import MAX_ID_LENGTH
 from hosting._settings import DEFAULT_MAX_SESSION_BYTES, MAX_BODY_BYTES, ApiSettings
 from hosting.archive._settings import DEFAULT_ARCHIVE_AT_BYTES, DEFAULT_KEEP_BYTES
+from hosting.entity._deadline import DEFAULT_TURN_DEADLINE_SECONDS, MARGIN_SECONDS
 from hosting.http._sse import DEFAULT_HEARTBEAT_SECONDS
 from hosting.lifecycle._ttl import DEFAULT_TTL
 from hosting.mcp._config import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, MIN_WAIT_SECONDS
@@ -140,7 +141,7 @@ def test_host_json_values() -> None:
         "functionTimeout": host["functionTimeout"],
         "routePrefix": host["extensions"]["http"]["routePrefix"],
         "maxQueuePollingInterval": durable["storageProvider"]["maxQueuePollingInterval"],
-        **{k: str(v) for k, v in durable.items() if k.startswith("maxConcurrent")},
+        **{k: str(v) for k, v in durable.items() if k.startswith(("maxConcurrent", "maxEntity"))},
     }
     found = 0
     for key, value in values.items():
@@ -182,6 +183,19 @@ def test_the_body_limit() -> None:
     kib = str(MAX_BODY_BYTES // 1024)
     check(r"\b[Bb]od(?:y|ies)\b[^.\n]{0,40}?\b(\d+) ?KiB", kib, at_least=4)
     check(r"\b(\d+) ?KiB[^.\n]{0,12}\b(?:the API's own limit|\(the API's own limit\))", kib, at_least=0)
+
+
+def test_the_turn_deadline() -> None:
+    deadline, margin = _number(DEFAULT_TURN_DEADLINE_SECONDS), _number(MARGIN_SECONDS)
+    # "a turn deadline of 180 s", "`DURABLE_AGENTS_TURN_DEADLINE_SECONDS`, default **180 s**",
+    # "one turn's time, 180 s by default", "at their 180 s deadline", "| one turn's time | 180 s"
+    check(r"turn\s+deadline\s+of\s+(\d+) s", deadline, at_least=1)
+    check(r"TURN_DEADLINE_SECONDS`?,?\s+default\s+\**(\d+) s", deadline, at_least=1)
+    check(r"one turn's time,? \|? ?(\d+) s", deadline, at_least=2)
+    check(r"at\s+their\s+(\d+) s\s+deadline", deadline, at_least=1)
+    # "a margin of 60 s", "less its 60 s margin"
+    check(r"margin\s+of\s+(\d+) s", margin, at_least=1)
+    check(r"less\s+its\s+(\d+) s\s+margin", margin, at_least=1)
 
 
 def test_the_mcp_wait() -> None:

@@ -168,6 +168,25 @@ def forwarder_entity(context: func.EntityContext) -> str:
     })
 
 
+@app.generic_trigger(arg_name="context", type="entityTrigger", entityName="batches")
+def batches_entity(context: func.EntityContext) -> str:
+    """A raw batch handler that records how many operations each batch it is given holds; a
+    `hold` operation sleeps for its input's seconds, so that later operations queue up."""
+    request = json.loads(context.body)
+    sizes = json.loads(request["state"])["sizes"] if request.get("state") else []
+    for operation in request["batch"]:
+        if operation["name"] == "hold":
+            held = json.loads(operation["input"])
+            time.sleep(float(json.loads(held) if isinstance(held, str) else held))
+    sizes.append(len(request["batch"]))
+    return json.dumps({
+        "entityExists": True,
+        "entityState": json.dumps({"sizes": sizes}),
+        "results": [{"isError": False, "result": "null", "duration": 0} for _ in request["batch"]],
+        "signals": [],
+    })
+
+
 @app.timer_trigger(schedule="0 */5 * * * *", arg_name="timer", run_on_startup=False)
 def every_five_minutes(timer: func.TimerRequest) -> None:
     """Not run by the local host; listed as unsupported at startup."""
