@@ -217,13 +217,20 @@ class Agent:
         asked what ``request`` asks. False only when it provably asked something else."""
         return same_request(self.format, request, stored_hash, stored_request)
 
-    def record_failure(self, state: AgentState, request: TurnRequest, error: TurnFailure) -> TurnResult:
+    def record_failure(
+        self,
+        state: AgentState,
+        request: TurnRequest,
+        error: TurnFailure,
+        progress: TurnProgress | None = None,
+    ) -> TurnResult:
         """Record ``request`` in ``state`` as a failed turn with ``error`` without calling a model (the
-        request entry plus a response entry with ``failure`` and an ``error`` content, as ``run``
-        records a failed turn). Provider state and the service thread id are left as they are;
-        a correlation id that already finished returns its recorded result and changes nothing.
+        request entry plus a response entry with the messages of ``progress``, the turn's finished
+        steps when given, then ``failure`` and an ``error`` content, as ``run`` records a failed
+        turn). Provider state and the service thread id are left as they are; a correlation id
+        that already finished returns its recorded result and changes nothing.
         """
-        return record_failed_turn(self, state, request, error)
+        return record_failed_turn(self, state, request, error, progress)
 
 
 def _as_tool(agent_name: str, value: Any) -> FunctionTool:

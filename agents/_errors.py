@@ -53,6 +53,8 @@ class FailureCode(StrEnum):
     PROVIDER_ERROR = "provider_error"
     TOOL_NAME_CONFLICT = "tool_name_conflict"
     INTERNAL_ERROR = "internal_error"
+    CANCELLED = "run_cancelled"
+    """The run was cancelled (by its caller, or by a newer run that interrupted it)."""
 
 
 def failure(code: str, message: str, *, retryable: bool = False, status: int | None = None) -> TurnFailure:

@@ -367,20 +367,27 @@ def _error_message(agent_name: str, error: TurnFailure) -> ChatMessage:
 
 
 def record_failed_turn(
-    agent: TurnAgent, state: AgentState, request: TurnRequest, error: TurnFailure
+    agent: TurnAgent,
+    state: AgentState,
+    request: TurnRequest,
+    error: TurnFailure,
+    progress: TurnProgress | None = None,
 ) -> TurnResult:
     """Record ``request`` in ``state`` as a failed turn with ``error``, without calling a model: the
-    request entry and a response entry holding only the error, as ``run_turn`` records a failure."""
+    request entry and a response entry holding the messages of ``progress`` (the turn's finished
+    steps, if any) and the error, as ``run_turn`` records a failure."""
     done = TurnResult.from_state(state, request.correlation_id)
     if done is not None:
         return done
+    finished = progress.chat_messages() if progress is not None else []
     message = _error_message(agent.name, error)
     state.append_request(request_entry(request, format_of(agent.format, request)))
     state.append_response(
         AgentResponse(
             correlation_id=request.correlation_id,
             created_at=now_iso(),
-            messages=[message],
+            messages=[*finished, message],
+            usage=progress.usage_model() if progress is not None else None,
             failure=error,
         ),
         request_hash=request_identity(agent.format, request),

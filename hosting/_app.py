@@ -193,6 +193,7 @@ def build_app(
     handlers: dict[str, Handler] = {
         "agent_run": api.run,
         "agent_run_status": api.run_status,
+        "agent_run_cancel": api.run_cancel,
         "agent_run_stream": api.streams.get,
         "agent_session": api.session,
         "agent_session_reset": api.session_reset,

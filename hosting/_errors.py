@@ -45,6 +45,8 @@ class ProblemCode(StrEnum):
     HISTORY_UNAVAILABLE = "history_unavailable"
     WORKFLOW_FINISHED = "workflow_finished"
     RUN_DISCARDED = "run_discarded"
+    RUN_CANCELLED = "run_cancelled"
+    RUN_FINISHED = "run_finished"
     BODY_TOO_LARGE = "body_too_large"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     INTERNAL_ERROR = "internal_error"
@@ -77,6 +79,8 @@ PROBLEMS: dict[ProblemCode, tuple[int, str]] = {
     ProblemCode.HISTORY_UNAVAILABLE: (409, "Archived history unavailable"),
     ProblemCode.WORKFLOW_FINISHED: (409, "Conflict"),
     ProblemCode.RUN_DISCARDED: (410, "Gone"),
+    ProblemCode.RUN_CANCELLED: (409, "The run was cancelled"),
+    ProblemCode.RUN_FINISHED: (409, "The run has finished"),
     ProblemCode.BODY_TOO_LARGE: (413, "Request body too large"),
     ProblemCode.UNSUPPORTED_MEDIA_TYPE: (415, "Unsupported media type"),
     ProblemCode.INTERNAL_ERROR: (500, "Internal error"),

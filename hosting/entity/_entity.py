@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any
 
-from agents import Agent, FullHistory, InvalidTurnRequest, TurnRequest, TurnResult, failure
+from agents import Agent, FullHistory, InvalidTurnRequest, TurnProgress, TurnRequest, TurnResult, failure
 from state import AgentState, TurnFailure, dump_state, load_state
 
 from .._errors import HostingError, InvalidOperation, ProblemCode, RunConflict
@@ -50,7 +50,7 @@ from ._steps import TurnSteps
 
 log = logging.getLogger("hosting.entity")
 
-OPERATIONS = ("run", "step", "reset", "delete", "get", "expire", "archive_epoch")
+OPERATIONS = ("run", "step", "cancel", "reset", "delete", "get", "expire", "archive_epoch")
 """The operations every agent entity understands."""
 
 
@@ -122,6 +122,9 @@ class AgentEntity(TurnSteps):
         elif operation == "step":
             # The next step of the turn in progress, signalled by the step before it.
             context.set_result(self._next_step(context))
+        elif operation == "cancel":
+            # The run ends cancelled if it is queued or between steps (hosting.entity._steps).
+            context.set_result(self._cancel(context))
         elif operation == "reset":
             # The answer names the archive the reset left behind (deleted after this commits).
             epoch = archive_epoch(context)
@@ -269,13 +272,18 @@ class AgentEntity(TurnSteps):
         return result.to_json()
 
     def _record_failure(
-        self, context: EntityContext, loaded: Loaded, request: TurnRequest, error: TurnFailure
+        self,
+        context: EntityContext,
+        loaded: Loaded,
+        request: TurnRequest,
+        error: TurnFailure,
+        progress: TurnProgress | None = None,
     ) -> dict[str, Any]:
         """Record `request` as a failed turn on the state as loaded before the turn (a fresh parse:
         the turn may have changed the live object), save it, and answer the failed result."""
         state = load_state(loaded.text) if loaded.text else AgentState.new()
         forget_waiting(state, request.correlation_id)
-        result = self.agent.record_failure(state, request, error)
+        result = self.agent.record_failure(state, request, error, progress)
         text = dump_state(state)
         size = len(text.encode("utf-8"))
         ceiling = self.max_session_bytes + RECORD_HEADROOM_BYTES - MAX_REFUSED_BYTES

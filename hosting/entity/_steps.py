@@ -13,7 +13,7 @@ import contextlib
 import logging
 from typing import Any
 
-from agents import Agent, FullHistory, TurnProgress, TurnRequest, failure
+from agents import Agent, FailureCode, FullHistory, TurnProgress, TurnRequest, TurnResult, failure
 from state import AgentState, TurnFailure, dump_state, load_state
 
 from .._errors import InvalidOperation, ProblemCode, RunConflict
@@ -22,7 +22,7 @@ from .._telemetry import traced_entity_run
 from ..archive import HistoryArchive, SessionHistory
 from ..lifecycle._ttl import now_iso
 from ..stored import ActiveTurn, UnreadableTurn, active_turn, queued_requests
-from ..streams import RunEvents, StreamKey, StreamStore
+from ..streams import RunCancelled, RunEvents, StreamKey, StreamStore
 from ._context import EntityContext, Loaded, cache_load, load, operation_input, store_text
 from ._deadline import StepTime, TimeLimits, step_time, timeout_failure
 from ._signals import send_signal
@@ -44,9 +44,42 @@ class TurnSteps:
         raise NotImplementedError
 
     def _record_failure(
-        self, context: EntityContext, loaded: Loaded, request: TurnRequest, error: TurnFailure
+        self,
+        context: EntityContext,
+        loaded: Loaded,
+        request: TurnRequest,
+        error: TurnFailure,
+        progress: TurnProgress | None = None,
     ) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _cancel(self, context: EntityContext) -> dict[str, Any] | None:
+        """The `cancel` operation: the run named by its input ends `run_cancelled` if it is queued
+        or between two steps (its finished steps are kept in its record); a finished run is
+        answered with its result, unchanged; an unknown one with None."""
+        value = operation_input(context)
+        cid = value.get("correlationId") if isinstance(value, dict) else None
+        if not isinstance(cid, str):
+            raise InvalidOperation(f"invalid input for {self.name} cancel: expected {{'correlationId': str}}")
+        loaded = load(context)
+        recorded = TurnResult.from_state(loaded.state, cid)
+        if recorded is not None:
+            return recorded.to_json()  # it finished first: a cancel changes nothing
+        try:
+            current = active_turn(loaded.state)
+            queued = [q for q in queued_requests(loaded.state) if q.correlation_id == cid]
+        except UnreadableTurn:
+            log.exception("entity %s@%s: the turn in progress cannot be read", self.name, context.entity_key)
+            return None
+        if current is not None and current.correlation_id == cid:
+            request, progress = current.request, current.progress
+        elif queued:
+            request, progress = queued[0], None
+        else:
+            return None
+        result = self._record_failure(context, loaded, request, cancelled(), progress)
+        RunEvents(self.streams, StreamKey(self.agent.name, str(context.entity_key), cid)).close(result)
+        return result
 
     def fail_step(self, context: EntityContext, error: TurnFailure) -> dict[str, Any] | None:
         """Answer the `step` operation in `context` without running it: its turn is recorded as a
@@ -184,11 +217,18 @@ class TurnSteps:
             older = SessionHistory(self.archive, self.name, context.entity_key, state)
         try:
             outcome = run_sync(
-                lambda: events.streaming(
-                    lambda sink: self.agent.run_step(state, request, turn.progress, older, on_event=sink)
+                lambda: events.stoppable(
+                    events.streaming(
+                        lambda sink: self.agent.run_step(state, request, turn.progress, older, on_event=sink)
+                    )
                 ),
                 time.seconds,
             )
+        except RunCancelled:
+            # Cancelled while the step ran: its work is abandoned, the finished steps are kept.
+            result = self._record_failure(context, loaded, request, cancelled(), turn.progress)
+            events.finish(result)
+            return result
         except DeadlinePassed:
             # Nothing of the attempt is stored: the step runs again in a new batch, or the turn
             # is recorded as failed on the state as it was before the step.
@@ -258,3 +298,11 @@ def _waiting(state: AgentState, correlation_id: str) -> bool:
     if current is not None:
         return current.correlation_id == correlation_id
     return bool(queued) and queued[0].correlation_id == correlation_id
+
+
+def cancelled() -> TurnFailure:
+    """The failure a cancelled run is recorded with."""
+    return failure(
+        FailureCode.CANCELLED,
+        "the run was cancelled; the steps it finished before are kept in its record",
+    )

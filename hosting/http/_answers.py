@@ -18,7 +18,15 @@ from ._requests import CORRELATION_HEADER, SESSION_HEADER
 # session_too_large a 409 (the request is fine; the session's state conflicts with it: start a new
 # one); internal_error a 500 (our bug; the turn is recorded, so the caller still gets an answer).
 # Any other failure is the model's: a 502 carrying its code.
-_HOST_FAILURES = frozenset({ProblemCode.SESSION_TOO_LARGE, ProblemCode.INTERNAL_ERROR})
+# A cancelled run is a 409 run_cancelled: the request was fine, its run was stopped.
+_HOST_FAILURES = frozenset(
+    {ProblemCode.SESSION_TOO_LARGE, ProblemCode.INTERNAL_ERROR, ProblemCode.RUN_CANCELLED}
+)
+
+
+def is_cancelled(result: TurnResult) -> bool:
+    """Whether the run was cancelled (recorded as a failed turn with the code `run_cancelled`)."""
+    return result.error is not None and result.error.code == ProblemCode.RUN_CANCELLED
 
 
 def response_body(result: TurnResult) -> TurnResponseBody:
@@ -100,7 +108,7 @@ class Answers:
             agent=agent,
             session_id=session_id,
             correlation_id=correlation_id,
-            status="failed" if error else "succeeded",
+            status="cancelled" if is_cancelled(result) else "failed" if error else "succeeded",
             response=response_body(result),
             error=None if error is None else ErrorBody.model_validate(error.model_dump(mode="json")),
             location=location,

@@ -38,6 +38,7 @@ from ..stored import StoredDocument, StoredRun, TurnEntry
 from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
 from ..streams._watch import terminal_watch
 from ._answers import Answers
+from ._cancel import cancel_run
 from ._history import with_history
 from ._lookup import existing_session, hosted_agent
 from ._models import (
@@ -256,6 +257,10 @@ class Api:
         self._refuse(outcome, agent.name, session_id, correlation_id)
         result = None if outcome.run is None else outcome.run.result()
         return self.answers.status(agent.name, session_id, correlation_id, result)
+
+    async def run_cancel(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
+        """POST agents/{agent}/sessions/{session_id}/runs/{correlation_id}/cancel"""
+        return await cancel_run(req, client, self.agents, self.answers, self.streams.store, self._refuse)
 
     async def session(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """GET / DELETE agents/{agent}/sessions/{session_id}"""

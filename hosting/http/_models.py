@@ -10,7 +10,7 @@ from state import JSON
 
 from .._ids import ID_PATTERN_TEXT, MAX_ID_LENGTH
 
-RunStatus = Literal["pending", "succeeded", "failed"]
+RunStatus = Literal["pending", "succeeded", "failed", "cancelled"]
 
 _ID_FIELD: dict[str, Any] = {"min_length": 1, "max_length": MAX_ID_LENGTH, "pattern": ID_PATTERN_TEXT}
 
@@ -200,6 +200,16 @@ class SessionActionBody(BaseModel):
     agent: str
     session_id: str
     status: Literal["reset_requested", "delete_requested"]
+
+
+class RunActionBody(BaseModel):
+    """Answer of a run's cancel: the run ends `cancelled` unless it finishes first."""
+
+    agent: str
+    session_id: str
+    correlation_id: str
+    status: Literal["cancel_requested", "cancelled"]
+    location: str = Field(description="URL of the run resource.")
 
 
 class ToolInfo(BaseModel):

@@ -18,6 +18,7 @@ from ._models import (
     AgentsBody,
     HealthBody,
     HistoryPageBody,
+    RunActionBody,
     RunRequestBody,
     RunResultBody,
     SessionActionBody,
@@ -196,6 +197,40 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                     ),
                     _USER,
                 ),
+            ),
+        ),
+    ),
+    RouteSpec(
+        "agent_run_cancel",
+        "agents/{agent}/sessions/{session_id}/runs/{correlation_id}/cancel",
+        (
+            Operation(
+                "POST",
+                "Cancel a run: a queued run never starts, a running one stops at its next step (a "
+                "model call in flight is abandoned within a second where a stream store is "
+                "configured); it ends `cancelled`, keeping the steps it finished.",
+                (
+                    Response(
+                        202,
+                        "`cancel_requested` (or `cancelled`: it was already): poll `Location`.",
+                        RunActionBody,
+                    ),
+                    _BAD,
+                    _FORBIDDEN,
+                    Response(
+                        404,
+                        "Unknown agent or session, or no such run queued or running "
+                        "(`run_not_found`).",
+                    ),
+                    Response(
+                        409,
+                        "The run has finished (`run_finished`), or the session's stored state is "
+                        "unreadable (`state_unreadable`).",
+                    ),
+                    _DISCARDED,
+                    _DOWN,
+                ),
+                query=(_USER,),
             ),
         ),
     ),

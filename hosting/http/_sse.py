@@ -33,6 +33,7 @@ from ..client._waiting import wait_for_run
 from ..stored import INTERNAL, Internal, Viewer, unrecorded_run
 from ..streams._events_doc import EVENT_STREAM
 from ..streams._store import (
+    RUN_CANCELLED,
     RUN_COMPLETED,
     RUN_FAILED,
     RUN_STARTED,
@@ -156,7 +157,9 @@ class RunStreams:
         except ProblemError as problem:
             response = problem_response(problem)
         body = json.loads(response.get_body())
-        return (RUN_COMPLETED if response.status_code == 200 else RUN_FAILED), body
+        if response.status_code == 200:
+            return RUN_COMPLETED, body
+        return (RUN_CANCELLED if body.get("code") == ProblemCode.RUN_CANCELLED else RUN_FAILED), body
 
     async def _frames(
         self, client: DurableClient, key: StreamKey, event: StreamEvent

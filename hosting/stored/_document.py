@@ -244,15 +244,20 @@ class StoredDocument:
             if isinstance(cid, str):
                 ids.append(cid)
         ids += self.refused_ids
-        # (1.6.0) The turn in progress and the runs queued behind it.
+        ids += self.waiting_ids()
+        return list(dict.fromkeys(ids))
+
+    def waiting_ids(self) -> list[str]:
+        """(1.6.0) The run ids of the turn in progress and of the runs queued behind it."""
         active = self.data.get("activeTurn")
         request = active.get("request") if isinstance(active, dict) else None
         queued = self.data.get("queuedRuns")
+        ids = []
         for waiting in [request, *(queued if isinstance(queued, list) else [])]:
             cid = waiting.get("correlationId") if isinstance(waiting, dict) else None
             if isinstance(cid, str):
                 ids.append(cid)
-        return list(dict.fromkeys(ids))
+        return ids
 
     def turns(self) -> list[TurnEntry]:
         """The history's turns in order: a request's turn, finished when its response came (a

@@ -6,7 +6,7 @@ settings.
 """
 
 from ._admission import start_run
-from ._publisher import RunEvents
+from ._publisher import RunCancelled, RunEvents
 from ._settings import (
     PATH_ENV,
     REDIS_CLUSTER_ENV,
@@ -20,6 +20,7 @@ from ._sqlite import SqliteStreamStore
 from ._store import (
     DEFAULT_RETENTION_SECONDS,
     RETENTION_ENV,
+    RUN_CANCELLED,
     RUN_COMPLETED,
     RUN_FAILED,
     RUN_RESTARTED,
@@ -42,6 +43,7 @@ __all__ = [
     "REDIS_ENTRA_ENV",
     "REDIS_ENV",
     "RETENTION_ENV",
+    "RUN_CANCELLED",
     "RUN_COMPLETED",
     "RUN_FAILED",
     "RUN_RESTARTED",
@@ -49,6 +51,7 @@ __all__ = [
     "STEP_STARTED",
     "TERMINAL_TYPES",
     "EntraIdCredentials",
+    "RunCancelled",
     "RunClaim",
     "RunEvents",
     "SqliteStreamStore",

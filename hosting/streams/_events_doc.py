@@ -67,6 +67,11 @@ EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
         "with (same `code` and `status`).",
         "$ref": "#/components/schemas/Problem",
     },
+    "run.cancelled": {
+        "description": "The last event of a cancelled run: the problem document the JSON API "
+        "answers with (409, `code` `run_cancelled`).",
+        "$ref": "#/components/schemas/Problem",
+    },
 }
 """Every event type a run's stream carries, with its `data`."""
 

@@ -10,14 +10,16 @@ Publishing never fails a turn: a store error is logged and the rest of the run i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from agents import TurnEvent, TurnEventSink, TurnResult, failure
+from agents import FailureCode, TurnEvent, TurnEventSink, TurnResult, failure
 
 from .._loop import run_sync
 from ._store import (
+    RUN_CANCELLED,
     RUN_COMPLETED,
     RUN_FAILED,
     RUN_RESTARTED,
@@ -30,6 +32,24 @@ from ._store import (
 
 log = logging.getLogger("hosting.streams")
 T = TypeVar("T")
+
+CANCEL_CHECK_SECONDS = 0.25
+"""How often a running step asks the store whether its run was cancelled: a model call in flight
+is abandoned well within a second of the cancel."""
+
+
+class RunCancelled(Exception):
+    """The run was asked to stop (`StreamStore.request_cancel`) while its step ran; the step's
+    work was abandoned."""
+
+
+def terminal_type(result: dict[str, Any]) -> str:
+    """The terminal event of a run's result (`TurnResult.to_json()`)."""
+    if result.get("status") == "succeeded":
+        return RUN_COMPLETED
+    error = result.get("error")
+    cancelled = isinstance(error, dict) and error.get("code") == FailureCode.CANCELLED
+    return RUN_CANCELLED if cancelled else RUN_FAILED
 
 
 class RunEvents:
@@ -93,6 +113,34 @@ class RunEvents:
             return await turn(self.sink)
         finally:
             await self._drain()
+
+    async def stoppable(self, work: Awaitable[T]) -> T:
+        """`work`, abandoned with `RunCancelled` once the run's cancel is asked for in the store
+        (checked before it starts, then every `CANCEL_CHECK_SECONDS`)."""
+        task = asyncio.ensure_future(work)
+        try:
+            while True:
+                if await self._cancel_asked():
+                    raise RunCancelled(self.key.text())
+                done, _ = await asyncio.wait({task}, timeout=CANCEL_CHECK_SECONDS)
+                if done:
+                    return task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+    async def _cancel_asked(self) -> bool:
+        store = self.store
+        if store is None:
+            return False
+        try:
+            return await store.cancel_requested(self.key)
+        except Exception:
+            # An unreachable store: the cancel is still delivered between steps by the entity.
+            log.warning("run %s: could not check for a cancel", self.key, exc_info=True)
+            return False
 
     async def _begin(self) -> None:
         if self.store is None:
@@ -166,8 +214,34 @@ class RunEvents:
 
     def finish(self, result: dict[str, Any]) -> None:
         """Close the stream with the turn's result (`TurnResult.to_json()`)."""
-        kind = RUN_COMPLETED if result.get("status") == "succeeded" else RUN_FAILED
-        run_sync(lambda: self._put(kind, result))
+        run_sync(lambda: self._put(terminal_type(result), result))
+
+    def close(self, result: dict[str, Any]) -> None:
+        """Close the stream of a run that ended between its steps (cancelled while queued or
+        between two steps): its terminal event after the last stored one, unless it has one."""
+        run_sync(lambda: self._close(result))
+
+    async def _close(self, result: dict[str, Any]) -> None:
+        if self.store is None:
+            return
+        try:
+            last = await self.store.last(self.key)
+        except Exception:
+            log.warning("run %s: stream store unreachable; its stream is not closed", self.key, exc_info=True)
+            return
+        if last is not None and last.terminal:
+            return
+        if last is None:
+            identity = {
+                "agent": self.key.agent,
+                "session_id": self.key.session_id,
+                "correlation_id": self.key.correlation_id,
+            }
+            self._enqueue(RUN_STARTED, identity)
+        else:
+            self.seq = last.seq
+        self._enqueue(terminal_type(result), result)
+        await self._drain()
 
     def fail(self, code: str, message: str) -> None:
         """Close the stream with a failure the turn could not record (the operation raised)."""

@@ -6,7 +6,7 @@ higher than the last one, so a second writer of the same run can never interleav
 Every append renews the key's expiry (``retention``).
 
 Keys start with the app's prefix (app and task hub: `key_prefix`) and carry the run as a hash tag
-(``{agent:session:correlation}``), so a run's two keys (events, claim) live in one slot of a
+(``{agent:session:correlation}``), so a run's keys (events, claim, cancel request) live in one slot of a
 cluster and its transactions stay valid there. A cluster (``DURABLE_AGENTS_STREAM_REDIS_CLUSTER``,
 or a server that reports ``cluster_enabled:1``) is spoken to with redis-py's cluster client.
 
@@ -250,6 +250,9 @@ class RedisStreamStore:
     def _marker(self, key: StreamKey) -> str:
         return f"{self.prefix}claim:{{{key.text()}}}"
 
+    def _cancel_key(self, key: StreamKey) -> str:
+        return f"{self.prefix}cancel:{{{key.text()}}}"
+
     def _ttl(self) -> int:
         return max(1, int(self.retention))
 
@@ -272,6 +275,13 @@ class RedisStreamStore:
     async def claimed(self, key: StreamKey) -> RunClaim | None:
         found = await self._run(lambda c: c.get(self._marker(key)))
         return None if found is None else _parse_claim(found)
+
+    async def request_cancel(self, key: StreamKey) -> bool:
+        await self._run(lambda c: c.set(self._cancel_key(key), b"1", ex=self._ttl()))
+        return True
+
+    async def cancel_requested(self, key: StreamKey) -> bool:
+        return bool(await self._run(lambda c: c.exists(self._cancel_key(key))))
 
     async def opening(self, key: StreamKey) -> tuple[RunClaim | None, StreamEvent | None]:
         async def both(client: Any) -> list[Any]:

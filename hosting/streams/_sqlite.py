@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS claims (
     key TEXT PRIMARY KEY, request TEXT, live INTEGER NOT NULL, expires REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cancels (key TEXT PRIMARY KEY, expires REAL NOT NULL) WITHOUT ROWID;
 """
 _UPSERT_STREAM = (
     "INSERT INTO streams (key, expires) VALUES (?, ?) "
@@ -100,6 +101,7 @@ class SqliteStreamStore:
             db.execute(f"DELETE FROM events WHERE key IN ({expired})", (now,))
             db.execute("DELETE FROM streams WHERE expires < ?", (now,))
             db.execute("DELETE FROM claims WHERE expires < ?", (now,))
+            db.execute("DELETE FROM cancels WHERE expires < ?", (now,))
 
     async def declare(self, key: StreamKey) -> None:
         self._db().execute(_UPSERT_STREAM, (key.text(), time.time() + self.retention))
@@ -137,6 +139,20 @@ class SqliteStreamStore:
             .fetchone()
         )
         return None if row is None else RunClaim(row[0], bool(row[1]))
+
+    async def request_cancel(self, key: StreamKey) -> bool:
+        self._db().execute(
+            "INSERT INTO cancels (key, expires) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET expires = excluded.expires",
+            (key.text(), time.time() + self.retention),
+        )
+        return True
+
+    async def cancel_requested(self, key: StreamKey) -> bool:
+        row = self._db().execute(
+            "SELECT 1 FROM cancels WHERE key = ? AND expires >= ?", (key.text(), time.time())
+        ).fetchone()
+        return row is not None
 
     async def opening(self, key: StreamKey) -> tuple[RunClaim | None, StreamEvent | None]:
         # Plain calls, not a gather of the two coroutines: both are short reads on this thread.

@@ -19,7 +19,8 @@ RUN_RESTARTED = "run.restarted"
 STEP_STARTED = "step.started"
 RUN_COMPLETED = "run.completed"
 RUN_FAILED = "run.failed"
-TERMINAL_TYPES = frozenset({RUN_COMPLETED, RUN_FAILED})
+RUN_CANCELLED = "run.cancelled"
+TERMINAL_TYPES = frozenset({RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED})
 """Types that close a stream: a reader stops after one of them."""
 
 DEFAULT_RETENTION_SECONDS = 3600
@@ -123,6 +124,13 @@ class StreamStore(Protocol):
     def follow(self, key: StreamKey, after: int, idle: float) -> AsyncIterator[StreamEvent | None]:
         """The events after sequence number `after`, then new ones as they are appended, ending
         after a terminal event; yields None whenever `idle` seconds pass without an event."""
+
+    async def request_cancel(self, key: StreamKey) -> bool:
+        """Ask the run's running step to stop (`cancel_requested` says so until the retention
+        ends); False when the store cannot carry it (no store every instance shares)."""
+
+    async def cancel_requested(self, key: StreamKey) -> bool:
+        """Whether the run was asked to stop (the step running it checks while it waits)."""
 
     async def ping(self) -> str:
         """Check the store for real: what answered and how (a health check's detail), or

@@ -46,6 +46,13 @@ class UnsharedStreamStore:
     async def release(self, key: StreamKey) -> None:
         return None
 
+    async def request_cancel(self, key: StreamKey) -> bool:
+        # No store every instance shares: a cancel waits for the step in flight to end.
+        return False
+
+    async def cancel_requested(self, key: StreamKey) -> bool:
+        return False
+
     async def exists(self, key: StreamKey) -> bool:
         raise self._missing()
 

@@ -31,7 +31,7 @@ def test_every_agent_has_an_entity_named_after_it(app: df.DFApp) -> None:
             "name": "context",
             "entityName": f"dafx-{agent}",
         }
-    assert OPERATIONS == ("run", "step", "reset", "delete", "get", "expire", "archive_epoch")
+    assert OPERATIONS == ("run", "step", "cancel", "reset", "delete", "get", "expire", "archive_epoch")
 
 
 def test_first_turn_creates_the_session_state(app: df.DFApp, model: ModelServer) -> None:

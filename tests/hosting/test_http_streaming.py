@@ -85,6 +85,7 @@ async def test_the_openapi_document_lists_every_event(offline_api: Api) -> None:
         "usage",
         "run.completed",
         "run.failed",
+        "run.cancelled",
     }
     run = document["paths"]["/api/agents/{agent}/run"]["post"]["responses"]["200"]["content"]
     assert set(run) == {"application/json", "text/event-stream"}

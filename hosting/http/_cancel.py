@@ -1,0 +1,127 @@
+"""Cancelling a run: `POST agents/{agent}/sessions/{session_id}/runs/{correlation_id}/cancel`.
+
+A run waiting in the session's queue never starts; a running turn stops at its next step
+boundary, and a step in flight (a model call, a batch of tools) is abandoned within a second
+where a stream store is configured: the route marks the cancel there, where the running step
+looks for it (hosting.streams), before it signals the entity's `cancel` operation, which records
+the run as cancelled between steps (hosting.entity._steps). See docs/hosting.md "Cancelling a run".
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from agents import Agent
+
+from .._errors import ProblemCode, ProblemError
+from .._ids import entity_name
+from ..client._binding import DurableClient
+from ..client._outcome import RunOutcome
+from ..client._read import read_session, state_problem
+from ..client._waiting import wait_for_run
+from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
+from ._answers import Answers, is_cancelled
+from ._lookup import hosted_agent
+from ._models import RunActionBody
+from ._problems import json_response
+from ._refusals import no_session, unreadable
+from ._requests import check_id
+from ._users import caller_user
+
+log = logging.getLogger("hosting.http")
+
+CANCEL_OPERATION = "cancel"
+
+
+async def cancel_run(
+    req: func.HttpRequest,
+    client: DurableClient,
+    agents: Mapping[str, Agent],
+    answers: Answers,
+    store: StreamStore,
+    refuse: Callable[[RunOutcome, str, str, str], None],
+) -> func.HttpResponse:
+    """202 when the run will end cancelled (or already did); 409 `run_finished` when it finished
+    otherwise; 404 when the session has no such run queued or running."""
+    agent = hosted_agent(agents, req)
+    session_id = check_id(req.route_params.get("session_id", ""), "session_id")
+    correlation_id = check_id(
+        req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
+    )
+    user = caller_user(req)
+    entity_id = df.EntityId(entity_name(agent.name), session_id)
+    snapshot = await read_session(client, entity_id)
+    stored = snapshot.stored
+    if (snapshot.exists or snapshot.deleted) and not stored.visible_to(user):
+        raise no_session(agent.name, session_id)
+    if snapshot.exists:
+        reason = state_problem(snapshot.document)
+        if reason is not None:
+            raise unreadable(agent.name, session_id, reason)
+    outcome = await wait_for_run(
+        client,
+        entity_id,
+        agent=agent.name,
+        session_id=session_id,
+        correlation_id=correlation_id,
+        timeout=0,
+        state_checked=True,
+        user=user,
+    )
+    refuse(outcome, agent.name, session_id, correlation_id)  # discarded, archived and unreadable
+    location = answers.run_location(agent.name, session_id, correlation_id)
+    if outcome.run is not None:
+        if not is_cancelled(outcome.run.result()):
+            raise ProblemError(
+                ProblemCode.RUN_FINISHED,
+                f"run {correlation_id!r} of session {session_id!r} has finished; there is nothing to cancel",
+                location=location,
+            )
+        return _answer(agent.name, session_id, correlation_id, "cancelled", location)
+    key = StreamKey(agent.name, session_id, correlation_id)
+    # A turn's first step is stored only when it ends: until then its stream says it was sent.
+    known = snapshot.exists and correlation_id in stored.waiting_ids()
+    if not known and not await _streamed(store, key):
+        if not snapshot.exists:
+            raise no_session(agent.name, session_id)
+        raise ProblemError(
+            ProblemCode.RUN_NOT_FOUND,
+            f"session {session_id!r} of agent {agent.name!r} has no run {correlation_id!r} queued or "
+            "running (a run sent a moment ago may not have reached its session yet: try again)",
+            field="correlation_id",
+        )
+    try:
+        # First, so that a step already running sees it; the entity records the cancel between
+        # steps whatever happens here.
+        await store.request_cancel(key)
+    except Exception:
+        log.warning("run %s: the cancel could not be marked in the stream store", key.text(), exc_info=True)
+    await client.signal_entity(entity_id, CANCEL_OPERATION, {"correlationId": correlation_id})
+    return _answer(agent.name, session_id, correlation_id, "cancel_requested", location)
+
+
+async def _streamed(store: StreamStore, key: StreamKey) -> bool:
+    """Whether the run was sent through this app's API (its stream or claim exists)."""
+    try:
+        return await store.exists(key)
+    except StreamStoreUnavailable:
+        return False
+
+
+def _answer(
+    agent: str, session_id: str, correlation_id: str, status: str, location: str
+) -> func.HttpResponse:
+    body = RunActionBody.model_validate(
+        {
+            "agent": agent,
+            "session_id": session_id,
+            "correlation_id": correlation_id,
+            "status": status,
+            "location": location,
+        }
+    )
+    return json_response(body, 202, {"Location": location})
