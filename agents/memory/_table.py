@@ -95,8 +95,9 @@ def _vector(entity: Mapping[str, Any]) -> tuple[float, ...] | None:
 
 
 def _conflict(error: TableTransactionError) -> bool:
-    """Whether a transaction lost a race (another writer changed or created the count first)."""
-    return error.status_code in (409, 412) and error.index == 1
+    """Whether a transaction lost a race: the count's ETag changed (412; only the count's update
+    is conditional), or another writer created the count first (409 on the count, operation 1)."""
+    return error.status_code == 412 or (error.status_code == 409 and error.index == 1)
 
 
 class TableMemoryStore:
