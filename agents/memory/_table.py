@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from azure.core import MatchConditions
+from azure.core.credentials_async import AsyncTokenCredential
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableTransactionError, UpdateMode
 from azure.data.tables.aio import TableClient
@@ -131,10 +132,13 @@ class TableMemoryStore:
         return client
 
     async def close(self) -> None:
-        """Close the client of the running loop."""
+        """Close the client of the running loop (and the identity's credential it was made with)."""
         client = self._clients.pop(asyncio.get_running_loop(), None)
         if client is not None:
             await client.close()
+            credential = client.credential
+            if isinstance(credential, AsyncTokenCredential):  # not a connection string's key
+                await credential.close()
 
     async def _ensure_table(self) -> None:
         if not self._created:
