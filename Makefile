@@ -63,7 +63,7 @@ typecheck: install
 	$(PY) -m mypy
 	@for d in $(TEST_DIRS); do \
 		echo "mypy tests/$$d"; \
-		MYPYPATH=tests/$$d:tests/$$d/apps:tests/hosting:tests/e2e $(PY) -m mypy --explicit-package-bases tests/$$d || exit 1; \
+		MYPYPATH=tests/$$d:tests/$$d/apps:tests/hosting:tests/e2e:tests $(PY) -m mypy --explicit-package-bases tests/$$d || exit 1; \
 	done
 	$(PY) -m mypy --explicit-package-bases tests/conftest.py
 

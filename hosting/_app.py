@@ -11,9 +11,11 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from agents import Agent, AgentConfigurationError
+from agents.memory import MemorySettings, use_memory_settings
 
 from ._extensions import Extension
 from ._handlers import Handler
+from ._hub import memory_table, task_hub
 from ._ids import entity_name
 from ._settings import ApiSettings
 from ._telemetry import configure_telemetry, traced_http
@@ -60,12 +62,14 @@ def _check_agents(agents: Sequence[Agent]) -> None:
 
 
 def _check_settings(agents: Sequence[Agent]) -> None:
-    """The numeric settings read only later (by the expiry sweeper, the archive, a session's
-    reads), read now: one out of range stops the app at startup, naming it, instead of failing
-    requests (`HostingConfigurationError`)."""
+    """The settings read only later (by the expiry sweeper, the archive, a session's reads, the
+    long-term memory store), read now: a bad one stops the app at startup, naming it, instead of
+    failing requests (`HostingConfigurationError`, `AgentConfigurationError`). Memory gets the
+    app's table, named after its task hub as the archive's container is."""
     for agent in agents:
         ttl_for(agent.name)
     policy_from_env()
+    use_memory_settings(MemorySettings.from_env(default_table=memory_table(task_hub())))
 
 
 def _check_extensions(agents: Sequence[Agent], extensions: Sequence[Extension]) -> None:

@@ -1,5 +1,5 @@
 """The app's Durable task hub as the Functions host and the Durable extension resolve it, and the
-per-app name of the history archive's blob container derived from it.
+per-app names derived from it: the history archive's blob container and long-term memory's table.
 
 The extension takes ``extensions.durableTask.hubName`` from the host's configuration: host.json,
 overridden by the app setting ``AzureFunctionsJobHost__extensions__durableTask__hubName``; a
@@ -30,6 +30,8 @@ MAX_HUB = 45
 MIN_HUB = 3
 CONTAINER_SUFFIX = "-history"
 MAX_CONTAINER = 63
+MEMORY_TABLE_SUFFIX = "Memory"
+MAX_TABLE = 63
 
 
 def app_root() -> Path:
@@ -81,3 +83,13 @@ def history_container(hub: str) -> str:
     stem = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", hub.lower())).strip("-")
     stem = stem[: MAX_CONTAINER - len(CONTAINER_SUFFIX)].rstrip("-")
     return (stem or "agent") + CONTAINER_SUFFIX
+
+
+def memory_table(hub: str) -> str:
+    """A Table Storage table name (3 to 63 letters and digits, starting with a letter) for the
+    long-term memory of the task hub `hub`: ``<hub>Memory``, beside the Azure Storage provider's
+    ``<hub>Instances`` and ``<hub>History``."""
+    stem = "".join(c for c in hub if c.isascii() and c.isalnum())
+    if stem and not stem[0].isalpha():
+        stem = "t" + stem
+    return (stem or "agents")[: MAX_TABLE - len(MEMORY_TABLE_SUFFIX)] + MEMORY_TABLE_SUFFIX

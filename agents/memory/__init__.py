@@ -1,7 +1,18 @@
-"""Long-term memory: items that outlive a session, kept per user (docs/agents.md)."""
+"""Long-term memory: items that outlive a session, kept per user, in SQLite (one machine) or Azure
+Table Storage (the app's storage account) (docs/agents.md)."""
 
+from ._connection import TableConnection
 from ._provider import UserMemoryProvider
-from ._settings import MEMORY_PATH_ENV, default_memory_path, memory_store_from_env
+from ._settings import (
+    MEMORY_CONNECTION_ENV,
+    MEMORY_PATH_ENV,
+    MEMORY_STORE_ENV,
+    MEMORY_TABLE_ENV,
+    MemorySettings,
+    default_memory_path,
+    memory_store_from_env,
+    use_memory_settings,
+)
 from ._sqlite import SqliteMemoryStore
 from ._store import (
     DEFAULT_MAX_ITEMS,
@@ -15,21 +26,29 @@ from ._store import (
     MemoryStore,
     MemoryStoreError,
 )
+from ._table import TableMemoryStore
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
     "MAX_SEARCH_LIMIT",
     "MAX_TEXT_CHARS",
+    "MEMORY_CONNECTION_ENV",
     "MEMORY_PATH_ENV",
+    "MEMORY_STORE_ENV",
+    "MEMORY_TABLE_ENV",
     "InvalidMemory",
     "MemoryFull",
     "MemoryHit",
     "MemoryItem",
     "MemoryNamespace",
+    "MemorySettings",
     "MemoryStore",
     "MemoryStoreError",
     "SqliteMemoryStore",
+    "TableConnection",
+    "TableMemoryStore",
     "UserMemoryProvider",
     "default_memory_path",
     "memory_store_from_env",
+    "use_memory_settings",
 ]

@@ -8,7 +8,6 @@ so a turn's event loop never waits on the disk.
 
 from __future__ import annotations
 
-import array
 import asyncio
 import contextlib
 import json
@@ -17,7 +16,6 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +32,10 @@ from ._store import (
     checked_part,
     checked_text,
     metadata_json,
+    now,
+    pack_embedding,
     rank,
+    unpack_embedding,
 )
 
 _SCHEMA = """
@@ -54,25 +55,9 @@ CREATE TABLE IF NOT EXISTS memories (
 _COLUMNS = "id, text, metadata, source_session, created_at, updated_at, embedding"
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
 def _agent_key(namespace: MemoryNamespace) -> str:
     # "" stands for "every agent of the user" (agent names are never empty).
     return namespace.agent or ""
-
-
-def _blob(embedding: tuple[float, ...] | None) -> bytes | None:
-    return None if embedding is None else array.array("d", embedding).tobytes()
-
-
-def _vector(blob: bytes | None) -> tuple[float, ...] | None:
-    if blob is None:
-        return None
-    values = array.array("d")
-    values.frombytes(blob)
-    return tuple(values)
 
 
 class SqliteMemoryStore:
@@ -117,7 +102,7 @@ class SqliteMemoryStore:
             updated_at=updated,
             metadata=json.loads(metadata),
             source_session=source,
-            embedding=_vector(blob),
+            embedding=unpack_embedding(blob),
         )
 
     # -- operations (sync, run in a thread by the async methods) ---------------------------
@@ -137,11 +122,11 @@ class SqliteMemoryStore:
         if source_session is not None:
             checked_part(source_session, "a memory's source session")
         key = (namespace.user_id, _agent_key(namespace))
-        now = _now()
+        stamp = now()
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")  # the count and the write as one step
             try:
-                created = now
+                created = stamp
                 if item_id is not None:
                     checked_part(item_id, "a memory's id")
                     row = db.execute(
@@ -161,13 +146,13 @@ class SqliteMemoryStore:
                 db.execute(
                     "INSERT OR REPLACE INTO memories (user_id, agent, id, text, metadata, source_session, "
                     "created_at, updated_at, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (*key, item_id, text, meta, source_session, created, now, _blob(vector)),
+                    (*key, item_id, text, meta, source_session, created, stamp, pack_embedding(vector)),
                 )
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-        return MemoryItem(item_id, namespace, text, created, now, json.loads(meta), source_session, vector)
+        return MemoryItem(item_id, namespace, text, created, stamp, json.loads(meta), source_session, vector)
 
     def _get(self, namespace: MemoryNamespace, item_id: str) -> MemoryItem | None:
         with self._connect() as db:
@@ -185,7 +170,7 @@ class SqliteMemoryStore:
                 f"SELECT id, text, updated_at, {vector} FROM memories WHERE user_id=? AND agent=?",
                 (namespace.user_id, _agent_key(namespace)),
             ).fetchall()
-        return [Candidate(i, text, updated, _vector(blob)) for i, text, updated, blob in rows]
+        return [Candidate(i, text, updated, unpack_embedding(blob)) for i, text, updated, blob in rows]
 
     def _search(
         self, namespace: MemoryNamespace, query: str, vector: tuple[float, ...] | None, limit: int

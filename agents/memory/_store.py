@@ -8,11 +8,14 @@ the query's embedding and the items carry embeddings of the same model.
 
 from __future__ import annotations
 
+import array
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from .._errors import AgentsError
@@ -171,6 +174,32 @@ def checked_embedding(embedding: Sequence[float] | None) -> tuple[float, ...] | 
             f"an embedding must hold 1 to {MAX_EMBEDDING_DIMENSIONS} finite numbers"
         )
     return values
+
+
+def now() -> str:
+    """The time of a write, RFC 3339 UTC (what `created_at` / `updated_at` hold)."""
+    return datetime.now(UTC).isoformat()
+
+
+def pack_embedding(embedding: tuple[float, ...] | None) -> bytes | None:
+    """An embedding as stored: little-endian float64s (8 bytes a dimension, values kept exactly)."""
+    if embedding is None:
+        return None
+    values = array.array("d", embedding)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tobytes()
+
+
+def unpack_embedding(blob: bytes | None) -> tuple[float, ...] | None:
+    """The embedding `pack_embedding` stored."""
+    if blob is None:
+        return None
+    values = array.array("d")
+    values.frombytes(blob)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return tuple(values)
 
 
 def checked_limit(limit: int) -> int:

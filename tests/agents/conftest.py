@@ -1,12 +1,17 @@
-"""Fixtures for the agents runtime tests: model settings aimed at the local scripted server."""
+"""Fixtures for the agents runtime tests: model settings aimed at the local scripted server, and
+long-term memory stores of both backends (SQLite in a temp dir, Azure Table Storage on Azurite)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import pathlib
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
+from azurite_support import azurite  # noqa: F401 - the fixture
 
 from agents import ModelEnv, ModelSettings, RetryPolicy, close_model_clients
+from agents.memory import DEFAULT_MAX_ITEMS, MemoryStore, SqliteMemoryStore, TableConnection, TableMemoryStore
 from agents.testing import ModelServer
 
 # Short but real backoff, so fault tests take milliseconds.
@@ -39,3 +44,34 @@ def settings(model: ModelServer) -> ModelSettings:
 def responses_settings(settings: ModelSettings) -> ModelSettings:
     """The same on the Responses API."""
     return settings.replace(wire_api="responses")
+
+
+MakeStore = Callable[..., MemoryStore]
+"""Makes a memory store (the make_memory_store fixture)."""
+
+
+@pytest.fixture(params=["sqlite", "table"])
+async def make_memory_store(
+    request: pytest.FixtureRequest, tmp_path: pathlib.Path
+) -> AsyncIterator[MakeStore]:
+    """Makes memory stores of one backend (the parameter): every store made in one test shares one
+    SQLite file, or one table of Azurite's Table service (as the app's instances would)."""
+    connection = None
+    if request.param == "table":
+        connection = TableConnection(connection_string=request.getfixturevalue("azurite").connection_string)
+    table = f"memory{uuid.uuid4().hex}"
+    made: list[MemoryStore] = []
+
+    def make(max_items: int = DEFAULT_MAX_ITEMS) -> MemoryStore:
+        store: MemoryStore
+        if connection is None:
+            store = SqliteMemoryStore(tmp_path / "memory.db", max_items=max_items)
+        else:
+            store = TableMemoryStore(connection, table, max_items=max_items)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        if isinstance(store, TableMemoryStore):
+            await store.close()

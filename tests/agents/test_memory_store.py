@@ -1,11 +1,14 @@
-"""The long-term memory store on a real SQLite file: namespaces never mix, search by words and by
-embeddings, limits refuse what does not fit, and the file is its owner's alone."""
+"""The long-term memory store on both backends, a real SQLite file and a real Azure Table Storage
+table (Azurite): namespaces never mix, search by words and by embeddings, limits refuse what does
+not fit (also when puts race to the limit); the SQLite file is its owner's alone."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pathlib
 import stat
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,6 +19,7 @@ from agents.memory import (
     InvalidMemory,
     MemoryFull,
     MemoryNamespace,
+    MemoryStore,
     SqliteMemoryStore,
     default_memory_path,
     memory_store_from_env,
@@ -25,21 +29,27 @@ U1 = MemoryNamespace("u1")
 U2 = MemoryNamespace("u2")
 
 
+MakeStore = Callable[..., MemoryStore]  # the make_memory_store fixture (tests/agents/conftest.py)
+
+
 @pytest.fixture
-def store(tmp_path: pathlib.Path) -> SqliteMemoryStore:
-    return SqliteMemoryStore(tmp_path / "memory.db", max_items=5)
+def store(make_memory_store: MakeStore) -> MemoryStore:
+    """A store of each backend holding at most 5 items a namespace."""
+    return make_memory_store(max_items=5)
 
 
 def test_public_names_are_pinned() -> None:
     assert sorted(memory.__all__) == [
-        "DEFAULT_MAX_ITEMS", "InvalidMemory", "MAX_SEARCH_LIMIT", "MAX_TEXT_CHARS", "MEMORY_PATH_ENV",
-        "MemoryFull", "MemoryHit", "MemoryItem", "MemoryNamespace", "MemoryStore", "MemoryStoreError",
-        "SqliteMemoryStore", "UserMemoryProvider", "default_memory_path", "memory_store_from_env",
+        "DEFAULT_MAX_ITEMS", "InvalidMemory", "MAX_SEARCH_LIMIT", "MAX_TEXT_CHARS",
+        "MEMORY_CONNECTION_ENV", "MEMORY_PATH_ENV", "MEMORY_STORE_ENV", "MEMORY_TABLE_ENV",
+        "MemoryFull", "MemoryHit", "MemoryItem", "MemoryNamespace", "MemorySettings", "MemoryStore",
+        "MemoryStoreError", "SqliteMemoryStore", "TableConnection", "TableMemoryStore",
+        "UserMemoryProvider", "default_memory_path", "memory_store_from_env", "use_memory_settings",
     ]
     assert issubclass(memory.MemoryStoreError, AgentsError)
 
 
-async def test_put_get_update_delete(store: SqliteMemoryStore) -> None:
+async def test_put_get_update_delete(store: MemoryStore) -> None:
     item = await store.put(U1, "  Prefers aisle seats ", metadata={"k": [1]}, source_session="s-1")
     assert item.text == "Prefers aisle seats" and item.source_session == "s-1"
     got = await store.get(U1, item.id)
@@ -52,7 +62,7 @@ async def test_put_get_update_delete(store: SqliteMemoryStore) -> None:
     assert await store.delete(U1, item.id) is False
 
 
-async def test_namespaces_never_mix(store: SqliteMemoryStore) -> None:
+async def test_namespaces_never_mix(store: MemoryStore) -> None:
     item = await store.put(U1, "u1 likes tea")
     agent_item = await store.put(MemoryNamespace("u1", "concierge"), "concierge only")
     assert await store.get(U2, item.id) is None
@@ -66,7 +76,7 @@ async def test_namespaces_never_mix(store: SqliteMemoryStore) -> None:
     assert agent_item.namespace.agent == "concierge"
 
 
-async def test_keyword_search_ranks_by_shared_words_then_newest(store: SqliteMemoryStore) -> None:
+async def test_keyword_search_ranks_by_shared_words_then_newest(store: MemoryStore) -> None:
     await store.put(U1, "Travels to Lisbon in May")
     tea = await store.put(U1, "Drinks green tea, never coffee")
     both = await store.put(U1, "Green tea in Lisbon cafés")
@@ -78,7 +88,7 @@ async def test_keyword_search_ranks_by_shared_words_then_newest(store: SqliteMem
     assert [h.item.id for h in newest] == [both.id, tea.id]
 
 
-async def test_semantic_search_uses_embeddings(store: SqliteMemoryStore) -> None:
+async def test_semantic_search_uses_embeddings(store: MemoryStore) -> None:
     north = await store.put(U1, "north", embedding=[1.0, 0.0])
     east = await store.put(U1, "east", embedding=[0.0, 1.0])
     await store.put(U1, "no vector")
@@ -105,7 +115,8 @@ async def test_semantic_search_uses_embeddings(store: SqliteMemoryStore) -> None
         {"text": "ok", "item_id": "../x"},
     ],
 )
-async def test_bad_items_are_refused_and_store_nothing(store: SqliteMemoryStore, bad: dict[str, Any]) -> None:
+async def test_bad_items_are_refused_and_store_nothing(store: MemoryStore, bad: dict[str, Any]) -> None:
+    bad = dict(bad)  # the parameter is shared by both backends' runs
     text = bad.pop("text")
     with pytest.raises(InvalidMemory):
         await store.put(U1, text, **bad)
@@ -120,7 +131,7 @@ def test_bad_namespaces_are_refused(user: str) -> None:
         MemoryNamespace("u1", user)
 
 
-async def test_a_full_namespace_refuses_more(store: SqliteMemoryStore) -> None:
+async def test_a_full_namespace_refuses_more(store: MemoryStore) -> None:
     for n in range(5):
         await store.put(U1, f"fact {n}")
     with pytest.raises(MemoryFull):
@@ -130,6 +141,53 @@ async def test_a_full_namespace_refuses_more(store: SqliteMemoryStore) -> None:
     await store.put(U1, "replacing stays within the limit", item_id=first.item.id)
     with pytest.raises(InvalidMemory):
         await store.search(U1, limit=0)
+    # Forgetting frees a place, once.
+    assert await store.delete(U1, first.item.id) is True
+    assert await store.delete(U1, first.item.id) is False
+    await store.put(U1, "fits again")
+    with pytest.raises(MemoryFull):
+        await store.put(U1, "one too many again")
+    assert len(await store.search(U1, limit=10)) == 5
+
+
+async def test_puts_racing_to_the_limit_never_pass_it(make_memory_store: MakeStore) -> None:
+    # Two instances of the app (two stores on one file or table) write one user's memory at once.
+    one, two = make_memory_store(max_items=6), make_memory_store(max_items=6)
+    for n in range(3):
+        await one.put(U1, f"already here {n}")
+    stored: list[Any] = []
+    for free in (3, 2):
+        for item in stored[:free]:  # the second round: make room for two
+            assert await one.delete(U1, item.id)
+        racers = [store.put(U1, f"racer {n}") for n, store in enumerate([one, two] * 3)]
+        results = await asyncio.gather(*racers, return_exceptions=True)
+        stored = [r for r in results if not isinstance(r, BaseException)]
+        refused = [r for r in results if isinstance(r, MemoryFull)]
+        assert (len(stored), len(refused)) == (free, 6 - free), results
+        assert len(await two.search(U1, limit=10)) == 6
+
+
+async def test_the_largest_embedding_is_kept_exactly(store: MemoryStore) -> None:
+    vector = [((n * 7919) % 1000) / 997.0 - 0.5 for n in range(8_192)]
+    vector[0] = 1 / 3  # not representable in float32: the value comes back exactly
+    item = await store.put(U1, "wide", embedding=vector, metadata={"m": "x" * 4_000})
+    await store.put(U1, "another model", embedding=[1.0, 2.0])
+    got = await store.get(U1, item.id)
+    assert got is not None and got.embedding == tuple(vector) and got.metadata == {"m": "x" * 4_000}
+    [hit] = await store.search(U1, embedding=vector, limit=5)
+    assert hit.item.id == item.id and hit.score == pytest.approx(1.0)
+    [by_word] = await store.search(U1, "wide")  # a keyword hit still carries its embedding
+    assert by_word.item.embedding == tuple(vector)
+    with pytest.raises(InvalidMemory):
+        await store.put(U1, "too wide", embedding=[0.5] * 8_193)
+
+
+async def test_ids_that_break_the_rule_are_not_found(store: MemoryStore) -> None:
+    await store.put(U1, "kept")
+    for bad in ("", "a/b", "!count", "x'y", "a#b", "a?b", "..", "\u0001"):
+        assert await store.get(U1, bad) is None
+        assert await store.delete(U1, bad) is False
+    assert [h.item.text for h in await store.search(U1)] == ["kept"]
 
 
 def test_the_file_is_its_owners_alone(tmp_path: pathlib.Path) -> None:
@@ -153,6 +211,7 @@ def test_default_path_is_in_the_hosts_data_dir_and_private(
     path.parent.parent.mkdir(parents=True, mode=0o777)
     os.chmod(path.parent.parent, 0o777)  # a folder others may write to is refused
     monkeypatch.setattr(memory._settings, "_default", None)
+    monkeypatch.setattr(memory._settings, "_configured", None)  # no host's settings: the environment's
     with pytest.raises(AgentConfigurationError):
         memory_store_from_env()
     os.chmod(path.parent.parent, 0o700)
@@ -164,7 +223,9 @@ def test_default_path_is_in_the_hosts_data_dir_and_private(
 
 def test_in_azure_without_a_named_store_memory_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(memory._settings, "_default", None)
+    monkeypatch.setattr(memory._settings, "_configured", None)
+    monkeypatch.delenv("AzureWebJobsStorage", raising=False)
     monkeypatch.delenv("DURABLE_AGENTS_MEMORY_PATH", raising=False)
     monkeypatch.setenv("WEBSITE_INSTANCE_ID", "abc")
-    with pytest.raises(AgentConfigurationError, match="azure-data-tables"):
+    with pytest.raises(AgentConfigurationError, match="DURABLE_AGENTS_MEMORY_STORE=table"):
         memory_store_from_env()

@@ -1,5 +1,5 @@
-"""The task hub as the Durable extension resolves it, and the archive container named after it:
-an invalid derived name is made valid, the settings win (tests/e2e/test_e2e_history_stores.py
+"""The task hub as the Durable extension resolves it, and the archive container and memory table
+named after it: an invalid derived name is made valid, the settings win (tests/e2e/test_e2e_history_stores.py
 shows two apps on one account getting containers of their own)."""
 
 from __future__ import annotations
@@ -7,8 +7,14 @@ from __future__ import annotations
 import re
 
 import pytest
+from hosting_support import make_agents
 
-from hosting._hub import HUB_OVERRIDE_ENV, history_container, sanitized_hub, task_hub
+import agents.memory._settings as memory_settings
+from agents import AgentConfigurationError
+from agents.memory import TableMemoryStore, memory_store_from_env
+from agents.testing import ModelServer
+from hosting import build_app
+from hosting._hub import HUB_OVERRIDE_ENV, history_container, memory_table, sanitized_hub, task_hub
 from hosting.archive import store_from_env
 from hosting.archive._azure import AzureBlobChunkStore
 
@@ -59,3 +65,28 @@ def test_the_hub_setting_and_the_container_setting_win() -> None:
     assert container_of({**settings, "DURABLE_AGENTS_HISTORY_CONTAINER": "agent-history"}) == "agent-history"
     # A whole %SETTING% is read from that setting, as the host's name resolver does.
     assert task_hub({HUB_OVERRIDE_ENV: "%MY_HUB%", "MY_HUB": "FromSetting"}) == "FromSetting"
+
+
+def test_memory_tables_are_per_app_and_valid() -> None:
+    table = re.compile(r"[A-Za-z][A-Za-z0-9]{2,62}")
+    assert memory_table(task_hub({"WEBSITE_SITE_NAME": "agents-prod"})) == "agentsprodMemory"
+    assert memory_table("durableagents") == "durableagentsMemory"
+    for hub in ("1st", "My_Hub--Name", "\u00dcn\u00efcode hub", "A" * 80, "--", "%UNSET%"):
+        assert table.fullmatch(memory_table(hub)), hub
+    assert memory_table("1st") == "t1stMemory" and memory_table("--") == "agentsMemory"
+
+
+def test_the_app_gives_memory_its_table_and_refuses_a_bad_memory_setting(
+    model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memory_settings, "_default", None)
+    monkeypatch.setattr(memory_settings, "_configured", None)
+    monkeypatch.setenv("AzureWebJobsStorage", ACCOUNT)
+    monkeypatch.setenv("WEBSITE_SITE_NAME", "agents-prod")
+    monkeypatch.delenv(HUB_OVERRIDE_ENV, raising=False)
+    build_app(make_agents(model))
+    store = memory_store_from_env()
+    assert isinstance(store, TableMemoryStore) and store.table == "agentsprodMemory"
+    monkeypatch.setenv("DURABLE_AGENTS_MEMORY_STORE", "tables")
+    with pytest.raises(AgentConfigurationError, match="DURABLE_AGENTS_MEMORY_STORE"):
+        build_app(make_agents(model))
