@@ -32,8 +32,9 @@ def store(tmp_path: pathlib.Path) -> SqliteMemoryStore:
 
 def test_public_names_are_pinned() -> None:
     assert sorted(memory.__all__) == [
-        "DEFAULT_MAX_ITEMS", "InvalidMemory", "MAX_SEARCH_LIMIT", "MAX_TEXT_CHARS", "MEMORY_PATH_ENV",
-        "MemoryFull", "MemoryHit", "MemoryItem", "MemoryNamespace", "MemoryStore", "MemoryStoreError",
+        "DEFAULT_MAX_ITEMS", "InvalidMemory", "MAX_LIST_LIMIT", "MAX_QUERY_CHARS", "MAX_SEARCH_LIMIT",
+        "MAX_TEXT_CHARS", "MEMORY_CURSOR_PATTERN", "MEMORY_PATH_ENV", "MemoryCursor", "MemoryFull",
+        "MemoryHit", "MemoryItem", "MemoryNamespace", "MemoryPage", "MemoryStore", "MemoryStoreError",
         "SqliteMemoryStore", "UserMemoryProvider", "default_memory_path", "memory_store_from_env",
     ]
     assert issubclass(memory.MemoryStoreError, AgentsError)
