@@ -107,8 +107,9 @@ class MemoryHit:
 
 MAX_LIST_LIMIT = 100
 """Most items one page of a listing holds."""
-MAX_QUERY_CHARS = 1_000
-"""Longest query of a listing (a query longer than any item's text finds nothing more)."""
+MAX_QUERY_CHARS = 256
+"""Longest query of a listing: keywords, not a document (and, percent-encoded, it must fit a
+request line: hosts refuse lines over 8 KiB before the app sees them)."""
 MAX_CURSOR_CHARS = 512
 """Longest cursor text (a cursor holds a timestamp and two namespace parts)."""
 MEMORY_CURSOR_PATTERN = rf"^[A-Za-z0-9_-]{{1,{MAX_CURSOR_CHARS}}}$"
