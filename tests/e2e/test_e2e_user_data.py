@@ -16,6 +16,7 @@ import pytest
 from e2e_support import Answer, Client, HostProcess, history
 
 from agents.testing import ModelRequest, ModelServer, Reply
+from hosting.archive import epoch_prefix, store_from_env
 
 PRINCIPAL = "X-MS-CLIENT-PRINCIPAL-ID"
 FACTS = (
@@ -182,20 +183,43 @@ async def test_hostile_input_is_a_problem_that_changes_nothing(client: Client, m
 
 
 @pytest.fixture(scope="module")
-def auth_host(model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
-    """A host told App Service Authentication is on (the tests send the principal header as the
-    platform would) that archives history above 4 KiB, so an export meets archived chunks."""
-    root = tmp_path_factory.mktemp("auth-data-host")
-    env = {
+def auth_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """App Service Authentication on (the tests send the principal header as the platform would),
+    history archived above 4 KiB into files the test can reach, so an export meets chunks."""
+    return {
         "WEBSITE_AUTH_ENABLED": "True",
         "DURABLE_AGENTS_ARCHIVE_AT_BYTES": "4096",
         "DURABLE_AGENTS_ARCHIVE_KEEP_BYTES": "1024",
+        "DURABLE_AGENTS_HISTORY_STORE": "files",
+        "DURABLE_AGENTS_HISTORY_DIR": str(tmp_path_factory.mktemp("auth-history")),
     }
+
+
+@pytest.fixture(scope="module")
+def auth_host(
+    model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory, auth_env: dict[str, str]
+) -> Iterator[HostProcess]:
+    root = tmp_path_factory.mktemp("auth-data-host")
+    env = auth_env
     host = HostProcess(root / "data", model_server.base_url, root / "host.log", extra_env=env).start()
     try:
         yield host
     finally:
         host.stop()
+
+
+async def _long_session(client: Client, model: ModelServer, principal: str) -> str:
+    """A session of `principal` with four turns of about 3 KiB: older entries get archived."""
+    session = "long-" + uuid.uuid4().hex[:10]
+    model.script(*(Reply.text(f"answer {n} " + "z" * 1500) for n in range(4)))
+    for n in range(4):
+        turn = await client.post(
+            "/api/agents/assistant/run",
+            json_body={"message": f"turn {n} " + "y" * 1500, "session_id": session},
+            headers={PRINCIPAL: principal},
+        )
+        assert turn.status == 200, turn.body
+    return session
 
 
 async def test_behind_easy_auth_me_serves_the_signed_in_user_alone(
@@ -224,15 +248,7 @@ async def test_behind_easy_auth_me_serves_the_signed_in_user_alone(
     assert await _listing(behind, "/api/me/memories", **{PRINCIPAL: ada}) == mine
 
     # A long session of ada's: its older entries go to the archive, and the export streams them.
-    session = "long-" + uuid.uuid4().hex[:10]
-    model.script(*(Reply.text(f"answer {n} " + "z" * 1500) for n in range(4)))
-    for n in range(4):
-        turn = await behind.post(
-            "/api/agents/assistant/run",
-            json_body={"message": f"turn {n} " + "y" * 1500, "session_id": session},
-            headers={PRINCIPAL: ada},
-        )
-        assert turn.status == 200, turn.body
+    session = await _long_session(behind, model, ada)
     lines = _lines(await behind.get("/api/me/export", headers={PRINCIPAL: ada}))
     end = lines[-1]
     assert end["kind"] == "end" and end["complete"] and end["archived_entries"] > 0, end
@@ -247,3 +263,35 @@ async def test_behind_easy_auth_me_serves_the_signed_in_user_alone(
     gone = await behind.request("DELETE", f"/api/me/memories/{mine[0]['id']}", headers={PRINCIPAL: ada})
     assert gone.status == 204
     assert await _listing(behind, "/api/me/memories", **{PRINCIPAL: ada}) == []
+
+
+async def test_a_missing_archived_chunk_is_an_error_line_and_the_export_goes_on(
+    auth_host: HostProcess, auth_env: dict[str, str], client: Client, model: ModelServer
+) -> None:
+    behind = Client(client.session, auth_host.url)
+    ada = _user("ada")
+    broken = await _long_session(behind, model, ada)
+    intact = await _long_session(behind, model, ada)
+    # Read without touching the chunks (the app caches the chunks it read).
+    read = await behind.get(f"/api/agents/assistant/sessions/{broken}", headers={PRINCIPAL: ada})
+    archive = read.json()["state"]["data"]["archive"]
+    store = store_from_env(auth_env)
+    try:
+        paths = sorted(await store.list_paths(epoch_prefix("dafx-assistant", broken, archive["epoch"])))
+        oldest = paths[0]
+        kept = await store.get(oldest)
+        assert kept is not None
+        await store.delete(oldest)
+        lines = _lines(await behind.get("/api/me/export", headers={PRINCIPAL: ada}))
+        errors = [line for line in lines if line["kind"] == "error"]
+        assert len(errors) == 1 and errors[0]["code"] == "history_unavailable", errors
+        assert errors[0]["session_id"] == broken and oldest.endswith(errors[0]["chunk"])
+        assert lines[-1]["kind"] == "end" and lines[-1]["errors"] == 1 and not lines[-1]["complete"]
+        sessions = {line["session_id"] for line in lines if line["kind"] == "session"}
+        assert {broken, intact} <= sessions  # the broken session's document, and the next session
+        assert any(e["kind"] == "archived_entry" and e["session_id"] == intact for e in lines)
+        await store.put(oldest, kept)
+        healed = _lines(await behind.get("/api/me/export", headers={PRINCIPAL: ada}))
+        assert healed[-1]["complete"] and healed[-1]["errors"] == 0
+    finally:
+        await store.close()
