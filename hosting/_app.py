@@ -28,12 +28,15 @@ from .entity._entity import AgentEntity
 from .http._answers import Answers
 from .http._api import Api, guarded
 from .http._edge import Request, Response, check_init_indexing, serve
+from .http._export import UserExport
 from .http._history import history
+from .http._memories import UserMemories
 from .http._openapi import openapi_document
 from .http._problems import json_response
 from .http._routes import AGENT_ROUTES, RouteSpec
 from .http._sessions import SessionsApi
 from .http._sse import RunStreams
+from .http._user_routes import USER_ROUTES
 from .lifecycle._register import register_lifecycle
 from .lifecycle._ttl import ttl_for
 from .mcp import McpTools, register_mcp_tools
@@ -74,7 +77,8 @@ def _check_settings(agents: Sequence[Agent]) -> None:
 
 def _check_extensions(agents: Sequence[Agent], extensions: Sequence[Extension]) -> None:
     hosted = {a.name for a in agents}
-    functions = {spec.function for spec in AGENT_ROUTES} | {entity_name(a.name) for a in agents}
+    functions = {spec.function for spec in (*AGENT_ROUTES, *USER_ROUTES)}
+    functions |= {entity_name(a.name) for a in agents}
     for extension in extensions:
         missing = sorted(set(extension.requires_agents) - hosted)
         if missing:
@@ -186,7 +190,7 @@ def build_app(
     store = stream_store_from_env()
     answers = Answers(settings)
     api = Api(agents, settings, answers, RunStreams(answers, {a.name: a for a in agents}, store))
-    specs = list(AGENT_ROUTES) + [spec for extension in extensions for spec in extension.routes]
+    specs = [*AGENT_ROUTES, *USER_ROUTES] + [spec for extension in extensions for spec in extension.routes]
     document = json.dumps(
         openapi_document(specs, route_prefix=settings.route_prefix, agent_names=[a.name for a in agents])
     )
@@ -194,6 +198,8 @@ def build_app(
     async def openapi(req: func.HttpRequest, client: Any) -> func.HttpResponse:
         return json_response(json.loads(document))
 
+    memories = UserMemories(settings)
+    export = UserExport(api.agents, memories).export
     handlers: dict[str, Handler] = {
         "agent_run": api.run,
         "agent_run_status": api.run_status,
@@ -206,6 +212,9 @@ def build_app(
         "agents_list": api.list_agents,
         "health": api.health,
         "openapi": openapi,
+        **{f"{who}_memories": memories.list for who in ("user", "my")},
+        **{f"{who}_memory": memories.delete for who in ("user", "my")},
+        **{f"{who}_export": export for who in ("user", "my")},
     }
     for extension in extensions:
         handlers.update(extension.handlers(settings))

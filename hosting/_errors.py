@@ -33,10 +33,12 @@ class ProblemCode(StrEnum):
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
     CONFLICTING_FIELDS = "conflicting_fields"
     INVALID_USER_ID = "invalid_user_id"
+    NOT_SIGNED_IN = "not_signed_in"
     USER_MISMATCH = "user_mismatch"
     UNKNOWN_AGENT = "unknown_agent"
     SESSION_NOT_FOUND = "session_not_found"
     RUN_NOT_FOUND = "run_not_found"
+    MEMORY_NOT_FOUND = "memory_not_found"
     WORKFLOW_NOT_FOUND = "workflow_not_found"
     CONSOLE_ASSET_NOT_FOUND = "console_asset_not_found"
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
@@ -67,10 +69,12 @@ PROBLEMS: dict[ProblemCode, tuple[int, str]] = {
     ProblemCode.INVALID_IDEMPOTENCY_KEY: (400, "Bad request"),
     ProblemCode.CONFLICTING_FIELDS: (400, "Bad request"),
     ProblemCode.INVALID_USER_ID: (400, "Bad request"),
+    ProblemCode.NOT_SIGNED_IN: (401, "Unauthorized"),
     ProblemCode.USER_MISMATCH: (403, "Forbidden"),
     ProblemCode.UNKNOWN_AGENT: (404, "Not found"),
     ProblemCode.SESSION_NOT_FOUND: (404, "Not found"),
     ProblemCode.RUN_NOT_FOUND: (404, "Not found"),
+    ProblemCode.MEMORY_NOT_FOUND: (404, "Not found"),
     ProblemCode.WORKFLOW_NOT_FOUND: (404, "Not found"),
     ProblemCode.CONSOLE_ASSET_NOT_FOUND: (404, "Not found"),
     ProblemCode.IDEMPOTENCY_CONFLICT: (409, "Conflict"),

@@ -23,14 +23,18 @@ from ._store import (
     DEFAULT_MAX_ITEMS,
     Candidate,
     InvalidMemory,
+    MemoryCursor,
     MemoryFull,
     MemoryHit,
     MemoryItem,
     MemoryNamespace,
+    MemoryPage,
     checked_embedding,
     checked_limit,
+    checked_listing,
     checked_part,
     checked_text,
+    matches,
     metadata_json,
     now,
     pack_embedding,
@@ -53,6 +57,8 @@ CREATE TABLE IF NOT EXISTS memories (
 ) WITHOUT ROWID;
 """
 _COLUMNS = "id, text, metadata, source_session, created_at, updated_at, embedding"
+_LISTED = "agent, id, text, metadata, source_session, created_at, updated_at, NULL"
+_LIST_BATCH = 200  # rows a filtered listing reads at a time
 
 
 def _agent_key(namespace: MemoryNamespace) -> str:
@@ -195,6 +201,48 @@ class SqliteMemoryStore:
             )
         return done.rowcount > 0
 
+    def _listed(self, user_id: str, row: Sequence[Any]) -> MemoryItem:
+        return self._item(MemoryNamespace(user_id, row[0] or None), row[1:])
+
+    def _list_user(
+        self, user_id: str, wanted: set[str], limit: int, after: MemoryCursor | None
+    ) -> MemoryPage:
+        # Keyset pages in (created_at, agent, id) order. A query filters in batches: a page holds
+        # one batch and its own items in memory, never all of the user's items at once.
+        found: list[MemoryItem] = []
+        cursor = after
+        with self._connect() as db:
+            while len(found) <= limit:
+                where, args = "user_id=?", [user_id]
+                if cursor is not None:
+                    where += " AND (created_at, agent, id) < (?, ?, ?)"
+                    args += [cursor.created_at, cursor.agent, cursor.item_id]
+                rows = db.execute(
+                    f"SELECT {_LISTED} FROM memories WHERE {where} "
+                    "ORDER BY created_at DESC, agent DESC, id DESC LIMIT ?",
+                    (*args, _LIST_BATCH if wanted else limit + 1),
+                ).fetchall()
+                for row in rows:
+                    item = self._listed(user_id, row)
+                    if matches(wanted, item):
+                        found.append(item)
+                        if len(found) > limit:
+                            break
+                if not wanted or len(rows) < _LIST_BATCH:
+                    break
+                cursor = MemoryCursor(rows[-1][5], rows[-1][0], rows[-1][1])
+        if len(found) > limit:
+            return MemoryPage(found[:limit], MemoryCursor.after(found[limit - 1]))
+        return MemoryPage(found, None)
+
+    def _find(self, user_id: str, item_id: str) -> MemoryItem | None:
+        with self._connect() as db:
+            row = db.execute(
+                f"SELECT {_LISTED} FROM memories WHERE user_id=? AND id=? ORDER BY agent LIMIT 1",
+                (user_id, item_id),
+            ).fetchone()
+        return None if row is None else self._listed(user_id, row)
+
     # -- MemoryStore ----------------------------------------------------------------------
 
     async def put(
@@ -228,3 +276,15 @@ class SqliteMemoryStore:
 
     async def delete(self, namespace: MemoryNamespace, item_id: str) -> bool:
         return await asyncio.to_thread(self._delete, namespace, item_id)
+
+    async def list_user(
+        self, user_id: str, query: str = "", *, limit: int = 20, after: MemoryCursor | None = None
+    ) -> MemoryPage:
+        checked_part(user_id, "a user id")
+        wanted, limit = checked_listing(query, limit)
+        return await asyncio.to_thread(self._list_user, user_id, wanted, limit, after)
+
+    async def find(self, user_id: str, item_id: str) -> MemoryItem | None:
+        checked_part(user_id, "a user id")
+        checked_part(item_id, "a memory's id")
+        return await asyncio.to_thread(self._find, user_id, item_id)

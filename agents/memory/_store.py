@@ -1,14 +1,18 @@
 """Long-term memory: items that outlive a session, kept per user (and optionally per agent).
 
 One small interface (`MemoryStore`) with backends underneath (`SqliteMemoryStore`). Every
-operation names its `MemoryNamespace`; nothing reads across namespaces, so one user's items can
-never reach another user's turn. Search is by keywords, or by similarity when the caller gives
-the query's embedding and the items carry embeddings of the same model.
+operation a turn uses names its `MemoryNamespace`; nothing reads across namespaces, so one user's
+items can never reach another user's turn. The user's own listing (`list_user`, `find`: what the
+HTTP API shows a user) reads across that one user's namespaces, never another user's. Search is
+by keywords, or by similarity when the caller gives the query's embedding and the items carry
+embeddings of the same model.
 """
 
 from __future__ import annotations
 
 import array
+import base64
+import binascii
 import json
 import math
 import re
@@ -98,8 +102,92 @@ class MemoryHit:
     score: float
 
 
+# -- listing a user's items (across their namespaces) ---------------------------------------
+# Newest created first, keyset-paged. Creation time never changes (a replaced item keeps it), so
+# a cursor stays valid while items are added, replaced or deleted: a page never repeats an item of
+# an earlier page nor skips one that existed when the listing started.
+
+MAX_LIST_LIMIT = 100
+"""Most items one page of a listing holds."""
+MAX_QUERY_CHARS = 256
+"""Longest query of a listing: keywords, not a document (and, percent-encoded, it must fit a
+request line: hosts refuse lines over 8 KiB before the app sees them)."""
+MAX_CURSOR_CHARS = 512
+"""Longest cursor text (a cursor holds a timestamp and two namespace parts)."""
+MEMORY_CURSOR_PATTERN = rf"^[A-Za-z0-9_-]{{1,{MAX_CURSOR_CHARS}}}$"
+"""What a cursor looks like (base64url): a first check, before it is decoded."""
+
+
+@dataclass(frozen=True)
+class MemoryCursor:
+    """Where a page ended: the last item's (creation time, agent key, id). The agent key is ""
+    for items shared by the user's agents."""
+
+    created_at: str
+    agent: str
+    item_id: str
+
+    @classmethod
+    def after(cls, item: MemoryItem) -> MemoryCursor:
+        """The cursor of a page that ends with `item`."""
+        return cls(item.created_at, item.namespace.agent or "", item.id)
+
+    @classmethod
+    def parse(cls, text: str) -> MemoryCursor:
+        """The cursor `text` spells (`str(cursor)`); `InvalidMemory` for anything else."""
+        problem = InvalidMemory("a memory cursor must be the 'next' of a previous page")
+        if not isinstance(text, str) or not 0 < len(text) <= MAX_CURSOR_CHARS or not text.isascii():
+            raise problem
+        try:
+            raw = base64.urlsafe_b64decode(text.encode("ascii") + b"=" * (-len(text) % 4)).decode("utf-8")
+        except (binascii.Error, UnicodeError, ValueError):
+            raise problem from None
+        parts = raw.split("\n")
+        if len(parts) != 3:
+            raise problem
+        created, agent, item_id = parts
+        try:
+            stamp = datetime.fromisoformat(created)
+            if stamp.tzinfo is None or len(created) > 40:
+                raise ValueError(created)
+            if agent:
+                checked_part(agent, "a cursor's agent")
+            checked_part(item_id, "a cursor's id")
+        except (ValueError, InvalidMemory):
+            raise problem from None
+        return cls(created, agent, item_id)
+
+    def __str__(self) -> str:
+        raw = f"{self.created_at}\n{self.agent}\n{self.item_id}".encode()
+        return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    """One page of a user's items, newest created first, and the cursor of the next page (None:
+    this was the last). Items carry no embedding."""
+
+    items: list[MemoryItem]
+    next: MemoryCursor | None
+
+
+def checked_listing(query: str, limit: int) -> tuple[set[str], int]:
+    """A listing's query words and limit; `InvalidMemory` for a query or limit out of bounds."""
+    if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
+        raise InvalidMemory(f"a listing's query must be text of at most {MAX_QUERY_CHARS} characters")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
+        raise InvalidMemory(f"a listing's limit must be 1 to {MAX_LIST_LIMIT}")
+    return words(query), limit
+
+
+def matches(query_words: set[str], item: MemoryItem) -> bool:
+    """Whether a listing with these query words shows the item (no words: every item)."""
+    return not query_words or keyword_score(query_words, item.text) > 0
+
+
 class MemoryStore(Protocol):
-    """Where long-term memory is kept. Every method is scoped to one namespace."""
+    """Where long-term memory is kept. Every method is scoped to one namespace, or (`list_user`,
+    `find`) to one user."""
 
     async def put(
         self,
@@ -133,6 +221,19 @@ class MemoryStore(Protocol):
 
     async def delete(self, namespace: MemoryNamespace, item_id: str) -> bool:
         """Delete the item; whether there was one."""
+        ...
+
+    async def list_user(
+        self, user_id: str, query: str = "", *, limit: int = 20, after: MemoryCursor | None = None
+    ) -> MemoryPage:
+        """One page of the user's items across all their namespaces (shared and per agent),
+        newest created first, after `after`; with a query, only the items holding one of its
+        words (`checked_listing`). The items carry no embedding."""
+        ...
+
+    async def find(self, user_id: str, item_id: str) -> MemoryItem | None:
+        """The user's item `item_id` (without its embedding) in whichever of their namespaces
+        holds it, or None (also for another user's id)."""
         ...
 
 

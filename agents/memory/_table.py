@@ -41,15 +41,19 @@ from ._store import (
     DEFAULT_MAX_ITEMS,
     Candidate,
     InvalidMemory,
+    MemoryCursor,
     MemoryFull,
     MemoryHit,
     MemoryItem,
     MemoryNamespace,
+    MemoryPage,
     MemoryStoreError,
     checked_embedding,
     checked_limit,
+    checked_listing,
     checked_part,
     checked_text,
+    matches,
     metadata_json,
     now,
     pack_embedding,
@@ -320,3 +324,51 @@ class TableMemoryStore:
                 raise
             return True
         raise MemoryStoreError("this memory is being written by too many callers at once; try again")
+
+    # -- a user's items across their namespaces -------------------------------------------
+
+    async def _user_rows(self, user_id: str, item_id: str | None = None) -> list[MemoryItem]:
+        """The user's items (without embeddings) in every partition of theirs: the partition keys
+        from `user|` up to `user}` ('}' follows '|', and neither is in a user id)."""
+        where = "PartitionKey ge @low and PartitionKey lt @high"
+        parameters = {"low": f"{user_id}|", "high": f"{user_id}}}"}
+        if item_id is not None:
+            where += " and RowKey eq @id"
+            parameters["id"] = item_id
+        query = self._client().query_entities(where, parameters=parameters, select=["PartitionKey", *_FIELDS])
+        try:
+            rows = [row async for row in query if row["RowKey"] != COUNT_ROW]
+        except ResourceNotFoundError:
+            return []  # no table yet
+        items = []
+        for row in rows:
+            agent = str(row["PartitionKey"]).partition("|")[2] or None
+            items.append(self._item(MemoryNamespace(user_id, agent), {**row, "Dimensions": 0}))
+        return items
+
+    async def list_user(
+        self, user_id: str, query: str = "", *, limit: int = 20, after: MemoryCursor | None = None
+    ) -> MemoryPage:
+        # The user's partitions are read whole (each at most max_items rows) and paged in memory,
+        # in the order the SQLite store pages in: (created_at, agent, id), newest first.
+        checked_part(user_id, "a user id")
+        wanted, limit = checked_listing(query, limit)
+
+        def key(item: MemoryItem) -> tuple[str, str, str]:
+            return (item.created_at, item.namespace.agent or "", item.id)
+
+        items = sorted(
+            (i for i in await self._user_rows(user_id) if matches(wanted, i)), key=key, reverse=True
+        )
+        if after is not None:
+            bound = (after.created_at, after.agent, after.item_id)
+            items = [i for i in items if key(i) < bound]
+        if len(items) > limit:
+            return MemoryPage(items[:limit], MemoryCursor.after(items[limit - 1]))
+        return MemoryPage(items, None)
+
+    async def find(self, user_id: str, item_id: str) -> MemoryItem | None:
+        checked_part(user_id, "a user id")
+        checked_part(item_id, "a memory's id")
+        found = sorted(await self._user_rows(user_id, item_id), key=lambda i: i.namespace.agent or "")
+        return found[0] if found else None

@@ -1,12 +1,14 @@
 """Reading a session's whole history from its state document plus its archived chunks: pages
-(newest first) and the runs whose entries were archived."""
+(newest first), every chunk in order (an export), and the runs whose entries were archived."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from state import Chunk, ChunkRef, HistoryUnavailable
 
 from ..stored import StoredDocument, StoredRun
 from ._history import HistoryArchive
@@ -104,3 +106,27 @@ async def _archived_entry(
 ) -> Mapping[str, Any]:
     chunk = await archive.chunk_holding(entity, key, state_archive, index)
     return chunk.entries[index - chunk.ref.first]
+
+
+async def archived_chunks(
+    archive: HistoryArchive, entity: str, key: str, document: StoredDocument
+) -> AsyncIterator[Chunk]:
+    """Every archived chunk of a session, oldest first, one at a time (an export holds one chunk
+    and the chain's references, never the whole archive). The chain links each chunk to its
+    predecessor, so it is walked back first for the references, then read forward: each chunk is
+    read twice unless the archive's cache still holds it. A missing or corrupt chunk raises
+    `state.HistoryUnavailable`."""
+    state_archive = document.archive
+    refs = state_archive.get("chunks") if state_archive is not None else None
+    if state_archive is None or not isinstance(refs, list) or not refs:
+        return
+    epoch = state_archive["epoch"]
+    chain: list[ChunkRef] = []
+    ref: ChunkRef | None = ChunkRef.from_json(refs[-1])
+    while ref is not None:
+        if chain and ref.first >= chain[-1].first:  # a chain must go back, or it never ends
+            raise HistoryUnavailable(chain[-1].name, "the chain of chunks does not go back")
+        chain.append(ref)
+        ref = (await archive.chunk(entity, key, epoch, ref)).previous
+    for ref in reversed(chain):
+        yield await archive.chunk(entity, key, epoch, ref)

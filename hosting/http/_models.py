@@ -256,3 +256,27 @@ class HealthBody(BaseModel):
 
     status: Literal["healthy", "unhealthy"]
     checks: dict[str, HealthCheck]
+
+
+class MemoryBody(BaseModel):
+    """One remembered item of a user, as the memory routes show it (never its embedding)."""
+
+    id: str
+    text: str
+    agent: str | None = Field(
+        description="The agent whose own memory holds it; null: shared by the user's agents."
+    )
+    metadata: dict[str, JSON]
+    source_session: str | None
+    created_at: str
+    updated_at: str
+
+
+class MemoriesPageBody(BaseModel):
+    """One page of `GET /api/users/{user_id}/memories` (or `/api/me/memories`): newest created
+    first; `cursor` (and `next`, the URL of the next page) null on the last page."""
+
+    user_id: str
+    items: list[MemoryBody]
+    cursor: str | None
+    next: str | None

@@ -17,6 +17,8 @@ from ._models import Problem
 from ._routes import Operation, Response, RouteSpec
 
 _REF = "#/components/schemas/{model}"
+NDJSON = "application/x-ndjson"
+"""The media type of a response of JSON lines (an export)."""
 
 
 def _models(specs: Sequence[RouteSpec]) -> list[tuple[type[BaseModel], JsonSchemaMode]]:
@@ -56,7 +58,7 @@ def _with_codes(schemas: dict[str, Any]) -> dict[str, Any]:
 def _path_schema(name: str, agent_names: Sequence[str]) -> dict[str, Any]:
     if name == "agent" and agent_names:
         return {"type": "string", "enum": list(agent_names)}
-    if name in ("session_id", "correlation_id", "instance_id"):
+    if name in ("session_id", "correlation_id", "instance_id", "user_id", "memory_id"):
         return {"type": "string", "pattern": ID_PATTERN_TEXT}
     return {"type": "string"}
 
@@ -90,6 +92,8 @@ def _content(response: Response) -> dict[str, Any]:
         return content
     if response.events:
         return {EVENT_STREAM: event_stream_content()}
+    if response.lines is not None:
+        return {NDJSON: {"schema": {"type": "string", "description": response.lines}}}
     if response.status >= 400:
         return {"application/problem+json": {"schema": {"$ref": _REF.format(model="Problem")}}}
     return {"application/json": {"schema": {"type": "object"}}}

@@ -47,6 +47,8 @@ class Response:
     """Also (or only, without `model`) answered as `text/event-stream` (docs/streaming.md)."""
     empty: bool = False
     """Answered with no body (204)."""
+    lines: str | None = None
+    """Answered as NDJSON (`application/x-ndjson`): what each line is (hosting.http._export)."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,9 @@ else anybody could send them, so they are ignored.
 Without Easy Auth the caller holds a function key, so it is a backend trusted to act for its own
 users: it names one with `user_id` (JSON body, or the query parameter on any route). Behind Easy
 Auth a `user_id` may only repeat the signed-in principal (403 `user_mismatch` otherwise).
+
+The user routes (`users/{user_id}/...`) follow the same rule with the user in the path, and their
+`me/...` twins serve the user the caller acts for, who must then be someone (`own_user`).
 """
 
 from __future__ import annotations
@@ -68,8 +71,7 @@ def caller_user(req: func.HttpRequest, body_user: str | None = None) -> str | No
         named = checked
     if not easy_auth_enabled():
         return named
-    raw = req.headers.get(PRINCIPAL_ID_HEADER)
-    principal = check_user_id(raw, PRINCIPAL_ID_HEADER) if raw else None
+    principal = _principal(req)
     if named is not None and named != principal:
         raise ProblemError(
             ProblemCode.USER_MISMATCH,
@@ -77,6 +79,53 @@ def caller_user(req: func.HttpRequest, body_user: str | None = None) -> str | No
             field=USER_ID,
         )
     return principal
+
+
+def _principal(req: func.HttpRequest) -> str | None:
+    raw = req.headers.get(PRINCIPAL_ID_HEADER)
+    return check_user_id(raw, PRINCIPAL_ID_HEADER) if raw else None
+
+
+def named_user(req: func.HttpRequest) -> str:
+    """The user a `users/{user_id}/...` route names: 400 `invalid_user_id` for a bad id, 400
+    `conflicting_fields` when the `user_id` query parameter names another, and behind Easy Auth
+    403 `user_mismatch` for anyone but the signed-in principal (the rule of `caller_user`: the
+    answer depends on the two ids alone, so it tells nothing of the named user's data)."""
+    user = check_user_id(req.route_params.get(USER_ID, ""))
+    query_user = req.params.get(USER_ID)
+    if query_user is not None and check_user_id(query_user) != user:
+        raise ProblemError(
+            ProblemCode.CONFLICTING_FIELDS,
+            f"the path and the query parameter '{USER_ID}' name different users",
+            field=USER_ID,
+        )
+    if easy_auth_enabled() and _principal(req) != user:
+        raise ProblemError(
+            ProblemCode.USER_MISMATCH,
+            "with App Service Authentication on, a user route may only name the signed-in user",
+            field=USER_ID,
+        )
+    return user
+
+
+def own_user(req: func.HttpRequest) -> str:
+    """The user a `me/...` route serves: the signed-in principal behind Easy Auth (401
+    `not_signed_in` without one), else the `user_id` a function-key caller names (400
+    `missing_field` without one)."""
+    user = caller_user(req)
+    if user is not None:
+        return user
+    if easy_auth_enabled():
+        raise ProblemError(
+            ProblemCode.NOT_SIGNED_IN,
+            "no one is signed in: App Service Authentication passed the request without a principal",
+            field=PRINCIPAL_ID_HEADER,
+        )
+    raise ProblemError(
+        ProblemCode.MISSING_FIELD,
+        f"without App Service Authentication, name the user with the query parameter '{USER_ID}'",
+        field=USER_ID,
+    )
 
 
 _CLAIM_USER = " user="

@@ -40,11 +40,12 @@ def store(make_memory_store: MakeStore) -> MemoryStore:
 
 def test_public_names_are_pinned() -> None:
     assert sorted(memory.__all__) == [
-        "DEFAULT_MAX_ITEMS", "InvalidMemory", "MAX_SEARCH_LIMIT", "MAX_TEXT_CHARS",
-        "MEMORY_CONNECTION_ENV", "MEMORY_PATH_ENV", "MEMORY_STORE_ENV", "MEMORY_TABLE_ENV",
-        "MemoryFull", "MemoryHit", "MemoryItem", "MemoryNamespace", "MemorySettings", "MemoryStore",
-        "MemoryStoreError", "SqliteMemoryStore", "TableConnection", "TableMemoryStore",
-        "UserMemoryProvider", "default_memory_path", "memory_store_from_env", "use_memory_settings",
+        "DEFAULT_MAX_ITEMS", "InvalidMemory", "MAX_LIST_LIMIT", "MAX_QUERY_CHARS", "MAX_SEARCH_LIMIT",
+        "MAX_TEXT_CHARS", "MEMORY_CONNECTION_ENV", "MEMORY_CURSOR_PATTERN", "MEMORY_PATH_ENV",
+        "MEMORY_STORE_ENV", "MEMORY_TABLE_ENV", "MemoryCursor", "MemoryFull", "MemoryHit", "MemoryItem",
+        "MemoryNamespace", "MemoryPage", "MemorySettings", "MemoryStore", "MemoryStoreError",
+        "SqliteMemoryStore", "TableConnection", "TableMemoryStore", "UserMemoryProvider",
+        "default_memory_path", "memory_store_from_env", "use_memory_settings",
     ]
     assert issubclass(memory.MemoryStoreError, AgentsError)
 

@@ -135,3 +135,29 @@ async def test_a_generated_client_parses_every_answer_of_a_turn_its_stream_and_i
         models.AgentSessionGetAgent("assistant"), f"none-{uuid.uuid4().hex[:8]}", client=client
     )
     assert missing.status_code == 404 and isinstance(missing.parsed, models.Problem)
+
+
+async def test_a_generated_client_parses_the_user_routes(
+    generated: Any, e2e_host: HostProcess, model: ModelServer
+) -> None:
+    model.handler = lambda request: Reply.text("hello there")
+    models = _models(generated)
+    client = generated.Client(base_url=e2e_host.url, headers={"x-functions-key": FUNCTION_KEY}, timeout=60)
+    user = f"gen-{uuid.uuid4().hex[:8]}"
+
+    def users(name: str) -> Any:
+        return importlib.import_module(f"{generated.__name__}.api.users.{name}")
+
+    listed = await users("user_memories_get").asyncio_detailed(user, client=client, limit=5, q="aisle")
+    assert listed.status_code == 200 and isinstance(listed.parsed, models.MemoriesPageBody), listed.content
+    assert listed.parsed.items == [] and listed.parsed.cursor is None
+    mine = await users("my_memories_get").asyncio_detailed(client=client, user_id=user)
+    assert isinstance(mine.parsed, models.MemoriesPageBody) and mine.parsed.user_id == user
+    gone = await users("user_memory_delete").asyncio_detailed(user, "0" * 32, client=client)
+    assert gone.status_code == 404 and isinstance(gone.parsed, models.Problem)
+    assert gone.parsed.code == "memory_not_found"
+    exported = await users("user_export_get").asyncio_detailed(user, client=client)
+    # NDJSON is the caller's to read line by line: the client hands over the body.
+    assert exported.status_code == 200 and exported.parsed is None
+    kinds = [json.loads(line)["kind"] for line in exported.content.decode().splitlines()]
+    assert kinds == ["user", "end"]

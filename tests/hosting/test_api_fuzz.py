@@ -79,6 +79,8 @@ _SEMANTIC_REJECTIONS = {
     ("conflicting_fields", "thread_id"),
     ("conflicting_fields", "session_id"),
     ("conflicting_fields", "user_id"),  # the body and the query name different users
+    ("missing_field", "user_id"),  # a `me/` route, without App Service Authentication, names no user
+    ("invalid_field", "cursor"),  # a well-formed memory cursor the API never handed out
     *(("invalid_encoding", field) for field in ("message", "response_format", "options")),
 }
 
@@ -381,6 +383,10 @@ _ID_ROUTES: list[tuple[str, str, str]] = [
     ("GET", "/api/agents/assistant/sessions/abc/runs/{bad}", "correlation_id"),
     ("GET", "/api/workflows/review/{bad}", "instance_id"),
     ("POST", "/api/workflows/review/{bad}/approval", "instance_id"),
+    ("GET", "/api/users/{bad}/memories", "user_id"),
+    ("GET", "/api/users/{bad}/export", "user_id"),
+    ("DELETE", "/api/users/u1/memories/{bad}", "memory_id"),
+    ("DELETE", "/api/me/memories/{bad}?user_id=u1", "memory_id"),
 ]
 
 
