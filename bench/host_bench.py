@@ -116,6 +116,9 @@ class Host:
             PYTHON_ENABLE_INIT_INDEXING="1",
             PYTHONPATH=str(ROOT),
         )
+        # As the app is deployed and `make run` runs it (local.settings.sample.json): the worker's
+        # default, min(32, cores + 4) threads, would run only that many turns at once.
+        env.setdefault("PYTHON_THREADPOOL_THREAD_COUNT", "300")
         env.update(self.extra_env)
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(

@@ -27,6 +27,16 @@ FUNCTION_TIMEOUT_ENV = "AzureFunctionsJobHost__functionTimeout"
 # plan (Flex Consumption included): AzureStorageDurabilityProviderFactory takes 50 there, 5000 on
 # other plans. Apps run on Flex, so the local host batches as they do there.
 DEFAULT_MAX_ENTITY_OPERATION_BATCH_SIZE = 50
+DURABLE_OVERRIDE_PREFIX = "AzureFunctionsJobHost__extensions__durableTask__"
+"""App settings named so override host.json's ``extensions.durableTask`` values, as the Functions
+host's configuration does for any host.json path ("Override host.json values" in the Functions
+docs; the host binds them case-insensitively)."""
+_OVERRIDABLE = (
+    "maxConcurrentEntityFunctions",
+    "maxConcurrentActivityFunctions",
+    "maxConcurrentOrchestratorFunctions",
+    "maxEntityOperationBatchSize",
+)
 # DTFx's Azure Storage provider polls an idle control queue less and less often, up to this.
 DEFAULT_MAX_QUEUE_POLLING_INTERVAL = 30.0
 
@@ -74,13 +84,12 @@ class HostSettings:
         """Read ``host.json`` from ``project_dir``; defaults when absent."""
         path = project_dir / "host.json"
         override = os.environ.get(FUNCTION_TIMEOUT_ENV, "").strip() or None
-        if not path.is_file():
-            return cls(task_hub=_task_hub(None, "azurestorage", path),
-                       function_timeout=_function_timeout(override, path))
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise DevHostError(f"{path}: not valid JSON ({exc})") from exc
+        data: Any = {}
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise DevHostError(f"{path}: not valid JSON ({exc})") from exc
         if not isinstance(data, dict):
             raise DevHostError(f"{path}: expected a JSON object")
         extensions = _obj(data.get("extensions"))
@@ -89,6 +98,7 @@ class HostSettings:
         prefix = http.get("routePrefix", DEFAULT_ROUTE_PREFIX)
         if not isinstance(prefix, str):
             raise DevHostError(f"{path}: routePrefix must be a string")
+        durable = {**durable, **_durable_overrides()}
         storage = _obj(durable.get("storageProvider"))
         provider = storage.get("type") or "AzureStorage"
         if not isinstance(provider, str):
@@ -183,6 +193,22 @@ def sanitized_hub(name: str) -> str:
         kept = "t" + kept
     kept = kept[:45]
     return kept + "Hub" if len(kept) < 3 else kept
+
+
+def _durable_overrides() -> dict[str, int]:
+    """The numbers of ``extensions.durableTask`` that app settings override (see
+    ``DURABLE_OVERRIDE_PREFIX``); a value that is not a positive integer names its setting."""
+    found: dict[str, int] = {}
+    wanted = {f"{DURABLE_OVERRIDE_PREFIX}{name}".lower(): name for name in _OVERRIDABLE}
+    for setting, value in os.environ.items():
+        name = wanted.get(setting.lower())
+        if name is None:
+            continue
+        text = value.strip()
+        if not (text.isascii() and text.isdigit() and int(text) >= 1):
+            raise DevHostError(f"app setting {setting}: must be a positive integer, not {value!r}")
+        found[name] = int(text)
+    return found
 
 
 def _positive(section: dict[str, Any], name: str, path: pathlib.Path) -> int | None:

@@ -217,6 +217,29 @@ def test_the_function_timeout_app_setting_overrides_host_json(
     assert HostSettings.load(tmp_path).function_timeout == 3
 
 
+def test_app_settings_override_host_json_durable_numbers(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the Functions host: AzureFunctionsJobHost__extensions__durableTask__<name> overrides
+    host.json's value (names matched case-insensitively), with or without a host.json."""
+    from devhost._settings import HostSettings
+
+    durable = {"maxConcurrentOrchestratorFunctions": 256, "maxEntityOperationBatchSize": 3}
+    _host_json(tmp_path, {"version": "2.0", "extensions": {"durableTask": durable}})
+    settings = HostSettings.load(tmp_path)
+    assert (settings.entity_batches_at_once, settings.max_entity_operation_batch_size) == (256, 3)
+    orchestrators = "AzureFunctionsJobHost__extensions__durableTask__maxConcurrentOrchestratorFunctions"
+    monkeypatch.setenv(orchestrators, "20")
+    monkeypatch.setenv("AZUREFUNCTIONSJOBHOST__EXTENSIONS__DURABLETASK__MAXENTITYOPERATIONBATCHSIZE", "7")
+    settings = HostSettings.load(tmp_path)
+    assert (settings.entity_batches_at_once, settings.max_entity_operation_batch_size) == (20, 7)
+    (tmp_path / "host.json").unlink()
+    assert HostSettings.load(tmp_path).entity_batches_at_once == 20
+    monkeypatch.setenv(orchestrators, "0")
+    with pytest.raises(DevHostError, match="maxConcurrentOrchestratorFunctions: must be a positive integer"):
+        HostSettings.load(tmp_path)
+
+
 async def test_many_entities_in_parallel(host: LocalHost) -> None:
     gateway = host.entities
     assert gateway is not None
