@@ -285,6 +285,11 @@ class RunStreams:
                 raise history_unavailable(error, key.agent, key.session_id) from None
         run = run or (unrecorded.run if unrecorded is not None else None)
         result = None if run is None else run.result()
+        if result is None and snapshot.exists and key.correlation_id in stored.waiting_ids():
+            # Queued, or between two steps, and its stream is gone (a store emptied under it: a
+            # Redis restarted without its data): follow what its next steps publish.
+            await self.store.declare(key)
+            return self.attach(client, key, after)
         if result is None:
             raise ProblemError(
                 ProblemCode.RUN_NOT_FOUND,
