@@ -40,6 +40,7 @@ from ..streams._store import (
     StreamEvent,
     StreamKey,
     StreamStore,
+    StreamStoreUnavailable,
     seconds_from_env,
 )
 from ._answers import Answers
@@ -270,7 +271,15 @@ class RunStreams:
                     key.agent, key.session_id, key.correlation_id, deleted=unrecorded.deleted
                 )
         run = stored.find_run(key.correlation_id) if snapshot.exists else None
-        if await self.store.exists(key):
+        try:
+            retained = await self.store.exists(key)
+        except StreamStoreUnavailable:
+            if run is None:
+                raise
+            # The store is down but the run has finished: its answer is in the session's state,
+            # served as one event, as for a run whose events have expired.
+            retained = False
+        if retained:
             last = await self.store.last(key)
             finished = run is not None and run.result() is not None
             end = terminal_seq(last, finished)

@@ -85,7 +85,7 @@ async def test_a_run_queued_behind_another_and_asked_again_runs_once(api: Api, m
     assert len(model.requests) == 2, "a turn ran twice"
 
 
-async def test_with_redis_down_json_runs_still_run_and_streams_are_503(
+async def test_with_redis_down_json_runs_still_run_and_streams_are_503_unless_finished(
     app_with: Any, model: ModelServer
 ) -> None:
     api: Api = await app_with(DURABLE_AGENTS_STREAM_REDIS=f"redis://127.0.0.1:{closed_port()}/0")
@@ -99,10 +99,15 @@ async def test_with_redis_down_json_runs_still_run_and_streams_are_503(
     )
     assert streamed.status == 503 and streamed.json()["code"] == "storage_unavailable", streamed.body
     assert streamed.headers["retry-after"].isdigit() and "Redis" in streamed.json()["detail"]
+    # A finished run's stream is its stored answer as one event, as when its events expired.
     correlation = answer.json()["correlation_id"]
     stream = await api.get(f"/api/agents/assistant/sessions/{session}/runs/{correlation}/stream")
-    assert stream.status == 503 and stream.json()["code"] == "storage_unavailable"
-    assert "retry-after" in stream.headers
+    assert stream.status == 200, stream.body
+    assert b"event: run.completed" in stream.body and b"no redis needed" in stream.body
+    # A run without an answer yet cannot be followed: 503, and when to try again.
+    pending = await api.get(f"/api/agents/assistant/sessions/{session}/runs/not-finished/stream")
+    assert pending.status == 503 and pending.json()["code"] == "storage_unavailable", pending.body
+    assert "retry-after" in pending.headers
     assert len(model.requests) == 1, "the refused streaming request sent a turn"
     health = await api.get("/api/health")
     assert health.status == 503
