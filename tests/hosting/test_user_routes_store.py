@@ -18,6 +18,10 @@ from hosting.http._memories import UserMemories
 @pytest.fixture
 def azure_without_a_memory_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(memory_settings, "_default", None)  # this process's store, not made yet
+    # Nor the settings an app built earlier in this process gave (build_app hands them over).
+    monkeypatch.setattr(memory_settings, "_configured", None)
+    for name in ("AzureWebJobsStorage", memory_settings.MEMORY_STORE_ENV):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("WEBSITE_INSTANCE_ID", "instance-1")
     monkeypatch.delenv(memory_settings.MEMORY_PATH_ENV, raising=False)
 
