@@ -5,8 +5,9 @@ another user's; `find` reaches the user's items only."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
-from conftest import MakeStore
 
 from agents.memory import (
     InvalidMemory,
@@ -15,6 +16,8 @@ from agents.memory import (
     MemoryNamespace,
     MemoryStore,
 )
+
+MakeStore = Callable[..., MemoryStore]  # the make_memory_store fixture (tests/agents/conftest.py)
 
 
 @pytest.fixture
