@@ -48,6 +48,9 @@ DELETE_BATCH = 20
 """Sessions deleted at once (entity calls in parallel), and their data in one activity."""
 MEMORY_BATCH = 100
 """Memory items deleted by one activity."""
+RETRY = df.RetryOptions(first_retry_interval_in_milliseconds=5_000, max_number_of_attempts=5)
+"""An activity that fails (a store briefly unreachable) is tried again, up to 5 times 5 s apart;
+after that the erasure fails, its receipt says so, and a new request starts it again."""
 
 
 def _receipt(user: str, agents: list[str], started: str) -> dict[str, Any]:
@@ -70,22 +73,24 @@ def erasure_orchestrator(context: df.DurableOrchestrationContext) -> Generator[A
     receipt = _receipt(user, agents, context.current_utc_datetime.isoformat())
     context.set_custom_status(receipt)
     for agent in agents:
-        found = yield context.call_activity(ERASE_FIND_SESSIONS, {"user": user, "agent": agent})
+        find = {"user": user, "agent": agent}
+        found = yield context.call_activity_with_retry(ERASE_FIND_SESSIONS, RETRY, find)
         for start in range(0, len(found), DELETE_BATCH):
             batch = found[start : start + DELETE_BATCH]
             entities = [df.EntityId(entity_name(agent), s["session"]) for s in batch]
             # The first delete leaves a tombstone naming the user; the second removes it.
             for _ in range(2):
                 yield context.task_all([context.call_entity(e, "delete") for e in entities])
-            yield context.call_activity(ERASE_SESSION_DATA, {"agent": agent, "sessions": batch})
+            forget = {"agent": agent, "sessions": batch}
+            yield context.call_activity_with_retry(ERASE_SESSION_DATA, RETRY, forget)
             receipt["sessions"][agent] += len(batch)
             receipt["archived_chunks"] += sum(s["chunks"] for s in batch)
             receipt["stream_events"] += sum(s["events"] for s in batch)
             context.set_custom_status(receipt)
-    ids = yield context.call_activity(ERASE_FIND_MEMORIES, {"user": user})
+    ids = yield context.call_activity_with_retry(ERASE_FIND_MEMORIES, RETRY, {"user": user})
     for start in range(0, len(ids), MEMORY_BATCH):
         batch = ids[start : start + MEMORY_BATCH]
-        yield context.call_activity(ERASE_MEMORIES, {"user": user, "ids": batch})
+        yield context.call_activity_with_retry(ERASE_MEMORIES, RETRY, {"user": user, "ids": batch})
         receipt["memories"] += len(batch)
         context.set_custom_status(receipt)
     receipt.update(status="completed", finished_at=context.current_utc_datetime.isoformat())
