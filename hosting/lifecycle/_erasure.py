@@ -39,7 +39,7 @@ from .._ids import entity_name
 from ..archive import HistoryArchive, default_archive, session_prefix
 from ..client._binding import DurableClient
 from ..client._owned import owned_sessions
-from ..streams import StreamKey, StreamStore
+from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
 from ._names import ERASE_FIND_MEMORIES, ERASE_FIND_SESSIONS, ERASE_MEMORIES, ERASE_SESSION_DATA
 
 log = logging.getLogger("hosting.lifecycle")
@@ -128,15 +128,28 @@ class Eraser:
             document = owned.document
             runs = list(dict.fromkeys([*document.run_ids(), *document.discarded_ids, *document.refused_ids]))
             chunks = await self.archive().store.list_paths(session_prefix(entity, owned.session_id))
-            events = 0
-            for run in runs:
-                last = await self.streams.last(StreamKey(agent, owned.session_id, run))
-                events += 0 if last is None else last.seq
+            events = await self.events(agent, owned.session_id, runs)
             found.append(
                 {"session": owned.session_id, "run_ids": runs, "chunks": len(chunks), "events": events}
             )
         log.info("erasure: %d session(s) of %s found", len(found), agent)
         return found
+
+    async def events(self, agent: str, session: str, runs: list[str]) -> int:
+        """How many stream events the runs of a session have (a stream's events are numbered from
+        1 and expire together, so its last number is its count). An app without a shared stream
+        store (`retry_after` None) kept none; a store that is down raises, and the activity is
+        tried again."""
+        events = 0
+        for run in runs:
+            try:
+                last = await self.streams.last(StreamKey(agent, session, run))
+            except StreamStoreUnavailable as error:
+                if error.retry_after is None:
+                    return 0
+                raise
+            events += 0 if last is None else last.seq
+        return events
 
     async def forget_sessions(self, spec: dict[str, Any]) -> int:
         """Delete the chunks (every epoch) and the runs' stream events and claims of deleted
