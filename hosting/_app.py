@@ -28,6 +28,7 @@ from .entity._entity import AgentEntity
 from .http._answers import Answers
 from .http._api import Api, guarded
 from .http._edge import Request, Response, check_init_indexing, serve
+from .http._erasure import UserErasure
 from .http._export import UserExport
 from .http._history import history
 from .http._memories import UserMemories
@@ -200,6 +201,7 @@ def build_app(
 
     memories = UserMemories(settings)
     export = UserExport(api.agents, memories).export
+    erasure = UserErasure(list(api.agents), settings)
     handlers: dict[str, Handler] = {
         "agent_run": api.run,
         "agent_run_status": api.run_status,
@@ -215,6 +217,8 @@ def build_app(
         **{f"{who}_memories": memories.list for who in ("user", "my")},
         **{f"{who}_memory": memories.delete for who in ("user", "my")},
         **{f"{who}_export": export for who in ("user", "my")},
+        **{f"{who}_erase": erasure.erase for who in ("user", "my")},
+        **{f"{who}_erasure": erasure.status for who in ("user", "my")},
     }
     for extension in extensions:
         handlers.update(extension.handlers(settings))
@@ -233,6 +237,6 @@ def build_app(
     limits = TimeLimits.from_env()  # a value out of range stops the app here, naming it
     for agent in agents:
         _register_entity(app, agent, settings, store, limits)
-    register_lifecycle(app)
+    register_lifecycle(app, store)
     register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes)
     return app

@@ -39,6 +39,7 @@ class ProblemCode(StrEnum):
     SESSION_NOT_FOUND = "session_not_found"
     RUN_NOT_FOUND = "run_not_found"
     MEMORY_NOT_FOUND = "memory_not_found"
+    ERASURE_NOT_FOUND = "erasure_not_found"
     WORKFLOW_NOT_FOUND = "workflow_not_found"
     CONSOLE_ASSET_NOT_FOUND = "console_asset_not_found"
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
@@ -75,6 +76,7 @@ PROBLEMS: dict[ProblemCode, tuple[int, str]] = {
     ProblemCode.SESSION_NOT_FOUND: (404, "Not found"),
     ProblemCode.RUN_NOT_FOUND: (404, "Not found"),
     ProblemCode.MEMORY_NOT_FOUND: (404, "Not found"),
+    ProblemCode.ERASURE_NOT_FOUND: (404, "Not found"),
     ProblemCode.WORKFLOW_NOT_FOUND: (404, "Not found"),
     ProblemCode.CONSOLE_ASSET_NOT_FOUND: (404, "Not found"),
     ProblemCode.IDEMPOTENCY_CONFLICT: (409, "Conflict"),

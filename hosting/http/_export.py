@@ -12,10 +12,9 @@ one JSON object a line, each with its `kind`:
 * `end` last: counts and `complete` (false after any error). A response without it was cut off.
 
 Nothing is held whole: memory is read a page at a time, sessions a page of the entity query at a
-time, archived history a chunk at a time. There is no index of sessions by user: a session's
-owner is only in its stored document (`data.userId`), so the export pages through every
-session of every hosted agent with its state (`GET entities/dafx-{agent}?fetchState=true`, as the
-sessions list) and keeps the user's. Its cost grows with the app's sessions, not the user's.
+time, archived history a chunk at a time. The user's sessions are found by the walk the erasure
+shares (hosting.client._owned): every session of every hosted agent, keeping the user's. Its cost
+grows with the app's sessions, not the user's.
 """
 
 from __future__ import annotations
@@ -39,13 +38,11 @@ from .._ids import entity_name
 from ..archive import HistoryArchive, default_archive
 from ..archive._pages import archived_chunks
 from ..client._binding import DurableClient
-from ..client._query import ContinuationRefused, NoQueryEndpoint, entity_key, query_entities, rpc_base_url
+from ..client._owned import owned_sessions
+from ..client._query import ContinuationRefused, NoQueryEndpoint, rpc_base_url
 from ..stored import StoredDocument
 from ._memories import UserMemories, memory_body, route_user
 from ._openapi import NDJSON
-
-SESSION_PAGE = 20
-"""Sessions (with their states) one entity query page holds."""
 
 log = logging.getLogger("hosting.http")
 
@@ -102,12 +99,12 @@ class UserExport:
     ) -> AsyncIterator[bytes]:
         """The lines of `user`'s sessions of one agent, a page of the entity query at a time."""
         entity = entity_name(agent)
-        token: str | None = None
+        sessions = owned_sessions(client, agent, user)
         while True:
             try:
-                items, token = await query_entities(
-                    client, entity, top=SESSION_PAGE, continuation=token, fetch_state=True
-                )
+                owned = await anext(sessions)
+            except StopAsyncIteration:
+                return
             except (NoQueryEndpoint, ContinuationRefused, aiohttp.ClientError, TimeoutError) as error:
                 log.warning("export: the entity query of %s failed: %s", entity, error)
                 counts["errors"] += 1
@@ -120,25 +117,19 @@ class UserExport:
                     }
                 )
                 return
-            for item in items:
-                key = entity_key(item)
-                document = StoredDocument.parse(item.get("state"))
-                if key is None or document is None or document.is_tombstone or document.owner != user:
-                    continue
-                counts["sessions"] += 1
-                yield ndjson_line(
-                    {
-                        "kind": "session",
-                        "agent": agent,
-                        "session_id": key,
-                        "last_operation_time": item.get("lastOperationTime"),
-                        "state": document.document,
-                    }
-                )
-                async for line in self._archived(archive, entity, agent, key, document, counts):
-                    yield line
-            if not token:
-                return
+            counts["sessions"] += 1
+            yield ndjson_line(
+                {
+                    "kind": "session",
+                    "agent": agent,
+                    "session_id": owned.session_id,
+                    "last_operation_time": owned.item.get("lastOperationTime"),
+                    "state": owned.document.document,
+                }
+            )
+            key, document = owned.session_id, owned.document
+            async for line in self._archived(archive, entity, agent, key, document, counts):
+                yield line
 
     async def _archived(
         self,

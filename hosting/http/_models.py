@@ -280,3 +280,20 @@ class MemoriesPageBody(BaseModel):
     items: list[MemoryBody]
     cursor: str | None
     next: str | None
+
+
+class ErasureBody(BaseModel):
+    """A user's erasure (`DELETE /api/users/{user_id}`, `GET /api/users/{user_id}/erasure`): its
+    status (`running`, `completed`, `failed`) and its receipt so far, counted when each part was
+    found (before it was deleted): memory items, sessions per agent, archived chunks, stream
+    events. `finished_at` is null until it completed."""
+
+    user_id: str
+    status: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    memories: int = 0
+    sessions: dict[str, int] = {}
+    archived_chunks: int = 0
+    stream_events: int = 0
+    location: str

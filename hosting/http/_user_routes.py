@@ -1,13 +1,13 @@
-"""The route table of the user routes (hosting.http._memories, hosting.http._export): a user's
-long-term memory and the export of everything kept for them, under `users/{user_id}/` and, for
-the user the caller acts for, `me/`."""
+"""The route table of the user routes (hosting.http._memories, hosting.http._export,
+hosting.http._erasure): a user's long-term memory, the export of everything kept for them and its
+erasure, under `users/{user_id}/` and, for the user the caller acts for, `me/`."""
 
 from __future__ import annotations
 
 from agents.memory import MAX_LIST_LIMIT, MAX_QUERY_CHARS, MEMORY_CURSOR_PATTERN
 
 from .._ids import ID_PATTERN_TEXT
-from ._models import MemoriesPageBody
+from ._models import ErasureBody, MemoriesPageBody
 from ._routes import BAD_REQUEST, UNAVAILABLE, Operation, Param, Response, RouteSpec
 
 _FORBIDDEN = Response(
@@ -69,6 +69,36 @@ _EXPORT = Operation(
     ),
     query=(_USER,),
 )
+_ERASE = Operation(
+    "DELETE",
+    "Erase everything kept for a user, durably: every session they own in every agent (with its "
+    "archived history and stream events), then their long-term memory (docs/hosting.md "
+    "\"Erasing a user\"). A request while an erasure of the user is under way attaches to it.",
+    (
+        Response(
+            202,
+            "Started (or under way): the receipt so far; `Location` is the receipt's URL to poll.",
+            ErasureBody,
+        ),
+        BAD_REQUEST,
+        _FORBIDDEN,
+        UNAVAILABLE,
+    ),
+    query=(_USER,),
+)
+_ERASURE = Operation(
+    "GET",
+    "The receipt of a user's erasure: its status, when it started and finished, and what it "
+    "erased (memory items, sessions per agent, archived chunks, stream events).",
+    (
+        Response(200, "The receipt (`status`: `running`, `completed` or `failed`).", ErasureBody),
+        BAD_REQUEST,
+        _FORBIDDEN,
+        Response(404, "`erasure_not_found`: no erasure of this user was asked for."),
+        UNAVAILABLE,
+    ),
+    query=(_USER,),
+)
 
 
 def _routes(prefix: str, function: str, me: bool) -> tuple[RouteSpec, ...]:
@@ -86,6 +116,8 @@ def _routes(prefix: str, function: str, me: bool) -> tuple[RouteSpec, ...]:
         RouteSpec(f"{function}_memories", f"{prefix}/memories", (op(_LIST),), group="users"),
         RouteSpec(f"{function}_memory", f"{prefix}/memories/{{memory_id}}", (op(_DELETE),), group="users"),
         RouteSpec(f"{function}_export", f"{prefix}/export", (op(_EXPORT),), group="users"),
+        RouteSpec(f"{function}_erase", prefix, (op(_ERASE),), group="users"),
+        RouteSpec(f"{function}_erasure", f"{prefix}/erasure", (op(_ERASURE),), group="users"),
     )
 
 
@@ -93,4 +125,4 @@ USER_ROUTES: tuple[RouteSpec, ...] = (
     *_routes("users/{user_id}", "user", me=False),
     *_routes("me", "my", me=True),
 )
-"""The memory and export routes, for a named user and for the caller's own."""
+"""The memory, export and erasure routes, for a named user and for the caller's own."""

@@ -1,8 +1,18 @@
 """A session's lifecycle: idle expiry (TTL, the per-agent sweeper, the one-shot expiry check),
-cleanup of archived chunks after a reset or delete, and their durable names."""
+cleanup of archived chunks after a reset or delete, a user's erasure, and their durable names."""
 
 from ._expiry import reset_or_delete
-from ._names import CLEANUP, EXPIRY, FORGET, SWEEP, SWEEPER, expiry_instance, sweeper_instance
+from ._names import (
+    CLEANUP,
+    ERASURE,
+    EXPIRY,
+    FORGET,
+    SWEEP,
+    SWEEPER,
+    erasure_instance,
+    expiry_instance,
+    sweeper_instance,
+)
 from ._register import register_lifecycle
 from ._sweeper import ensure_sweepers, sweep_interval, sweepers_of
 from ._ttl import DEFAULT_TTL, TTL_ENV, due_at, expires_at, ttl_for
@@ -10,6 +20,7 @@ from ._ttl import DEFAULT_TTL, TTL_ENV, due_at, expires_at, ttl_for
 __all__ = [
     "CLEANUP",
     "DEFAULT_TTL",
+    "ERASURE",
     "EXPIRY",
     "FORGET",
     "SWEEP",
@@ -17,6 +28,7 @@ __all__ = [
     "TTL_ENV",
     "due_at",
     "ensure_sweepers",
+    "erasure_instance",
     "expires_at",
     "expiry_instance",
     "register_lifecycle",

@@ -43,3 +43,21 @@ def cleanup_prefix(agent: str) -> str:
 def sweeper_instance(agent: str) -> str:
     """The instance id of an agent's expiry sweeper."""
     return f"dafx-sweeper-{agent}"
+
+ERASURE = "dafx_user_erasure"
+"""Orchestration: erase everything kept for one user (hosting.lifecycle._erasure)."""
+ERASE_FIND_SESSIONS = "dafx_erasure_find_sessions"
+"""Activity: one agent's sessions of the user, with what each left in the archive and streams
+(takes a durable client)."""
+ERASE_SESSION_DATA = "dafx_erasure_forget_sessions"
+"""Activity: delete the archived chunks and stream events of deleted sessions."""
+ERASE_FIND_MEMORIES = "dafx_erasure_find_memories"
+"""Activity: the ids of the user's long-term memory items."""
+ERASE_MEMORIES = "dafx_erasure_forget_memories"
+"""Activity: delete some of the user's long-term memory items."""
+
+
+def erasure_instance(user: str) -> str:
+    """The instance id of a user's erasure: one per user, so a second request attaches to the
+    one under way."""
+    return f"dafx-erase-{user}"

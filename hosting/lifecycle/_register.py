@@ -1,5 +1,5 @@
 """The lifecycle's durable functions declared on the app: expiry and cleanup orchestrations, the
-sweeper, and their activities."""
+sweeper, a user's erasure, and their activities."""
 
 from __future__ import annotations
 
@@ -8,17 +8,32 @@ from typing import Any
 import azure.durable_functions as df
 
 from ..client._binding import BoundClient, durable_client_input
+from ..streams import StreamStore
+from ._erasure import Eraser, erasure_orchestrator
 from ._expiry import cleanup_orchestrator, expiry_orchestrator, forget_activity
-from ._names import CLEANUP, EXPIRY, FORGET, SWEEP, SWEEPER
+from ._names import (
+    CLEANUP,
+    ERASE_FIND_MEMORIES,
+    ERASE_FIND_SESSIONS,
+    ERASE_MEMORIES,
+    ERASE_SESSION_DATA,
+    ERASURE,
+    EXPIRY,
+    FORGET,
+    SWEEP,
+    SWEEPER,
+)
 from ._sweeper import sweep_activity, sweeper_orchestrator
 
 
-def register_lifecycle(app: df.DFApp) -> None:
-    """Register the lifecycle orchestrators and activities (the sweeper's too) on the app."""
+def register_lifecycle(app: df.DFApp, streams: StreamStore) -> None:
+    """Register the lifecycle orchestrators and activities (the sweeper's and the erasure's too)
+    on the app; `streams`: the app's stream store (an erasure deletes the user's events there)."""
     orchestrators = (
         (EXPIRY, expiry_orchestrator),
         (CLEANUP, cleanup_orchestrator),
         (SWEEPER, sweeper_orchestrator),
+        (ERASURE, erasure_orchestrator),
     )
     for name, function in orchestrators:
         function.__name__ = name
@@ -38,3 +53,32 @@ def register_lifecycle(app: df.DFApp) -> None:
     sweep.__name__ = SWEEP
     with_client = durable_client_input(app, sweep)
     app.function_name(SWEEP)(app.activity_trigger(input_name="spec", activity=SWEEP)(with_client))
+    _register_erasure(app, Eraser(streams))
+
+
+def _register_erasure(app: df.DFApp, eraser: Eraser) -> None:
+    # Plain `dict` and `list` annotations: the worker refuses generic aliases on activity triggers.
+    async def find_sessions(spec: dict, client: BoundClient) -> list:
+        return await eraser.find_sessions(spec, client)
+
+    async def forget_sessions(spec: dict) -> int:
+        return await eraser.forget_sessions(spec)
+
+    async def find_memories(spec: dict) -> list:
+        return await eraser.find_memories(spec)
+
+    async def forget_memories(spec: dict) -> int:
+        return await eraser.forget_memories(spec)
+
+    find_sessions.__name__ = ERASE_FIND_SESSIONS
+    with_client = durable_client_input(app, find_sessions)
+    app.function_name(ERASE_FIND_SESSIONS)(
+        app.activity_trigger(input_name="spec", activity=ERASE_FIND_SESSIONS)(with_client)
+    )
+    for name, function in (
+        (ERASE_SESSION_DATA, forget_sessions),
+        (ERASE_FIND_MEMORIES, find_memories),
+        (ERASE_MEMORIES, forget_memories),
+    ):
+        function.__name__ = name
+        app.function_name(name)(app.activity_trigger(input_name="spec", activity=name)(function))

@@ -48,6 +48,7 @@ PINNED = {
     "hosting.lifecycle": [
         "CLEANUP",
         "DEFAULT_TTL",
+        "ERASURE",
         "EXPIRY",
         "FORGET",
         "SWEEP",
@@ -55,6 +56,7 @@ PINNED = {
         "TTL_ENV",
         "due_at",
         "ensure_sweepers",
+        "erasure_instance",
         "expires_at",
         "expiry_instance",
         "register_lifecycle",

@@ -1,0 +1,222 @@
+"""Erasing a user over real HTTP, on the real local host with the scripted model: afterwards
+nothing of theirs is left in any store (entity states, archive files, stream store, memory) while
+another user's data is untouched, the receipt counts what there was, a host killed with `kill -9`
+in the middle of an erasure finishes it after a restart, and hostile input changes nothing."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import pytest
+from e2e_support import Client, HostProcess, eventually
+from erasure_support import (
+    PRINCIPAL,
+    archived_files,
+    erase,
+    erasure_env,
+    long_session,
+    memory_rows,
+    receipt,
+    remember,
+    stored_sessions,
+    stream_rows,
+    turn,
+)
+
+from agents.testing import ModelServer, Reply
+
+
+def _user(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def host(model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
+    root = tmp_path_factory.mktemp("erasure-host")
+    env = erasure_env(root / "data")
+    host = HostProcess(root / "data", model_server.base_url, root / "host.log", extra_env=env)
+    host.start()
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    # Not pooled: connections to a killed host must not be reused for the restarted one.
+    connector = aiohttp.TCPConnector(force_close=True)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as session:
+        yield session
+
+
+async def _export(client: Client, user: str) -> list[dict[str, Any]]:
+    answer = await client.get(f"/api/users/{user}/export", headers={PRINCIPAL: user})
+    assert answer.status == 200, answer.body[:500]
+    return [json.loads(line) for line in answer.body.split(b"\n")[:-1]]
+
+
+def _sessions(lines: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return sorted((line["agent"], line["session_id"]) for line in lines if line["kind"] == "session")
+
+
+async def _everything(host: HostProcess, user: str, sessions: list[tuple[str, str]]) -> dict[str, Any]:
+    """What every store holds of `user` (whose sessions are `sessions`)."""
+    return {
+        "entity_states": stored_sessions(host, user),
+        "archive_files": await archived_files(host, sessions),
+        "streams": stream_rows(host, sessions),
+        "memory_rows": memory_rows(host, user),
+    }
+
+
+async def test_erasing_a_user_leaves_nothing_of_theirs_and_spares_the_other(
+    host: HostProcess, http: aiohttp.ClientSession, model: ModelServer
+) -> None:
+    client = Client(http, host.url)
+    u1, u2 = _user("u1"), _user("u2")
+    await remember(client, model, u1, "u1 likes aisle seats.", "u1 is vegetarian.")
+    await long_session(client, model, u1)
+    model.script(Reply.text("Tea."), Reply.text("More tea."))
+    tea = await turn(client, u1, "assistant", "I like tea.")
+    await turn(client, u1, "assistant", "And more.", tea)
+    await remember(client, model, u2, "u2 likes trains.")
+    model.script(Reply.text("Coffee."))
+    await turn(client, u2, "assistant", "I like coffee.")
+
+    mine, theirs = await _export(client, u1), await _export(client, u2)
+    sessions, other = _sessions(mine), _sessions(theirs)
+    before = await _everything(host, u1, sessions)
+    assert len(sessions) == 3 and before["archive_files"] > 0 and before["streams"]["events"] > 0, before
+    assert len(before["entity_states"]) == 3 and before["memory_rows"] == 2, before
+    other_before = await _everything(host, u2, other)
+
+    done = await receipt(client, await erase(client, u1), u1)
+    assert done["status"] == "completed", done
+    assert done["memories"] == 2
+    assert done["sessions"] == {"assistant": 2, "concierge": 1, "writer": 0, "reviewer": 0} or (
+        {k: v for k, v in done["sessions"].items() if v} == {"assistant": 2, "concierge": 1}
+    ), done
+    assert done["archived_chunks"] == before["archive_files"]
+    assert done["stream_events"] == before["streams"]["events"]
+    assert done["started_at"] <= done["finished_at"]
+
+    # Nothing of u1 is left anywhere: no entity state (not even a tombstone naming them), no
+    # archive file, no stream row, no memory row; the routes agree.
+    assert await _everything(host, u1, sessions) == {
+        "entity_states": [], "archive_files": 0, "streams": {"events": 0, "streams": 0, "claims": 0},
+        "memory_rows": 0,
+    }
+    empty = await _export(client, u1)
+    assert [line["kind"] for line in empty] == ["user", "end"]
+    listed = await client.get(f"/api/users/{u1}/memories", headers={PRINCIPAL: u1})
+    assert listed.json()["items"] == []
+    for agent, session in sessions:
+        gone = await client.get(f"/api/agents/{agent}/sessions/{session}", headers={PRINCIPAL: u1})
+        assert gone.status == 404, (agent, session, gone.body[:300])
+    # u2 is untouched.
+    assert await _everything(host, u2, other) == other_before
+    after = await _export(client, u2)
+    strip = lambda lines: [line for line in lines if line["kind"] != "user"]  # noqa: E731
+    assert strip(after) == strip(theirs)
+    # The receipt stays readable.
+    again = await client.get(f"/api/users/{u1}/erasure", headers={PRINCIPAL: u1})
+    assert again.status == 200 and again.json() == done
+
+
+async def test_hostile_input_and_a_user_with_nothing(
+    host: HostProcess, http: aiohttp.ClientSession, model: ModelServer
+) -> None:
+    client = Client(http, host.url)
+    ada, bob = _user("ada"), _user("bob")
+    await remember(client, model, ada, "ada flies from Oslo.")
+    cases: list[tuple[str, str, dict[str, str], int, str]] = [
+        ("DELETE", f"/api/users/{quote('a@b')}", {PRINCIPAL: ada}, 400, "invalid_user_id"),
+        ("DELETE", f"/api/users/{'a' * 129}", {PRINCIPAL: ada}, 400, "invalid_user_id"),
+        ("GET", f"/api/users/{quote('a b')}/erasure", {PRINCIPAL: ada}, 400, "invalid_user_id"),
+        ("DELETE", f"/api/users/{ada}", {PRINCIPAL: bob}, 403, "user_mismatch"),
+        ("GET", f"/api/users/{ada}/erasure", {PRINCIPAL: bob}, 403, "user_mismatch"),
+        ("DELETE", f"/api/users/{ada}", {}, 403, "user_mismatch"),
+        ("DELETE", f"/api/me?user_id={ada}", {PRINCIPAL: bob}, 403, "user_mismatch"),
+        ("DELETE", "/api/me", {}, 401, "not_signed_in"),
+        ("DELETE", "/api/me", {PRINCIPAL: "a b"}, 400, "invalid_user_id"),
+        ("GET", f"/api/users/{ada}/erasure", {PRINCIPAL: ada}, 404, "erasure_not_found"),
+    ]
+    for method, path, headers, status, code in cases:
+        answer = await client.request(method, path, headers=headers)
+        assert answer.status == status, (method, path, answer.status, answer.body[:300])
+        assert answer.content_type == "application/problem+json" and answer.json()["code"] == code
+    assert (await client.request("DELETE", f"/api/users/{ada}", key=False)).status == 401
+    # Nothing changed: ada's memory is there, no erasure was started.
+    listed = await client.get(f"/api/users/{ada}/memories", headers={PRINCIPAL: ada})
+    assert [i["text"] for i in listed.json()["items"]] == ["ada flies from Oslo."]
+
+    # A user with nothing: 202 and a receipt of zeros; `me` serves the signed-in user.
+    nobody = _user("nobody")
+    answer = await client.request("DELETE", "/api/me", headers={PRINCIPAL: nobody})
+    assert answer.status == 202 and answer.headers["location"].endswith("/api/me/erasure"), answer.body
+    done = await receipt(client, answer.headers["location"], nobody)
+    assert done["status"] == "completed" and done["user_id"] == nobody
+    assert (done["memories"], done["archived_chunks"], done["stream_events"]) == (0, 0, 0)
+    assert set(done["sessions"].values()) == {0}
+    listed = await client.get(f"/api/users/{ada}/memories", headers={PRINCIPAL: ada})
+    assert len(listed.json()["items"]) == 1
+
+
+async def test_kill_9_in_the_middle_of_an_erasure_then_restart_finishes_it(
+    tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
+) -> None:
+    data = tmp_path / "data"
+    host = HostProcess(data, model.base_url, tmp_path / "host.log", extra_env=erasure_env(data)).start()
+    u1, u2 = _user("u1"), _user("u2")
+    model.handler = lambda request: Reply.text(f"answer to {request.last_user_text}")
+    try:
+        client = Client(http, host.url)
+        for n in range(60):
+            await turn(client, u1, "assistant", f"message {n}")
+        await turn(client, u2, "assistant", "spare me")
+        model.handler = None
+        await remember(client, model, u1, "u1 likes aisle seats.")
+        sessions = _sessions(await _export(client, u1))
+        before = await _everything(host, u1, sessions)
+        assert len(sessions) == 61 and before["streams"]["events"] > 0
+        location = await erase(client, u1)
+        path = location[location.index("/api/"):]
+        # A second request while it runs attaches to it (had it started anew, the new erasure's
+        # inventory would miss what the first had deleted, and the receipt would count less).
+        second = await client.request("DELETE", "/api/me", headers={PRINCIPAL: u1})
+        assert second.status == 202 and second.json()["status"] == "running", second.body
+
+        async def mid_way() -> bool:
+            body = (await client.get(path, headers={PRINCIPAL: u1})).json()
+            assert body["status"] == "running", body  # killed before it could finish
+            return sum(body["sessions"].values()) > 0
+
+        await eventually(mid_way, "the erasure deleting its first sessions", interval=0.02)
+        host.kill()
+    finally:
+        host.kill()
+    assert host.proc is not None and host.proc.returncode == -9
+    left = stored_sessions(host, u1)
+    assert 0 < len(left) < 61  # stopped mid-way
+
+    host.start()
+    try:
+        client = Client(http, host.url)
+        done = await receipt(client, location, u1, timeout=120)
+        assert done["status"] == "completed", (done, host.log()[-3000:])
+        assert done["sessions"]["assistant"] == 60 and done["sessions"]["concierge"] == 1
+        assert done["memories"] == 1 and done["stream_events"] == before["streams"]["events"]
+        assert await _everything(host, u1, sessions) == {
+            "entity_states": [], "archive_files": 0, "streams": {"events": 0, "streams": 0, "claims": 0},
+            "memory_rows": 0,
+        }
+        assert len(_sessions(await _export(client, u2))) == 1
+    finally:
+        host.stop()
