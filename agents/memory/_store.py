@@ -343,14 +343,23 @@ def rank(
     candidates: Sequence[Candidate], query: str, embedding: tuple[float, ...] | None, limit: int
 ) -> list[tuple[str, float]]:
     """The search every backend answers, over the namespace's items: (id, score) of the best,
-    best first (newest first on ties)."""
+    best first (newest first on ties).
+
+    With a query embedding, an item embedded with as many dimensions scores its cosine similarity
+    and any other item (stored before embeddings were configured, or by another model) the share
+    of the query's words it holds, kept only when it holds one: an item without a vector is still
+    found by its words, among the similar ones. Without an embedding, by words alone."""
     newest = sorted(candidates, key=lambda c: c.updated_at, reverse=True)
-    if embedding is not None:
-        embedded = [c for c in newest if c.embedding is not None and len(c.embedding) == len(embedding)]
-        if embedded:
-            scored = [(c.id, cosine(embedding, c.embedding or ())) for c in embedded]
-            return sorted(scored, key=lambda s: s[1], reverse=True)[:limit]
     wanted = words(query)
+    if embedding is not None:
+        scored: list[tuple[str, float]] = []
+        for c in newest:
+            if c.embedding is not None and len(c.embedding) == len(embedding):
+                scored.append((c.id, cosine(embedding, c.embedding)))
+            elif (score := keyword_score(wanted, c.text)) > 0:
+                scored.append((c.id, score))
+        if any(c.embedding is not None and len(c.embedding) == len(embedding) for c in newest):
+            return sorted(scored, key=lambda s: s[1], reverse=True)[:limit]
     if not wanted:
         return [(c.id, 0.0) for c in newest[:limit]]
     scored = [(c.id, keyword_score(wanted, c.text)) for c in newest]
