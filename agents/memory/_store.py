@@ -323,8 +323,12 @@ def keyword_score(query_words: set[str], text: str) -> float:
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity of two vectors of one length (0 for a zero vector)."""
-    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
-    norms = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    if len(a) != len(b):
+        raise ValueError("vectors of different lengths")
+    # math.sumprod: in C and with extended precision, 30-odd times faster than a Python sum here
+    # (a 1,000-item search of 1,536-dimension vectors: docs/bench.md).
+    dot = math.sumprod(a, b)
+    norms = math.sqrt(math.sumprod(a, a)) * math.sqrt(math.sumprod(b, b))
     return dot / norms if norms else 0.0
 
 
@@ -353,9 +357,11 @@ def rank(
     wanted = words(query)
     if embedding is not None:
         scored: list[tuple[str, float]] = []
+        query_norm = math.sqrt(math.sumprod(embedding, embedding))  # once, not once an item
         for c in newest:
             if c.embedding is not None and len(c.embedding) == len(embedding):
-                scored.append((c.id, cosine(embedding, c.embedding)))
+                norms = query_norm * math.sqrt(math.sumprod(c.embedding, c.embedding))
+                scored.append((c.id, math.sumprod(embedding, c.embedding) / norms if norms else 0.0))
             elif (score := keyword_score(wanted, c.text)) > 0:
                 scored.append((c.id, score))
         if any(c.embedding is not None and len(c.embedding) == len(embedding) for c in newest):
