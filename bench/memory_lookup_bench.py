@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import socket
 import statistics
@@ -168,7 +169,7 @@ async def _measure_embeddings(folder: Path, runs: int, dimensions: int) -> None:
                         if step == "later step":
                             await provider.before_model(ctx)
                         before = len(server.embedding_requests)
-                        elapsed = await _timed(lambda p=provider, c=ctx: p.before_model(c))
+                        elapsed = await _timed(functools.partial(provider.before_model, ctx))
                         if run:  # the first is a warm-up
                             times[name].append(elapsed)
                             calls[name] += len(server.embedding_requests) - before
