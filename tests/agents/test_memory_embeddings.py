@@ -2,17 +2,30 @@
 `/embeddings` answers deterministic vectors): a paraphrase is found where keywords miss, the
 turn's lookup costs one embedding call per turn whatever its steps, facts stored before
 embeddings were configured are still found by their words, no embedding model means keywords as
-before, and a bad embedding answer never fails the turn."""
+before, and a bad embedding answer or an unreachable embedding model never fails the turn."""
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import Callable
 
 import pytest
 
-from agents import Agent, InputMessage, ModelSettings, TurnProgress, TurnRequest, TurnResult
+from agents import (
+    Agent,
+    InputMessage,
+    ModelConnection,
+    ModelSettings,
+    OpenAIEmbedder,
+    RetryPolicy,
+    TurnProgress,
+    TurnRequest,
+    TurnResult,
+    embedder_from_env,
+)
+from agents._settings import Endpoint
 from agents.memory import MemoryNamespace, MemoryStore, UserMemoryProvider
 from agents.testing import ModelRequest, ModelServer, Reply, hashed_embedding
 from state import AgentState
@@ -185,8 +198,6 @@ async def test_a_bad_embedding_answer_never_fails_the_turn(
 async def test_azure_deployment_names_the_embedding_model(
     model: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agents import embedder_from_env
-
     monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", model.url)
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "k")
     assert embedder_from_env() is None  # no deployment named: no embeddings
@@ -196,3 +207,23 @@ async def test_azure_deployment_names_the_embedding_model(
     [vector] = await embedder.embed(["hello there"])
     assert vector == pytest.approx(hashed_embedding("hello there"))
     assert model.embedding_requests[0].path == "/openai/deployments/embed-dep/embeddings"
+
+
+async def test_an_unreachable_embedding_model_never_fails_the_turn(
+    model: ModelServer, settings: ModelSettings, store: MemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    retry = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, deadline=5.0)
+    embedder = OpenAIEmbedder(
+        Endpoint("openai", "gone", f"http://127.0.0.1:{port}/v1"), ModelConnection(timeout=2.0, retry=retry)
+    )
+    provider = UserMemoryProvider(store=store, embedder=embedder)
+    agent = Agent(name="concierge", instructions="Be helpful.", model=settings, context_providers=[provider])
+    model.script(Reply.tool_call("remember", {"fact": FACT}), Reply.text("Noted."))
+    with caplog.at_level(logging.WARNING, logger="agents.memory"):
+        assert await _turn(agent, _session(), "Peanuts are a problem", "u1") == "Noted."
+    assert "no embedding from gone" in caplog.text and "cannot reach the model service" in caplog.text
+    [hit] = await store.search(U1, "peanuts")
+    assert hit.item.embedding is None
