@@ -7,6 +7,7 @@ from ._agent import Agent
 from ._client import close_model_clients
 from ._context import ContextAdditions, ContextProvider, ProviderContext
 from ._context_policy import DEFAULT_CONTEXT_TOKENS, ArchivedHistory, ContextPolicy, FullHistory, TokenBudget
+from ._embeddings import Embedder, EmbeddingError, OpenAIEmbedder, embedder_from_env
 from ._errors import (
     AgentConfigurationError,
     AgentsError,
@@ -36,6 +37,8 @@ __all__ = [
     "ContextAdditions",
     "ContextPolicy",
     "ContextProvider",
+    "Embedder",
+    "EmbeddingError",
     "FailureCarrier",
     "FailureCode",
     "FullHistory",
@@ -49,6 +52,7 @@ __all__ = [
     "ModelConnection",
     "ModelEnv",
     "ModelSettings",
+    "OpenAIEmbedder",
     "ProviderContext",
     "RetryPolicy",
     "SamplingSettings",
@@ -64,6 +68,7 @@ __all__ = [
     "context_from",
     "current_tool_call",
     "current_trace_context",
+    "embedder_from_env",
     "failure",
     "mark_failed",
     "mark_raised",

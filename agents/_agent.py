@@ -169,18 +169,22 @@ class Agent:
         request: TurnRequest,
         archive: ArchivedHistory | None = None,
         on_event: TurnEventSink | None = None,
+        *,
+        session_id: str | None = None,
     ) -> TurnResult:
         """Run one turn and record it (request and response entries, provider state, service id)
         in ``state``. A model or tool failure gives ``status == "failed"``; it never raises for one.
         A correlation id that already finished returns its recorded result and changes nothing.
         With ``on_event`` the model is streamed and each `TurnEvent` (text deltas, tool calls and
         results, usage) is awaited on it as it happens; what is recorded is the same either way.
+        ``session_id``: the session's id as the host names it, for the context providers.
         """
         if not isinstance(state, AgentState):
             raise TypeError(f"run takes an AgentState, not {type(state).__name__}")
         if not isinstance(request, TurnRequest):
             raise TypeError(f"run takes a TurnRequest, not {type(request).__name__}")
-        return await invoke_agent(self, request, run_turn(self, state, request, archive, on_event))
+        turn = run_turn(self, state, request, archive, on_event, session_id=session_id)
+        return await invoke_agent(self, request, turn)
 
     async def run_step(
         self,
@@ -189,6 +193,8 @@ class Agent:
         progress: TurnProgress | None,
         archive: ArchivedHistory | None = None,
         on_event: TurnEventSink | None = None,
+        *,
+        session_id: str | None = None,
     ) -> TurnResult | TurnProgress:
         """Run the next step of a turn (one model call, or the batch of tool calls the last model
         call asked for) from ``progress``, its finished steps (None: the turn starts). A turn that
@@ -200,9 +206,8 @@ class Agent:
         if not isinstance(request, TurnRequest):
             raise TypeError(f"run_step takes a TurnRequest, not {type(request).__name__}")
         step = progress.steps if progress is not None else 0
-        return await invoke_agent(
-            self, request, run_turn_step(self, state, request, progress, archive, on_event), step
-        )
+        turn = run_turn_step(self, state, request, progress, archive, on_event, session_id=session_id)
+        return await invoke_agent(self, request, turn, step)
 
     def request_identity(self, request: TurnRequest) -> str:
         """The hash a run of ``request`` is recorded under (`requestHash`): its messages, the

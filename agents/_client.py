@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import random
 import threading
@@ -93,13 +94,16 @@ def get_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
     """
     check_requests_allowed(endpoint)
     loop = asyncio.get_running_loop()
+    # The model is named in each request, never in the client: the chat and the embedding models
+    # of one endpoint share one client (one connection pool, one credential).
+    key = dataclasses.replace(endpoint, model="")
     with _lock:
         per_loop = _clients.get(loop)
         if per_loop is None:
             per_loop = _clients[loop] = {}
-        client = per_loop.get(endpoint)
+        client = per_loop.get(key)
         if client is None:
-            client = per_loop[endpoint] = _create_client(endpoint)
+            client = per_loop[key] = _create_client(key)
             # A closed loop's clients can never be used again; drop them (their sockets died with it).
             for dead in [other for other in _clients if other.is_closed()]:
                 del _clients[dead]

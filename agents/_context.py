@@ -69,6 +69,9 @@ class ProviderContext:
     user_id: str | None = None
     """The user the session belongs to (`state.user_id`), or None: a session of no one in
     particular. Providers that keep memory across sessions key it by this."""
+    session_id: str | None = None
+    """The session's id as its host names it (None when the host did not say): what a provider
+    records as the source of what it keeps beyond the session."""
     _complete: CompleteFn | None = field(default=None, repr=False)
 
     async def complete(

@@ -98,6 +98,8 @@ class _Turn:
     emitter: EventEmitter = field(default_factory=lambda: EventEmitter(None))
     progress: TurnProgress = field(default_factory=TurnProgress)
     """The finished steps this run of the turn starts from."""
+    session_id: str | None = None
+    """The session's id as the host names it, for the providers (`ProviderContext.session_id`)."""
     one_step: bool = False
     """Run one step only; `paused` then holds the progress when the turn is not finished."""
     paused: TurnProgress | None = None
@@ -146,6 +148,7 @@ class _Turn:
                 history_offset=self.state.archived_messages,
                 history_mode=agent.history_mode,
                 user_id=self.state.user_id,
+                session_id=self.session_id,
                 _complete=self.complete,
             )
             self.contexts.append((provider, ctx))
@@ -401,10 +404,14 @@ async def run_turn(
     request: TurnRequest,
     archive: ArchivedHistory | None = None,
     on_event: TurnEventSink | None = None,
+    *,
+    session_id: str | None = None,
 ) -> TurnResult:
     """Run one turn and record it in ``state``; failures become a failed turn, never an exception.
     With ``on_event`` the model is streamed and the turn's events sent to it as they happen."""
-    outcome = await run_turn_step(agent, state, request, None, archive, on_event, one_step=False)
+    outcome = await run_turn_step(
+        agent, state, request, None, archive, on_event, one_step=False, session_id=session_id
+    )
     assert isinstance(outcome, TurnResult), "a turn run to its end has a result"
     return outcome
 
@@ -418,6 +425,7 @@ async def run_turn_step(
     on_event: TurnEventSink | None = None,
     *,
     one_step: bool = True,
+    session_id: str | None = None,
 ) -> TurnResult | TurnProgress:
     """Run the next step of a turn from ``progress`` (its finished steps; None: none yet). When
     the turn goes on, ``state`` is left untouched and the new progress is returned, for the host
@@ -440,6 +448,7 @@ async def run_turn_step(
         archive=archive,
         emitter=EventEmitter(on_event),
         progress=progress or TurnProgress(),
+        session_id=session_id,
         one_step=one_step,
     )
     error: TurnFailure | None = None

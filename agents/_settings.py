@@ -52,8 +52,10 @@ class ModelEnv(StrEnum):
     OPENAI_API_KEY = "OPENAI_API_KEY"
     OPENAI_BASE_URL = "OPENAI_BASE_URL"
     OPENAI_CHAT_MODEL_ID = "OPENAI_CHAT_MODEL_ID"
+    OPENAI_EMBEDDING_MODEL_ID = "OPENAI_EMBEDDING_MODEL_ID"
     AZURE_OPENAI_ENDPOINT = "AZURE_OPENAI_ENDPOINT"
     AZURE_OPENAI_CHAT_DEPLOYMENT_NAME = "AZURE_OPENAI_CHAT_DEPLOYMENT_NAME"
+    AZURE_OPENAI_EMBEDDING_DEPLOYMENT_NAME = "AZURE_OPENAI_EMBEDDING_DEPLOYMENT_NAME"
     AZURE_OPENAI_API_VERSION = "AZURE_OPENAI_API_VERSION"
     AZURE_OPENAI_API_KEY = "AZURE_OPENAI_API_KEY"
 
@@ -205,21 +207,25 @@ def _env(environ: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
+def resolve_provider(conn: ModelConnection, env: Mapping[str, str]) -> Literal["openai", "azure"]:
+    """The provider a connection reaches: as set, else Azure when an Azure endpoint is given (in
+    code, or in the environment without an OpenAI base URL), else OpenAI."""
+    if conn.provider != "auto":
+        return conn.provider
+    if conn.azure_endpoint:
+        return "azure"
+    if conn.base_url:
+        return "openai"
+    if _env(env, ModelEnv.AZURE_OPENAI_ENDPOINT) and not _env(env, ModelEnv.OPENAI_BASE_URL):
+        return "azure"
+    return "openai"
+
+
 def resolve_endpoint(settings: ModelSettings, environ: Mapping[str, str] | None = None) -> Endpoint:
     """Merge the settings with the environment; AgentConfigurationError when no model is configured."""
     env = os.environ if environ is None else environ
     conn = settings.connection
-    provider = conn.provider
-    if provider == "auto":
-        if conn.azure_endpoint:
-            provider = "azure"
-        elif conn.base_url:
-            provider = "openai"
-        elif _env(env, ModelEnv.AZURE_OPENAI_ENDPOINT) and not _env(env, ModelEnv.OPENAI_BASE_URL):
-            provider = "azure"
-        else:
-            provider = "openai"
-    if provider == "azure":
+    if resolve_provider(conn, env) == "azure":
         return _azure_endpoint(settings, env)
     base_url = conn.base_url or _env(env, ModelEnv.OPENAI_BASE_URL)
     model = settings.model or _env(env, ModelEnv.OPENAI_CHAT_MODEL_ID)

@@ -15,9 +15,10 @@ import base64
 import binascii
 import json
 import math
+import operator
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -321,11 +322,22 @@ def keyword_score(query_words: set[str], text: str) -> float:
     return len(query_words & words(text)) / len(query_words)
 
 
+def _dot_fallback(a: Sequence[float], b: Sequence[float]) -> float:
+    return math.fsum(map(operator.mul, a, b))
+
+
+# math.sumprod (Python 3.12+): in C and with extended precision, several times faster than a
+# Python sum of products (a 1,000-item search of 1,536-dimension vectors: docs/bench.md).
+dot: Callable[[Sequence[float], Sequence[float]], float] = getattr(math, "sumprod", _dot_fallback)
+
+
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity of two vectors of one length (0 for a zero vector)."""
-    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
-    norms = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
-    return dot / norms if norms else 0.0
+    if len(a) != len(b):
+        raise ValueError("vectors of different lengths")
+    norms = math.sqrt(dot(a, a)) * math.sqrt(dot(b, b))
+    product = dot(a, b)
+    return product / norms if norms else 0.0
 
 
 @dataclass(frozen=True)
@@ -343,14 +355,25 @@ def rank(
     candidates: Sequence[Candidate], query: str, embedding: tuple[float, ...] | None, limit: int
 ) -> list[tuple[str, float]]:
     """The search every backend answers, over the namespace's items: (id, score) of the best,
-    best first (newest first on ties)."""
+    best first (newest first on ties).
+
+    With a query embedding, an item embedded with as many dimensions scores its cosine similarity
+    and any other item (stored before embeddings were configured, or by another model) the share
+    of the query's words it holds, kept only when it holds one: an item without a vector is still
+    found by its words, among the similar ones. Without an embedding, by words alone."""
     newest = sorted(candidates, key=lambda c: c.updated_at, reverse=True)
-    if embedding is not None:
-        embedded = [c for c in newest if c.embedding is not None and len(c.embedding) == len(embedding)]
-        if embedded:
-            scored = [(c.id, cosine(embedding, c.embedding or ())) for c in embedded]
-            return sorted(scored, key=lambda s: s[1], reverse=True)[:limit]
     wanted = words(query)
+    if embedding is not None:
+        scored: list[tuple[str, float]] = []
+        query_norm = math.sqrt(dot(embedding, embedding))  # once, not once an item
+        for c in newest:
+            if c.embedding is not None and len(c.embedding) == len(embedding):
+                norms = query_norm * math.sqrt(dot(c.embedding, c.embedding))
+                scored.append((c.id, dot(embedding, c.embedding) / norms if norms else 0.0))
+            elif (score := keyword_score(wanted, c.text)) > 0:
+                scored.append((c.id, score))
+        if any(c.embedding is not None and len(c.embedding) == len(embedding) for c in newest):
+            return sorted(scored, key=lambda s: s[1], reverse=True)[:limit]
     if not wanted:
         return [(c.id, 0.0) for c in newest[:limit]]
     scored = [(c.id, keyword_score(wanted, c.text)) for c in newest]

@@ -3,15 +3,19 @@
 `ModelServer` speaks Chat Completions and the Responses API over HTTP (JSON and SSE streaming)
 so the official `openai` client works against it unmodified. Replies come from a FIFO script of
 `Reply` objects, a `handler` callable, or the deterministic offline model documented in
-`agents.testing._offline` and docs/model-server.md.
+`agents.testing._offline` and docs/model-server.md; ``/embeddings`` answers deterministic vectors
+(`hashed_embedding`, a test double of an embedding model).
 """
 
+from ._embeddings import DEFAULT_EMBEDDING_DIMENSIONS, EmbeddingRequest, hashed_embedding
 from ._offline import SchemaInstanceError, count_tokens, offline_reply, schema_instance
 from ._replies import Message, ModelRequest, Reply, ToolCall, ToolSpec, UsageOverride
 from ._server import ModelServer, ModelServerError
 from ._startup import start_offline_model_if_unconfigured
 
 __all__ = [
+    "DEFAULT_EMBEDDING_DIMENSIONS",
+    "EmbeddingRequest",
     "Message",
     "ModelRequest",
     "ModelServer",
@@ -22,6 +26,7 @@ __all__ = [
     "ToolSpec",
     "UsageOverride",
     "count_tokens",
+    "hashed_embedding",
     "offline_reply",
     "schema_instance",
     "start_offline_model_if_unconfigured",

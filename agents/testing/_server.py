@@ -26,6 +26,7 @@ from aiohttp import web
 
 from ._chat import chat_chunks, chat_completion, parse_chat
 from ._conversations import ConversationStore, conversation_id_of, conversation_not_found
+from ._embeddings import EmbeddingRequest, embeddings_answer, hashed_embedding, parse_embeddings
 from ._offline import offline_reply
 from ._replies import ErrorSpec, ModelRequest, Reply, ToolCall
 from ._responses import (
@@ -116,6 +117,11 @@ class ModelServer:
         self.models = models
         self.handler: Handler | None = None
         self.requests: list[ModelRequest] = []
+        self.embedding_requests: list[EmbeddingRequest] = []
+        """Every embeddings request answered, in order (tests count them)."""
+        self.embedding_handler: Callable[[str, int], Any] | None = None
+        """Overrides the vectors: called with each text and the dimensions asked, its return value is
+        sent as that text's ``embedding`` as is (so a test can send a wrong one)."""
         self.responses = ResponseStore()
         self.conversations = ConversationStore()
         self._script: deque[Reply] = deque()
@@ -244,6 +250,8 @@ class ModelServer:
             self._script.clear()
             self.handler = None
             self.requests.clear()
+            self.embedding_requests.clear()
+            self.embedding_handler = None
             self.stream_delay = 0.0
         self.responses.clear()
         self.conversations.clear()
@@ -297,10 +305,12 @@ class ModelServer:
             app.router.add_delete(prefix + "/conversations/{conversation_id}", self._delete_conversation)
             app.router.add_get(prefix + "/conversations/{conversation_id}/items", self._list_items)
             app.router.add_post(prefix + "/conversations/{conversation_id}/items", self._add_items)
+            app.router.add_post(f"{prefix}/embeddings", self._embeddings)
             app.router.add_get(f"{prefix}/models", self._list_models)
             app.router.add_get(prefix + "/models/{model}", self._get_model)
         # Azure OpenAI's deployment-scoped routes (`AzureOpenAI(azure_endpoint=server.url, ...)`).
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._chat)
+        app.router.add_post("/openai/deployments/{deployment}/embeddings", self._embeddings)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
 
     def _authorised(self, http: web.Request) -> bool:
@@ -538,6 +548,27 @@ class ModelServer:
         except RequestRejected as rejected:
             return _error_response(rejected.spec)
         return web.json_response(_item_list(added))
+
+    async def _embeddings(self, http: web.Request) -> web.Response:
+        """Deterministic embeddings (`_embeddings.hashed_embedding`), or the `embedding_handler`'s."""
+        if not self._authorised(http):
+            denied = Reply.error(401).failure
+            assert denied is not None
+            return _error_response(denied)
+        try:
+            body = await self._read_body(http)
+            model, texts, dimensions, encoding = parse_embeddings(body, http.match_info.get("deployment"))
+        except RequestRejected as rejected:
+            log.warning("model server rejected %s %s: %s", http.method, http.path, rejected)
+            return _error_response(rejected.spec)
+        with self._lock:
+            self.embedding_requests.append(EmbeddingRequest(model, tuple(texts), http.path))
+            handler = self.embedding_handler
+        if handler is not None:
+            vectors = [handler(text, dimensions) for text in texts]
+        else:
+            vectors = [hashed_embedding(text, dimensions) for text in texts]
+        return web.json_response(embeddings_answer(model, texts, vectors, encoding))
 
     def _model_json(self, name: str) -> dict[str, Any]:
         return {"id": name, "object": "model", "created": 0, "owned_by": "agents.testing"}

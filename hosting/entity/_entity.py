@@ -241,7 +241,9 @@ class AgentEntity(TurnSteps):
                 # Only an agent that asks for its full history reads the archive during a turn.
                 older = SessionHistory(self.archive, self.name, context.entity_key, state)
             result = run_sync(
-                lambda: events.streaming(lambda sink: self.agent.run(state, request, older, on_event=sink)),
+                lambda: events.streaming(lambda sink: self.agent.run(
+                        state, request, older, on_event=sink, session_id=str(context.entity_key)
+                    )),
                 deadline,
             )
             state.last_activity_at = now_iso()

@@ -219,7 +219,10 @@ class TurnSteps:
             outcome = run_sync(
                 lambda: events.stoppable(
                     events.streaming(
-                        lambda sink: self.agent.run_step(state, request, turn.progress, older, on_event=sink)
+                        lambda sink: self.agent.run_step(
+                            state, request, turn.progress, older, on_event=sink,
+                            session_id=str(context.entity_key),
+                        )
                     )
                 ),
                 time.seconds,

@@ -195,6 +195,8 @@ class BuggyAgent(Agent):
         request: TurnRequest,
         archive: ArchivedHistory | None = None,
         on_event: TurnEventSink | None = None,
+        *,
+        session_id: str | None = None,
     ) -> TurnResult:
         return await self.run_step(state, request, None, archive, on_event)  # type: ignore[return-value]
 
@@ -205,6 +207,8 @@ class BuggyAgent(Agent):
         progress: TurnProgress | None,
         archive: ArchivedHistory | None = None,
         on_event: TurnEventSink | None = None,
+        *,
+        session_id: str | None = None,
     ) -> TurnResult | TurnProgress:
         state.append_request(
             AgentRequest(

@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_public_names() -> None:
     assert sorted(agents.testing.__all__) == [
+        "DEFAULT_EMBEDDING_DIMENSIONS",
+        "EmbeddingRequest",
         "Message",
         "ModelRequest",
         "ModelServer",
@@ -30,6 +32,7 @@ def test_public_names() -> None:
         "ToolSpec",
         "UsageOverride",
         "count_tokens",
+        "hashed_embedding",
         "offline_reply",
         "schema_instance",
         "start_offline_model_if_unconfigured",

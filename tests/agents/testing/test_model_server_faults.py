@@ -224,6 +224,6 @@ def test_api_key_required_when_configured() -> None:
 
 def test_unknown_route_and_bad_json(client: OpenAI, model: ModelServer) -> None:
     with pytest.raises(openai.NotFoundError, match="Invalid URL"):
-        client.post("/embeddings", body={"model": "m", "input": "x"}, cast_to=object)
+        client.post("/images/generations", body={"model": "m", "prompt": "x"}, cast_to=object)
     with pytest.raises(openai.BadRequestError, match="Missing required parameter: 'model'"):
         client.post("/chat/completions", body={"messages": USER}, cast_to=object)
