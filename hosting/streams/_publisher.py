@@ -169,17 +169,17 @@ class RunEvents:
             self._continue(last.seq)
             return
         if last is None:
-            identity = {
-                "agent": self.key.agent,
-                "session_id": self.key.session_id,
-                "correlation_id": self.key.correlation_id,
-            }
             # Not awaited: the model request starts while it is stored (`streaming` and
             # `finish` drain the queue in order before the operation returns).
-            self._enqueue(RUN_STARTED, identity)
+            self._enqueue(RUN_STARTED, self._identity())
         else:
             self.seq = last.seq
             self._enqueue(RUN_RESTARTED, {"reason": "redelivered", "after": last.seq, "step": 0})
+
+    def _identity(self) -> dict[str, Any]:
+        """`run.started`'s data: the run's ids."""
+        key = self.key
+        return {"agent": key.agent, "session_id": key.session_id, "correlation_id": key.correlation_id}
 
     def _continue(self, last_seq: int) -> None:
         """Open a later step: `step.started`, or `run.restarted` naming the step when an attempt
@@ -232,12 +232,7 @@ class RunEvents:
         if last is not None and last.terminal:
             return
         if last is None:
-            identity = {
-                "agent": self.key.agent,
-                "session_id": self.key.session_id,
-                "correlation_id": self.key.correlation_id,
-            }
-            self._enqueue(RUN_STARTED, identity)
+            self._enqueue(RUN_STARTED, self._identity())
         else:
             self.seq = last.seq
         self._enqueue(terminal_type(result), result)
