@@ -9,7 +9,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from e2e_support import Client, eventually
+import httpx
+from e2e_support import Client, HostProcess, eventually
+from httpx_sse import aconnect_sse
+from stream_support import TERMINAL, Seen, seen
 
 from agents.testing import ModelRequest, ModelServer, Reply
 
@@ -95,6 +98,34 @@ async def test_the_entity_rejects_a_run_the_stored_state_did_not_show_busy(
     assert run.status == 200 and run.json()["status"] == "failed", run.body
     assert run.json()["error"]["code"] == "session_busy"
     assert not any(r.last_user_text == "late" for r in model.requests)
+    await client.post(f"/api/agents/{AGENT}/sessions/{session}/runs/long/cancel")
+
+
+async def test_a_streamed_run_the_entity_rejects_ends_run_failed_session_busy(
+    client: Client, e2e_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
+) -> None:
+    model.handler = slow_tools(3)
+    session = "mt-reject-stream"
+    first = await client.run(AGENT, "slow tools", session, correlation_id="long", wait_for_response=False)
+    assert first.status == 202, first.body
+
+    async def first_call() -> bool:
+        return bool(model.requests)
+
+    await eventually(first_call, "the turn's first model call")
+    body = {"message": "late", "session_id": session, "multitask_strategy": "reject"}
+    events: list[Seen] = []
+    async with aconnect_sse(
+        web, "POST", f"{e2e_host.url}/api/agents/{AGENT}/run", json=body,
+        headers={"Accept": "text/event-stream"},
+    ) as source:
+        async for sse in source.aiter_sse():
+            if sse.data:
+                events.append(seen(sse))
+                if events[-1].event in TERMINAL:
+                    break
+    assert events and events[-1].event == "run.failed", events
+    assert events[-1].data["code"] == "session_busy" and events[-1].data["status"] == 409, events[-1]
     await client.post(f"/api/agents/{AGENT}/sessions/{session}/runs/long/cancel")
 
 
