@@ -181,6 +181,11 @@ class AgentEntity(TurnSteps):
         except (InvalidTurnRequest, ValueError) as error:
             raise InvalidOperation(f"invalid input for {self.name} run: {error}") from error
         user = run_user(run_input)
+        if run_strategy(run_input) == "interrupt":
+            # The edge marked the session so that a step in flight stops (hosting.http._multitask);
+            # from here on the mark would stop this run's own steps and the runs after it.
+            own = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
+            RunEvents(self.streams, own).withdraw_interrupt()
         loaded = load(context)
         if loaded.text and not StoredDocument.of_state(loaded.state).visible_to(user):
             # Another user's session (a turn that raced its creation past the caller's check):

@@ -203,3 +203,33 @@ async def test_an_unknown_strategy_is_a_400_naming_the_field(client: Client, mod
     body_named = await client.post(path, json_body={"message": "x", "multitask_strategy": "rollback"})
     assert "'enqueue', 'reject' or 'interrupt'" in body_named.json()["detail"], body_named.body
     assert model.requests == []
+
+
+async def test_interrupt_stops_a_turn_in_its_first_step(client: Client, model: ModelServer) -> None:
+    # A one-step turn: its first (and only) step is stored only when it ends, so the stored state
+    # shows nothing to cancel; the session's interrupt mark stops the model call in flight.
+    model.handler = slow_tools(60)  # asks for its tool only after 60 s
+    session = "mt-interrupt-first"
+    first = await client.run(AGENT, "slow tools", session, correlation_id="long", wait_for_response=False)
+    assert first.status == 202, first.body
+
+    async def first_call() -> bool:
+        return bool(model.requests)
+
+    await eventually(first_call, "the turn's first model call")
+    started = time.monotonic()
+    answer = await client.run(
+        AGENT, "instead", session, correlation_id="instead", multitask_strategy="interrupt"
+    )
+    assert answer.status == 200 and answer.json()["response"]["text"] == "INSTEAD", answer.body
+    assert time.monotonic() - started < 5
+    long = await client.get(f"/api/agents/{AGENT}/sessions/{session}/runs/long")
+    assert long.json()["status"] == "cancelled", long.body
+    # The mark is gone: the next runs of the session run (a turn of two steps included).
+    model.handler = slow_tools(0)
+    after = await client.run(AGENT, "after", session)
+    assert after.status == 200 and after.json()["response"]["text"] == "AFTER", after.body
+    model.script(Reply.tool_call("get_weather", {"city": "Paris"}), Reply.text("sunny"))
+    model.handler = None
+    two_steps = await client.run(AGENT, "weather?", session)
+    assert two_steps.status == 200 and two_steps.json()["response"]["text"] == "sunny", two_steps.body
