@@ -8,8 +8,10 @@ entity records the run cancelled, which ends its stream. A client sends `POST ..
 `Accept: text/event-stream`, waits for the first `text.delta` and then a random 0-0.5 s (so the
 cancel falls at any point of the step's 0.25 s check period, not always at the same phase of
 it), sends the cancel and notes when `run.cancelled` arrives; also the cancel POST's own answer
-time (202). One run at a time, each the first turn of a new session, on the embedded SQLite
-store and on a real redis-server started on a free port.
+time (202). Then the same with a new run of the session sent with `multitask_strategy:
+"interrupt"` (not waiting for its own answer) in place of the cancel. One run at a time, each
+the first turn of a new session, on the embedded SQLite store and on a real redis-server started
+on a free port.
 
 Usage: .venv/bin/python bench/cancel_bench.py [--rounds 30] [--token-ms 50] [--seed 7]
 """
@@ -39,9 +41,12 @@ from agents.testing import ModelServer, Reply  # noqa: E402
 ANSWER = " ".join(f"token{i}" for i in range(2000))  # far longer than any round waits
 
 
-async def cancelled_after(http: aiohttp.ClientSession, base: str) -> tuple[float, float] | None:
+async def cancelled_after(
+    http: aiohttp.ClientSession, base: str, interrupt: bool = False
+) -> tuple[float, float] | None:
     """(seconds from sending the cancel to `run.cancelled`, seconds the cancel POST took), or
-    None when the stream ended otherwise."""
+    None when the stream ended otherwise. `interrupt`: the cancel is a new run of the session
+    with `multitask_strategy: "interrupt"` (not waiting for its answer) instead."""
     session, run = f"c-{uuid.uuid4().hex[:12]}", uuid.uuid4().hex
     body = {"message": "go", "session_id": session, "correlation_id": run}
     cancel_url = f"{base}/api/agents/assistant/sessions/{session}/runs/{run}/cancel"
@@ -52,8 +57,14 @@ async def cancelled_after(http: aiohttp.ClientSession, base: str) -> tuple[float
         await asyncio.sleep(random.uniform(0, 0.5))
         nonlocal asked
         asked = started = time.perf_counter()
-        async with http.post(cancel_url) as response:
-            assert response.status == 202, await response.text()
+        if interrupt:
+            stop = {"message": "stop", "session_id": session, "multitask_strategy": "interrupt",
+                    "wait_for_response": False}
+            async with http.post(f"{base}/api/agents/assistant/run", json=stop) as response:
+                assert response.status == 202, await response.text()
+        else:
+            async with http.post(cancel_url) as response:
+                assert response.status == 202, await response.text()
         return time.perf_counter() - started
 
     async with http.post(
@@ -75,15 +86,15 @@ async def cancelled_after(http: aiohttp.ClientSession, base: str) -> tuple[float
     return None
 
 
-async def measure(base: str, rounds: int) -> list[str]:
+async def measure(base: str, rounds: int, interrupt: bool) -> list[str]:
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as http:
         for _ in range(3):  # warm up: imports, connections, SQLite pages
-            await cancelled_after(http, base)
+            await cancelled_after(http, base, interrupt)
         ends: list[float] = []
         posts: list[float] = []
         missing = 0
         for _ in range(rounds):
-            got = await cancelled_after(http, base)
+            got = await cancelled_after(http, base, interrupt)
             if got is None:
                 missing += 1
                 continue
@@ -91,10 +102,11 @@ async def measure(base: str, rounds: int) -> list[str]:
             posts.append(got[1])
     p50, p99 = quantiles(ends)
     post50, post99 = quantiles(posts)
+    what = "interrupting run's POST" if interrupt else "cancel POST"
     return [
-        f"  cancel POST to run.cancelled: p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  ({len(ends)} runs"
+        f"  {what} to run.cancelled: p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  ({len(ends)} runs"
         f"{f'; {missing} NOT cancelled' if missing else ''})",
-        f"  the cancel POST's own answer (202): p50 {post50:6.1f} ms  p99 {post99:6.1f} ms",
+        f"  the {what}'s own answer (202): p50 {post50:6.1f} ms  p99 {post99:6.1f} ms",
     ]
 
 
@@ -110,7 +122,8 @@ def main() -> None:
         f"model: one token every {args.token_ms:g} ms"
     )
     with ModelServer(mode="scripted", stream_delay=args.token_ms / 1000) as model:
-        model.handler = lambda request: Reply.text(ANSWER)
+        # The interrupting runs answer at once; every other run streams until it is stopped.
+        model.handler = lambda request: Reply.text("ok" if request.last_user_text == "stop" else ANSWER)
         with tempfile.TemporaryDirectory() as tmp:
             root = pathlib.Path(tmp)
             with redis_server(root) as redis_url:
@@ -124,8 +137,9 @@ def main() -> None:
                     host.start()
                     try:
                         print(f"{name}:")
-                        for line in asyncio.run(measure(host.url, args.rounds)):
-                            print(line)
+                        for interrupt in (False, True):
+                            for line in asyncio.run(measure(host.url, args.rounds, interrupt)):
+                                print(line)
                     finally:
                         host.stop()
                         kept = pathlib.Path(tempfile.gettempdir()) / f"cancel_bench_{data.name}.log"
