@@ -136,7 +136,10 @@ class RunEvents:
         if store is None:
             return False
         try:
-            return await store.cancel_requested(self.key)
+            if await store.cancel_requested(self.key):
+                return True
+            # A run sent with multitask_strategy "interrupt" marks the whole session.
+            return await store.cancel_requested(StreamKey.interrupt(self.key.agent, self.key.session_id))
         except Exception:
             # An unreachable store: the cancel is still delivered between steps by the entity.
             log.warning("run %s: could not check for a cancel", self.key, exc_info=True)
@@ -215,6 +218,18 @@ class RunEvents:
     def finish(self, result: dict[str, Any]) -> None:
         """Close the stream with the turn's result (`TurnResult.to_json()`)."""
         run_sync(lambda: self._put(terminal_type(result), result))
+
+    def withdraw_interrupt(self) -> None:
+        """Forget the session's interrupt mark: the interrupting run has reached its session, so
+        its own steps and the runs after it are not stopped by it."""
+        store = self.store
+        if store is None:
+            return
+        mark = StreamKey.interrupt(self.key.agent, self.key.session_id)
+        try:
+            run_sync(lambda: store.withdraw_cancel(mark))
+        except Exception:
+            log.warning("run %s: could not withdraw the session's interrupt mark", self.key, exc_info=True)
 
     def close(self, result: dict[str, Any]) -> None:
         """Close the stream of a run that ended between its steps (cancelled while queued or
