@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from console_support import BrowserPage, api
+from e2e_support import FUNCTION_KEY
 from playwright.sync_api import expect
 
 from agents.testing import ModelServer, Reply
@@ -127,3 +128,34 @@ def test_the_export_downloads_ndjson_and_erasing_shows_a_receipt_and_empties_the
 def pathlib_text(path: Any) -> str:
     with open(path, encoding="utf-8") as handle:
         return handle.read()
+
+
+def test_the_export_sends_the_function_key_and_a_refused_user_id_shows_the_problem(
+    keyed_page: BrowserPage, model: ModelServer
+) -> None:
+    user = _user("keyed")
+    model.script(Reply.tool_calls([("remember", {"fact": "Keyed fact."})]), Reply.text("Noted."))
+    api(
+        keyed_page.base_url,
+        "POST",
+        "/api/agents/concierge/run",
+        {"message": "hi", "user_id": user},
+        key=FUNCTION_KEY,
+    )
+    view = keyed_page.open(f"users/{user}")
+    view.get_by_role("textbox", name="Function key").fill(FUNCTION_KEY)
+    view.get_by_role("button", name="Use this key").click()
+    expect(view.locator("#memories-table tbody tr")).to_have_count(1)
+    # A plain link could not send the key header: the download is fetched with it.
+    with view.expect_download() as waiting:
+        view.get_by_role("link", name="Download export").click()
+    lines = [json.loads(line) for line in pathlib_text(waiting.value.path()).splitlines()]
+    assert [m["text"] for m in lines if m["kind"] == "memory"] == ["Keyed fact."]
+    assert not [u for u in keyed_page.requests if "code=" in u], "the key must travel in a header"
+
+    # An id outside the id rule: the API's problem is shown, code and message.
+    view.fill("#user-id", "no spaces allowed")
+    view.get_by_role("button", name="Show user").click()
+    problem = view.locator("#memories-status .problem")
+    expect(problem).to_contain_text("invalid_user_id")
+    expect(problem).to_contain_text("Could not list the memory")
