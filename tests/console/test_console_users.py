@@ -4,12 +4,15 @@ agents, the NDJSON export and the erasure with its receipt, on the real host in 
 from __future__ import annotations
 
 import json
+import urllib.request
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from console_support import BrowserPage, api
-from e2e_support import FUNCTION_KEY
-from playwright.sync_api import expect
+from e2e_support import FUNCTION_KEY, HostProcess
+from playwright.sync_api import Browser, expect
 
 from agents.testing import ModelServer, Reply
 
@@ -159,3 +162,65 @@ def test_the_export_sends_the_function_key_and_a_refused_user_id_shows_the_probl
     problem = view.locator("#memories-status .problem")
     expect(problem).to_contain_text("invalid_user_id")
     expect(problem).to_contain_text("Could not list the memory")
+
+
+PRINCIPAL = "X-MS-CLIENT-PRINCIPAL-ID"
+
+
+@pytest.fixture(scope="module")
+def signed_in_host(
+    model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HostProcess]:
+    """The host with App Service Authentication on: the principal header names the user (the
+    browser sends it as the platform would after sign-in)."""
+    root = tmp_path_factory.mktemp("console-signed-in")
+    host = HostProcess(
+        root / "data",
+        model_server.base_url,
+        root / "host.log",
+        function_key=None,
+        extra_env={"WEBSITE_AUTH_ENABLED": "True"},
+    ).start()
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
+def test_the_signed_in_user_sees_and_erases_their_own_data_through_me(
+    browser: Browser, signed_in_host: HostProcess, model: ModelServer, request: pytest.FixtureRequest
+) -> None:
+    user = _user("me")
+    model.script(Reply.tool_calls([("remember", {"fact": "Signed-in fact."})]), Reply.text("Noted."))
+    call = urllib.request.Request(
+        f"{signed_in_host.url}/api/agents/concierge/run",
+        data=json.dumps({"message": "hi"}).encode(),
+        method="POST",
+    )
+    call.add_header("Content-Type", "application/json")
+    call.add_header(PRINCIPAL, user)
+    with urllib.request.urlopen(call, timeout=30) as answer:
+        session = json.loads(answer.read())["session_id"]
+    ctx = browser.new_context(extra_http_headers={PRINCIPAL: user}, viewport={"width": 1280, "height": 900})
+    try:
+        page = BrowserPage(ctx.new_page(), signed_in_host.url, request.node.name)
+        view = page.open("users")
+        view.get_by_role("button", name="Signed-in user (me)").click()
+        rows = view.locator("#memories-table tbody tr")
+        expect(rows).to_have_count(1)
+        expect(rows.first.locator("td.memory-text")).to_have_text("Signed-in fact.")
+        assert any("/api/me/memories" in u for u in page.requests)
+        expect(view.locator("#user-sessions-table").get_by_role("link", name=session)).to_be_visible()
+
+        view.fill("#erase-confirm", "me")
+        view.locator("#erase-user").click()
+        expect(view.locator("#erasure-status")).to_have_text("completed", timeout=30_000)
+        expect(view.locator("#erased-memories")).to_have_text("1")
+        expect(view.locator("#erased-sessions")).to_have_text("concierge: 1")
+        expect(view.locator("#no-memories")).to_be_visible()
+
+        view.locator("#user-sessions-table").get_by_role("link", name=session).click()
+        expect(view.locator("#session-view .problem")).to_contain_text("No such session")
+        assert not page.errors, page.errors
+    finally:
+        ctx.close()
