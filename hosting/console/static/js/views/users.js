@@ -57,15 +57,18 @@ function memoriesSection(base) {
   const status = h("div#memories-status");
   let cursor = null;
   let query = "";
+  let listing = 0; // a new search starts a new listing; a late page of an older one is dropped
 
   async function load(reset) {
-    if (reset) { body.replaceChildren(); cursor = null; }
+    if (reset) { body.replaceChildren(); cursor = null; listing += 1; }
+    const mine = listing;
     const params = new URLSearchParams({ limit: String(PAGE) });
     if (cursor) params.set("cursor", cursor);
     if (query) params.set("q", query);
     more.disabled = true;
     try {
       const page = await get(`${base}/memories?${params}`);
+      if (mine !== listing) return;
       status.replaceChildren();
       for (const item of page.items) body.append(memoryRow(base, item));
       cursor = page.cursor;
