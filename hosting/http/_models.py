@@ -190,6 +190,11 @@ class SessionSummary(BaseModel):
     size_bytes: int = Field(description="Size of the stored state (UTF-8 JSON).")
     first_message: str | None = Field(default=None, description="The first request's text, shortened.")
     readable: bool = Field(description="False when the stored state is not a JSON document.")
+    user_id: str | None = Field(
+        default=None,
+        description="The session's owner: the caller's user, or null for a session of no one in "
+        "particular (the list holds no other user's).",
+    )
 
 
 class SessionsPageBody(BaseModel):

@@ -127,7 +127,9 @@ async function sessionsOf(agent, user) {
     if (user !== null) params.set("user_id", user);
     if (continuation) params.set("continuation", continuation);
     const page = await get(`agents/${seg(agent)}/sessions?${params}`);
-    sessions.push(...page.sessions.map((s) => ({ ...s, agent })));
+    // The list also holds the sessions of no one in particular: only the owned ones are the
+    // user's (it never holds another user's).
+    sessions.push(...page.sessions.filter((s) => s.user_id).map((s) => ({ ...s, agent })));
     continuation = page.continuation;
   } while (continuation && sessions.length < SESSION_SCAN_LIMIT);
   return sessions;
