@@ -109,7 +109,7 @@ async def test_runs_slower_than_function_timeout_are_answered_failed_timeout(
         # Each had a whole batch's budget and was sent to the model: of r1 and r2 (sent at once,
         # so in either order), the one that came in the batch the other spent was moved to the
         # next batch rather than failed with no time.
-        asked = [r.last_user_text for r in slow_model.requests]
+        asked = [r.last_user_text or "" for r in slow_model.requests]
         assert asked[0] == "first" and sorted(asked[1:]) == ["queued r1", "queued r2"], asked
         assert re.search(r"run r[12]: step 0 moved to the next batch", host.log())
         await no_run_pending(client, session, ["r0", "r1", "r2"])
