@@ -149,20 +149,23 @@ class ModelApi:
         )
         self.requests.append(request)
         try:
-            reply = await choose(self._script, self.handler, self.mode, request)
-            return await self._answer(http, request, reply, context, new_items)
+            chosen = await choose(self._script, self.handler, self.mode, request)
+            settled = await self._settle(http, request, chosen)
+            if isinstance(settled, web.StreamResponse):
+                return settled
+            reply = finish(request, settled)
+            if request.api == "chat":
+                return await send_chat(http, request, reply, self.stream_delay)
+            return await self._send_response(http, request, reply, context, new_items)
         except asyncio.CancelledError:
             request.disconnected = True
             raise
 
-    async def _answer(
-        self,
-        http: web.Request,
-        request: ModelRequest,
-        reply: Reply,
-        context: list[dict[str, Any]],
-        new_items: list[dict[str, Any]],
-    ) -> web.StreamResponse:
+    async def _settle(
+        self, http: web.Request, request: ModelRequest, reply: Reply
+    ) -> Reply | web.StreamResponse:
+        """The reply once its delays are over, or the answer of one that is no model answer (an
+        error, raw text); a hang or a disconnect never returns."""
         assert self._closing is not None
         while reply.kind == "delay":
             with contextlib.suppress(TimeoutError):
@@ -180,10 +183,7 @@ class ModelApi:
             return error_response(reply.failure)
         if reply.kind == "raw":
             return web.Response(status=200, text=reply.content or "", content_type="application/json")
-        reply = finish(request, reply)
-        if request.api == "chat":
-            return await send_chat(http, request, reply, self.stream_delay)
-        return await self._send_response(http, request, reply, context, new_items)
+        return reply
 
     async def _send_response(
         self,
