@@ -21,6 +21,7 @@ from ._events import TurnEvent, TurnEventSink, TurnEventType
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
 from ._settings import HistoryMode, ModelConnection, ModelEnv, ModelSettings, RetryPolicy, SamplingSettings
+from ._sqlite import retry_while_locked
 from ._steps import TurnProgress
 from ._telemetry import mark_failed, mark_raised, tracing_enabled
 from ._tool_call import ToolCall, current_tool_call
@@ -72,6 +73,7 @@ __all__ = [
     "failure",
     "mark_failed",
     "mark_raised",
+    "retry_while_locked",
     "tool",
     "tracing_enabled",
     "turn_result",

@@ -13,12 +13,12 @@ import contextlib
 import json
 import os
 import sqlite3
-import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._sqlite import retry_while_locked
 from ._store import (
     DEFAULT_MAX_ITEMS,
     Candidate,
@@ -75,18 +75,13 @@ class SqliteMemoryStore:
         self.path = Path(path)
         self.max_items = max_items
         os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))  # its -wal/-shm get this mode
-        # Several worker processes import the app at once; switching to WAL needs the file to
-        # itself and SQLite answers "locked" at once rather than waiting, so try again briefly.
-        for attempt in range(100):
-            try:
-                with self._connect() as db:
-                    db.execute("PRAGMA journal_mode=WAL")
-                    db.executescript(_SCHEMA)
-                break
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) or attempt == 99:
-                    raise
-                time.sleep(0.05)
+        # Several worker processes import the app at once: the switch to WAL may meet a lock.
+        retry_while_locked(self._create)
+
+    def _create(self) -> None:
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

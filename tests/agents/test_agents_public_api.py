@@ -47,6 +47,7 @@ EXPECTED = {
     "failure",
     "mark_failed",
     "mark_raised",
+    "retry_while_locked",
     "tool",
     "tracing_enabled",
     "turn_result",
