@@ -32,6 +32,7 @@ from ..client._pacing import read_pacer
 from ..client._read import state_problem
 from ..client._submit import Submission, Submitter
 from ..client._waiting import wait_for_run
+from ..lifecycle._ended import start_session_ended
 from ..lifecycle._expiry import reset_or_delete
 from ..lifecycle._sweeper import sweepers_of
 from ..stored import StoredDocument, StoredRun, TurnEntry
@@ -267,6 +268,9 @@ class Api:
         agent, session_id, _entity_id, snapshot = await existing_session(self.agents, req, client)
         if req.method.upper() == "DELETE":
             await reset_or_delete(client, agent.name, session_id, "delete", snapshot.stored.archive_epoch)
+            await start_session_ended(
+                client, agent, session_id, "delete", snapshot.document, snapshot.stored.archive_epoch
+            )
             return json_response(
                 SessionActionBody(agent=agent.name, session_id=session_id, status="delete_requested"), 202
             )
@@ -283,6 +287,8 @@ class Api:
         if reason is not None:
             raise unreadable(agent.name, session_id, reason)
         await reset_or_delete(client, agent.name, session_id, "reset", snapshot.stored.archive_epoch)
+        epoch = snapshot.stored.archive_epoch
+        await start_session_ended(client, agent, session_id, "reset", snapshot.document, epoch)
         return json_response(
             SessionActionBody(agent=agent.name, session_id=session_id, status="reset_requested"), 202
         )

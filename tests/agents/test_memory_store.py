@@ -40,7 +40,8 @@ def store(make_memory_store: MakeStore) -> MemoryStore:
 
 def test_public_names_are_pinned() -> None:
     assert sorted(memory.__all__) == [
-        "DEFAULT_MAX_ITEMS", "InvalidMemory", "MAX_LIST_LIMIT", "MAX_QUERY_CHARS", "MAX_SEARCH_LIMIT",
+        "ConversationMemoryProvider", "DEFAULT_MAX_ITEMS", "InvalidMemory", "MAX_LIST_LIMIT",
+        "MAX_QUERY_CHARS", "MAX_SEARCH_LIMIT",
         "MAX_TEXT_CHARS", "MEMORY_CONNECTION_ENV", "MEMORY_CURSOR_PATTERN", "MEMORY_PATH_ENV",
         "MEMORY_STORE_ENV", "MEMORY_TABLE_ENV", "MemoryCursor", "MemoryFull", "MemoryHit", "MemoryItem",
         "MemoryNamespace", "MemoryPage", "MemorySettings", "MemoryStore", "MemoryStoreError",
