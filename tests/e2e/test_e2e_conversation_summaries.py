@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pathlib
 import uuid
 from typing import Any
 
-from e2e_support import Client
+import aiohttp
+from e2e_support import Client, HostProcess
 
 from agents.testing import ModelRequest, ModelServer, Reply
 
@@ -105,3 +107,26 @@ async def test_a_deleted_session_is_summarised(client: Client, model: ModelServe
     assert gone.status == 202, gone.body
     [item] = await _await_summary(client, u1)
     assert item["metadata"]["reason"] == "delete" and item["source_session"] == session
+
+
+async def test_an_idle_session_that_expires_is_summarised(
+    tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
+) -> None:
+    ttl = 4  # a host of its own whose concierge sessions expire after 4 idle seconds
+    host = HostProcess(
+        tmp_path / "data",
+        model.base_url,
+        tmp_path / "host.log",
+        extra_env={"DURABLE_AGENTS_SESSION_TTL__concierge": str(ttl)},
+    ).start()
+    try:
+        client = Client(http, host.url)
+        u1 = _user("u1")
+        _summaries(model)
+        session = await _session_about_kayaks(client, model, u1)
+        [item] = await _await_summary(client, u1, timeout=ttl + 60)
+        assert item["metadata"]["reason"] == "expiry" and item["source_session"] == session
+        gone = await client.get(f"/api/agents/concierge/sessions/{session}?user_id={u1}")
+        assert gone.status == 404
+    finally:
+        host.stop()
