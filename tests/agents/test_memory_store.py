@@ -64,6 +64,22 @@ async def test_put_get_update_delete(store: MemoryStore) -> None:
     assert await store.delete(U1, item.id) is False
 
 
+async def test_upsert_creates_with_the_id_once_then_replaces(store: MemoryStore) -> None:
+    first = await store.put(U1, "summary one", item_id="summary-abc", upsert=True, metadata={"n": 1})
+    again = await store.put(U1, "summary two", item_id="summary-abc", upsert=True, metadata={"n": 2})
+    assert first.id == again.id == "summary-abc" and again.created_at == first.created_at
+    [hit] = await store.search(U1, "")
+    assert (hit.item.text, hit.item.metadata) == ("summary two", {"n": 2})
+    assert await store.get(U2, "summary-abc") is None  # another user's namespace has none
+    for n in range(4):
+        await store.put(U1, f"fact {n}")
+    with pytest.raises(MemoryFull):  # an upsert that creates counts towards the limit
+        await store.put(U1, "one too many", item_id="summary-new", upsert=True)
+    await store.put(U1, "replacing fits", item_id="summary-abc", upsert=True)
+    with pytest.raises(InvalidMemory):
+        await store.put(U1, "not there", item_id="summary-new")  # without upsert: replace only
+
+
 async def test_namespaces_never_mix(store: MemoryStore) -> None:
     item = await store.put(U1, "u1 likes tea")
     agent_item = await store.put(MemoryNamespace("u1", "concierge"), "concierge only")
