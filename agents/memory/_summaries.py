@@ -22,7 +22,7 @@ from typing import Literal
 from .._context import ContextAdditions, ContextProvider, ProviderContext, SessionEnd
 from .._embeddings import Embedder, EmbeddingError, embedder_from_env
 from .._errors import AgentConfigurationError
-from ._provider import quoted_facts
+from ._provider import _packed, _unpacked, quoted_facts
 from ._settings import memory_store_from_env
 from ._store import MAX_TEXT_CHARS, MemoryHit, MemoryNamespace, MemoryStore
 
@@ -135,11 +135,24 @@ class ConversationMemoryProvider(ContextProvider):
             upsert=True,
         )
 
-    async def relevant(self, namespace: MemoryNamespace, asked: str) -> list[MemoryHit]:
-        """The summaries matching the request (none for an empty one), within the bounds."""
-        if not asked.strip():
-            return []
+    async def _turn_vector(self, ctx: ProviderContext, asked: str) -> tuple[float, ...] | None:
+        """The request embedded once a turn: kept in the session's provider state while the turn
+        runs (its later steps, in whatever process, reuse it), dropped by `after_turn`."""
+        kept = ctx.state if isinstance(ctx.state, dict) else {}
+        if kept.get("run") == ctx.correlation_id:
+            return _unpacked(kept.get("vector"))
         vector = await self._embedded(asked)
+        if vector is not None:
+            ctx.state = {"run": ctx.correlation_id, "vector": _packed(vector)}
+        return vector
+
+    async def relevant(self, namespace: MemoryNamespace, ctx: ProviderContext) -> list[MemoryHit]:
+        """The summaries matching the request (none for an empty one), within the bounds. A user
+        without any summary costs one store read and no embedding."""
+        asked = " ".join(m.text for m in ctx.request_messages if m.role == "user")
+        if not asked.strip() or not await self.store.search(namespace, "", limit=1):
+            return []
+        vector = await self._turn_vector(ctx, asked)
         hits = await self.store.search(namespace, asked, embedding=vector, limit=self.max_summaries)
         kept: list[MemoryHit] = []
         used = 0
@@ -157,9 +170,12 @@ class ConversationMemoryProvider(ContextProvider):
         namespace = self.namespace(context.user_id, context.agent_name)
         if namespace is None:
             return None
-        asked = " ".join(m.text for m in context.request_messages if m.role == "user")
-        hits = await self.relevant(namespace, asked)
+        hits = await self.relevant(namespace, context)
         if not hits:
             return None
         block = "\n".join([_DATA_NOTE, OPEN_MARK, quoted_facts(hits), CLOSE_MARK])
         return ContextAdditions(instructions=[block])
+
+    async def after_turn(self, context: ProviderContext) -> None:
+        """Drop the turn's request embedding: the session keeps nothing of this provider."""
+        context.state = None
