@@ -45,6 +45,7 @@ class ProblemCode(StrEnum):
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     STATE_UNREADABLE = "state_unreadable"
     SESSION_TOO_LARGE = "session_too_large"
+    SESSION_BUSY = "session_busy"
     HISTORY_UNAVAILABLE = "history_unavailable"
     WORKFLOW_FINISHED = "workflow_finished"
     RUN_DISCARDED = "run_discarded"
@@ -82,6 +83,7 @@ PROBLEMS: dict[ProblemCode, tuple[int, str]] = {
     ProblemCode.IDEMPOTENCY_CONFLICT: (409, "Conflict"),
     ProblemCode.STATE_UNREADABLE: (409, "Conflict"),
     ProblemCode.SESSION_TOO_LARGE: (409, "The session is too large"),
+    ProblemCode.SESSION_BUSY: (409, "The session is busy"),
     ProblemCode.HISTORY_UNAVAILABLE: (409, "Archived history unavailable"),
     ProblemCode.WORKFLOW_FINISHED: (409, "Conflict"),
     ProblemCode.RUN_DISCARDED: (410, "Gone"),

@@ -44,6 +44,13 @@ def id_problem(value: str) -> str | None:
     return None
 
 
+STRATEGY_KEY = "multitaskStrategy"
+"""Where a `run` operation's input names what to do when the session is busy (absent: enqueue;
+docs/hosting.md "Runs sent to a busy session")."""
+
+MULTITASK_STRATEGIES = ("enqueue", "reject", "interrupt")
+"""What a run may ask when its session has a turn running or runs queued."""
+
 USER_KEY = "userId"
 """Where a `run` operation's input (the turn request's JSON) names the user the turn acts for;
 user ids follow the id rule above (`id_problem`): they end up in stored documents and URLs."""

@@ -30,7 +30,7 @@ import azure.durable_functions as df
 from agents import Agent, TurnRequest
 from state import HistoryUnavailable
 
-from .._ids import USER_KEY, entity_name
+from .._ids import STRATEGY_KEY, USER_KEY, entity_name
 from ..stored import Unrecorded, unrecorded_run
 from ._archived import find_archived_run
 from ._binding import DurableClient
@@ -61,6 +61,9 @@ class Submission:
     user_id: str | None = None
     """The user the turn acts for (checked by the edge): only their session, or one of no one
     in particular, is run; a session this turn creates is theirs."""
+    multitask_strategy: str = "enqueue"
+    """What the entity does when the session is busy (docs/hosting.md "Runs sent to a busy
+    session"): `enqueue`, `reject` or `interrupt`."""
 
     @property
     def correlation_id(self) -> str:
@@ -76,6 +79,8 @@ class Submission:
         data = self.request.to_json()
         if self.user_id is not None:
             data[USER_KEY] = self.user_id
+        if self.multitask_strategy != "enqueue":
+            data[STRATEGY_KEY] = self.multitask_strategy
         return data
 
     def same_request(self, stored_hash: str | None, stored_request: Mapping[str, Any] | None) -> bool:

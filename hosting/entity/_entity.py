@@ -25,7 +25,7 @@ from agents import (
 from state import AgentState, TurnFailure, dump_state, load_state
 
 from .._errors import HostingError, InvalidOperation, ProblemCode, RunConflict
-from .._ids import USER_KEY, entity_name, id_problem
+from .._ids import MULTITASK_STRATEGIES, STRATEGY_KEY, USER_KEY, entity_name, id_problem
 from .._loop import DeadlinePassed, run_sync
 from .._settings import DEFAULT_MAX_SESSION_BYTES, RECORD_HEADROOM_BYTES
 from .._telemetry import traced_entity_run
@@ -78,6 +78,15 @@ def run_user(run_input: Any) -> str | None:
     if user is not None and (not isinstance(user, str) or id_problem(user) is not None):
         raise InvalidOperation(f"invalid {USER_KEY} in a run operation's input: {user!r}")
     return user
+
+
+def run_strategy(run_input: Any) -> str:
+    """What a `run` operation asks when its session is busy (`multitaskStrategy`, which hosting
+    adds to the turn request's JSON; absent: enqueue)."""
+    strategy = run_input.get(STRATEGY_KEY, "enqueue") if isinstance(run_input, dict) else "enqueue"
+    if strategy not in MULTITASK_STRATEGIES:
+        raise InvalidOperation(f"invalid {STRATEGY_KEY} in a run operation's input: {strategy!r}")
+    return str(strategy)
 
 
 def owned_start(user: str) -> Loaded:
@@ -182,6 +191,11 @@ class AgentEntity(TurnSteps):
         except (InvalidTurnRequest, ValueError) as error:
             raise InvalidOperation(f"invalid input for {self.name} run: {error}") from error
         user = run_user(run_input)
+        if run_strategy(run_input) == "interrupt":
+            # The edge marked the session so that a step in flight stops (hosting.http._multitask);
+            # from here on the mark would stop this run's own steps and the runs after it.
+            own = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
+            RunEvents(self.streams, own).withdraw_interrupt()
         loaded = load(context)
         if loaded.text and not StoredDocument.of_state(loaded.state).visible_to(user):
             # Another user's session (a turn that raced its creation past the caller's check):
@@ -212,7 +226,7 @@ class AgentEntity(TurnSteps):
         if request.orchestration_id is None:
             # A turn of steps, each its own operation (docs/hosting.md "Durable turns"). An
             # orchestration's call awaits the operation's result, so its turn stays one operation.
-            return self._submit(context, loaded, request)
+            return self._submit(context, loaded, request, run_strategy(run_input))
         key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
         events = RunEvents(self.streams, key)
         deadline = run_deadline(self.limits)

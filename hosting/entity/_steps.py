@@ -95,8 +95,13 @@ class TurnSteps:
             return None
         return self._record_failure(context, loaded, current.request, error)
 
-    def _submit(self, context: EntityContext, loaded: Loaded, request: TurnRequest) -> dict[str, Any]:
-        """Start the turn of `request`, or queue it behind the turn in progress."""
+    def _submit(
+        self, context: EntityContext, loaded: Loaded, request: TurnRequest, strategy: str = "enqueue"
+    ) -> dict[str, Any]:
+        """Start the turn of `request`, or, when the session is busy, do what `strategy` says:
+        queue it behind the turn in progress (`enqueue`), record it as refused `session_busy`
+        (`reject`), or cancel the turn in progress and the queued runs, then start it
+        (`interrupt`). See docs/hosting.md "Runs sent to a busy session"."""
         state = loaded.state
         try:
             current = active_turn(state)
@@ -113,6 +118,13 @@ class TurnSteps:
             if self.agent.request_identity(waiting[0]) != self.agent.request_identity(request):
                 raise RunConflict(cid)
             return {"correlationId": cid, "status": "pending"}  # a redelivered signal: it waits already
+        if strategy == "reject":
+            result = self._record_failure(context, loaded, request, busy(len(running) + len(queued)))
+            # Its stream ends too: a caller following it is answered run.failed session_busy.
+            RunEvents(self.streams, StreamKey(self.agent.name, str(context.entity_key), cid)).close(result)
+            return result
+        if strategy == "interrupt":
+            return self._interrupt(context, request)
         refused = self._over_limit(loaded, request)
         if refused is not None:
             return self._record_failure(context, loaded, request, refused)
@@ -121,6 +133,24 @@ class TurnSteps:
         store_text(context, text)
         cache_load(context, Loaded(text, state))
         return {"correlationId": cid, "status": "pending"}
+
+    def _interrupt(self, context: EntityContext, request: TurnRequest) -> dict[str, Any]:
+        """Cancel every run the session holds (the queued ones first, so that no cancel starts
+        the next of them), as the `cancel` operation does, then start the turn of `request`."""
+        while True:
+            loaded = load(context)
+            current = active_turn(loaded.state)
+            queued = queued_requests(loaded.state)
+            if queued:
+                victim, progress = queued[-1], None
+            elif current is not None:
+                victim, progress = current.request, current.progress
+            else:
+                break
+            result = self._record_failure(context, loaded, victim, cancelled(), progress)
+            key = StreamKey(self.agent.name, str(context.entity_key), victim.correlation_id)
+            RunEvents(self.streams, key).close(result)
+        return self._step(context, loaded, ActiveTurn(request, TurnProgress(), now_iso()))
 
     def _next_step(self, context: EntityContext) -> dict[str, Any] | None:
         """The `step` operation: run the step its input names, if it is still the next one (a
@@ -301,6 +331,15 @@ def _waiting(state: AgentState, correlation_id: str) -> bool:
     if current is not None:
         return current.correlation_id == correlation_id
     return bool(queued) and queued[0].correlation_id == correlation_id
+
+
+def busy(waiting: int) -> TurnFailure:
+    """The failure a run that asked `reject` of a busy session is recorded with."""
+    return failure(
+        ProblemCode.SESSION_BUSY,
+        f"the session has {waiting} run(s) running or queued and this run asked "
+        "multitask_strategy 'reject'; send it again once they finish, or with 'enqueue' or 'interrupt'",
+    )
 
 
 def cancelled() -> TurnFailure:

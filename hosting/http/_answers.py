@@ -18,9 +18,15 @@ from ._requests import CORRELATION_HEADER, SESSION_HEADER
 # session_too_large a 409 (the request is fine; the session's state conflicts with it: start a new
 # one); internal_error a 500 (our bug; the turn is recorded, so the caller still gets an answer).
 # Any other failure is the model's: a 502 carrying its code.
-# A cancelled run is a 409 run_cancelled: the request was fine, its run was stopped.
+# A cancelled run is a 409 run_cancelled: the request was fine, its run was stopped; a run that
+# asked `reject` of a busy session a 409 session_busy.
 _HOST_FAILURES = frozenset(
-    {ProblemCode.SESSION_TOO_LARGE, ProblemCode.INTERNAL_ERROR, ProblemCode.RUN_CANCELLED}
+    {
+        ProblemCode.SESSION_TOO_LARGE,
+        ProblemCode.INTERNAL_ERROR,
+        ProblemCode.RUN_CANCELLED,
+        ProblemCode.SESSION_BUSY,
+    }
 )
 
 

@@ -53,6 +53,7 @@ from ._models import (
     ToolInfo,
     TurnSummary,
 )
+from ._multitask import busy_session, mark_interrupt
 from ._problems import json_response, problem_response
 from ._refusals import idempotency_conflict, no_session, refusal, unreadable
 from ._requests import RunCall, check_id, parse_run
@@ -171,17 +172,21 @@ class Api:
             fresh_session=call.fresh_session,
             retry_safe=call.retry_safe,
             user_id=call.user_id,
+            multitask_strategy=call.multitask_strategy,
         )
         entity_id, asked = submission.entity_id, submission.same_request
         prepared = await self.submitter.prepare(client, submission)
         self._refuse(prepared.outcome, agent.name, call.session_id, call.correlation_id)
         done = prepared.outcome.run
+        if done is None:
+            await busy_session(call, prepared.snapshot)
         if done is not None:
             if streams is not None:  # a retry attaches to the finished run's stream
                 return await streams.open(client, key, after, prepared.snapshot)
             return self._finished(agent.name, call.session_id, done)
 
         async def send() -> None:
+            await mark_interrupt(self.streams.store, call, prepared.snapshot)
             await self.submitter.send(client, submission)
             signalled.set()
 

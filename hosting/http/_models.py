@@ -10,6 +10,9 @@ from state import JSON
 
 from .._ids import ID_PATTERN_TEXT, MAX_ID_LENGTH
 
+MultitaskStrategy = Literal["enqueue", "reject", "interrupt"]
+"""What a run asks when its session is busy (hosting._ids.MULTITASK_STRATEGIES)."""
+
 RunStatus = Literal["pending", "succeeded", "failed", "cancelled"]
 
 _ID_FIELD: dict[str, Any] = {"min_length": 1, "max_length": MAX_ID_LENGTH, "pattern": ID_PATTERN_TEXT}
@@ -70,6 +73,12 @@ class RunRequestBody(_Body):
         default=None, **_ID_FIELD, description="Client-chosen run id; a retry with it never runs twice."
     )
     options: RunOptions = Field(default_factory=RunOptions, description="Per-run options for the agent.")
+    multitask_strategy: MultitaskStrategy | None = Field(
+        default=None,
+        description="What to do when the session has a turn running or runs queued (also the "
+        "`multitask_strategy` query parameter): `enqueue` (the default) waits its turn; `reject` "
+        "answers 409 session_busy; `interrupt` cancels the running and queued runs, then runs.",
+    )
     user_id: str | None = Field(
         default=None,
         description="The user the caller acts for (also the `user_id` query parameter); a session "
@@ -181,6 +190,11 @@ class SessionSummary(BaseModel):
     size_bytes: int = Field(description="Size of the stored state (UTF-8 JSON).")
     first_message: str | None = Field(default=None, description="The first request's text, shortened.")
     readable: bool = Field(description="False when the stored state is not a JSON document.")
+    user_id: str | None = Field(
+        default=None,
+        description="The session's owner: the caller's user, or null for a session of no one in "
+        "particular (the list holds no other user's).",
+    )
 
 
 class SessionsPageBody(BaseModel):

@@ -19,6 +19,7 @@ from agents import InputMessage, InvalidTurnRequest, TurnRequest, current_trace_
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import (
+    MULTITASK_STRATEGIES,
     correlation_id_for_key,
     id_problem,
     idempotency_key_problem,
@@ -55,6 +56,7 @@ class RunCall:
     wait: bool
     request: TurnRequest
     user_id: str | None = None  # whom the caller acts for (hosting.http._users)
+    multitask_strategy: str = "enqueue"  # what to do when the session is busy
 
 
 def check_id(value: str, field: str, code: ProblemCode = ProblemCode.INVALID_SESSION_ID) -> str:
@@ -246,6 +248,26 @@ def _session_of(body: RunRequestBody, req: func.HttpRequest) -> str | None:
     return None if found is None else found[2]
 
 
+def _strategy_of(body: RunRequestBody, req: func.HttpRequest) -> str:
+    """The `multitask_strategy` from the body or the query string (the body's was validated by
+    its model; the query's is checked here against the same values)."""
+    query = req.params.get("multitask_strategy")
+    if query is not None and query not in MULTITASK_STRATEGIES:
+        allowed = ", ".join(repr(s) for s in MULTITASK_STRATEGIES)
+        raise ProblemError(
+            ProblemCode.INVALID_FIELD,
+            f"'multitask_strategy' must be one of {allowed} (got {query!r})",
+            field="multitask_strategy",
+        )
+    if query is not None and body.multitask_strategy is not None and query != body.multitask_strategy:
+        raise ProblemError(
+            ProblemCode.CONFLICTING_FIELDS,
+            "the body's 'multitask_strategy' and the query's differ; send one of them",
+            field="multitask_strategy",
+        )
+    return body.multitask_strategy or query or "enqueue"
+
+
 def _turn_request(body: RunRequestBody, correlation_id: str) -> TurnRequest:
     """The entity's input, built (and so validated) here: what the agent would reject (a response
     format it cannot use, bad options) is a 400 now rather than a failed operation later."""
@@ -312,4 +334,5 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
         wait=wait,
         request=request,
         user_id=user_id,
+        multitask_strategy=_strategy_of(body, req),
     )

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from .._ids import ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT
+from .._ids import ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT, MULTITASK_STRATEGIES
 from .._settings import MAX_BODY_BYTES
 from ..archive._pages import CURSOR_PATTERN
 from ._models import (
@@ -148,7 +148,7 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                         "Idempotency conflict (a stored or pending run with this id asked something "
                         "else), the session's stored state is unreadable, or the session "
                         "is full (`session_too_large`: the turn was refused and recorded as failed; "
-                        "start a new session).",
+                        "start a new session), or busy and the run asked `reject` (`session_busy`).",
                     ),
                     _DISCARDED,
                     Response(413, f"Body over the documented limit ({MAX_BODY_BYTES // 1024} KiB)."),
@@ -167,6 +167,11 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                     Param("thread_id", "Alias of session_id.", _ID_SCHEMA),
                     _USER,
                     Param("wait_for_response", "true (default) or false.", {"type": "boolean"}),
+                    Param(
+                        "multitask_strategy",
+                        "What to do when the session is busy (alternative to the body field).",
+                        {"type": "string", "enum": list(MULTITASK_STRATEGIES)},
+                    ),
                 ),
                 headers=(
                     Param("x-ms-wait-for-response", "true (default) or false.", {"type": "boolean"}),

@@ -101,6 +101,7 @@ def summarize(key: str, last_operation_time: str | None, state: Any) -> SessionS
         size_bytes=size,
         first_message=_preview(requests[0]) if requests else None,
         readable=document is not None,
+        user_id=document.owner if document is not None else None,
     )
 
 

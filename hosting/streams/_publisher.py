@@ -136,7 +136,10 @@ class RunEvents:
         if store is None:
             return False
         try:
-            return await store.cancel_requested(self.key)
+            if await store.cancel_requested(self.key):
+                return True
+            # A run sent with multitask_strategy "interrupt" marks the whole session.
+            return await store.cancel_requested(StreamKey.interrupt(self.key.agent, self.key.session_id))
         except Exception:
             # An unreachable store: the cancel is still delivered between steps by the entity.
             log.warning("run %s: could not check for a cancel", self.key, exc_info=True)
@@ -169,17 +172,17 @@ class RunEvents:
             self._continue(last.seq)
             return
         if last is None:
-            identity = {
-                "agent": self.key.agent,
-                "session_id": self.key.session_id,
-                "correlation_id": self.key.correlation_id,
-            }
             # Not awaited: the model request starts while it is stored (`streaming` and
             # `finish` drain the queue in order before the operation returns).
-            self._enqueue(RUN_STARTED, identity)
+            self._enqueue(RUN_STARTED, self._identity())
         else:
             self.seq = last.seq
             self._enqueue(RUN_RESTARTED, {"reason": "redelivered", "after": last.seq, "step": 0})
+
+    def _identity(self) -> dict[str, Any]:
+        """`run.started`'s data: the run's ids."""
+        key = self.key
+        return {"agent": key.agent, "session_id": key.session_id, "correlation_id": key.correlation_id}
 
     def _continue(self, last_seq: int) -> None:
         """Open a later step: `step.started`, or `run.restarted` naming the step when an attempt
@@ -216,6 +219,18 @@ class RunEvents:
         """Close the stream with the turn's result (`TurnResult.to_json()`)."""
         run_sync(lambda: self._put(terminal_type(result), result))
 
+    def withdraw_interrupt(self) -> None:
+        """Forget the session's interrupt mark: the interrupting run has reached its session, so
+        its own steps and the runs after it are not stopped by it."""
+        store = self.store
+        if store is None:
+            return
+        mark = StreamKey.interrupt(self.key.agent, self.key.session_id)
+        try:
+            run_sync(lambda: store.withdraw_cancel(mark))
+        except Exception:
+            log.warning("run %s: could not withdraw the session's interrupt mark", self.key, exc_info=True)
+
     def close(self, result: dict[str, Any]) -> None:
         """Close the stream of a run that ended between its steps (cancelled while queued or
         between two steps): its terminal event after the last stored one, unless it has one."""
@@ -232,12 +247,7 @@ class RunEvents:
         if last is not None and last.terminal:
             return
         if last is None:
-            identity = {
-                "agent": self.key.agent,
-                "session_id": self.key.session_id,
-                "correlation_id": self.key.correlation_id,
-            }
-            self._enqueue(RUN_STARTED, identity)
+            self._enqueue(RUN_STARTED, self._identity())
         else:
             self.seq = last.seq
         self._enqueue(terminal_type(result), result)

@@ -280,6 +280,9 @@ class RedisStreamStore:
         await self._run(lambda c: c.set(self._cancel_key(key), b"1", ex=self._ttl()))
         return True
 
+    async def withdraw_cancel(self, key: StreamKey) -> None:
+        await self._run(lambda c: c.delete(self._cancel_key(key)))
+
     async def cancel_requested(self, key: StreamKey) -> bool:
         return bool(await self._run(lambda c: c.exists(self._cancel_key(key))))
 

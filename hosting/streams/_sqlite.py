@@ -148,6 +148,9 @@ class SqliteStreamStore:
         )
         return True
 
+    async def withdraw_cancel(self, key: StreamKey) -> None:
+        self._db().execute("DELETE FROM cancels WHERE key = ?", (key.text(),))
+
     async def cancel_requested(self, key: StreamKey) -> bool:
         row = self._db().execute(
             "SELECT 1 FROM cancels WHERE key = ? AND expires >= ?", (key.text(), time.time())

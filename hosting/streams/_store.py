@@ -43,6 +43,12 @@ class StreamKey:
         """The key as one string (ids never contain ':'; see hosting._ids)."""
         return f"{self.agent}:{self.session_id}:{self.correlation_id}"
 
+    @classmethod
+    def interrupt(cls, agent: str, session_id: str) -> StreamKey:
+        """The session's interrupt mark: a cancel request for every run of the session that
+        runs before the interrupting run reaches it (no run has the empty id)."""
+        return cls(agent, session_id, "")
+
 
 @dataclass(frozen=True)
 class StreamEvent:
@@ -131,6 +137,10 @@ class StreamStore(Protocol):
 
     async def cancel_requested(self, key: StreamKey) -> bool:
         """Whether the run was asked to stop (the step running it checks while it waits)."""
+
+    async def withdraw_cancel(self, key: StreamKey) -> None:
+        """Forget a cancel request (a session's interrupt mark, once the interrupting run has
+        reached its session)."""
 
     async def ping(self) -> str:
         """Check the store for real: what answered and how (a health check's detail), or

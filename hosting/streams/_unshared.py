@@ -53,6 +53,9 @@ class UnsharedStreamStore:
     async def cancel_requested(self, key: StreamKey) -> bool:
         return False
 
+    async def withdraw_cancel(self, key: StreamKey) -> None:
+        return None
+
     async def exists(self, key: StreamKey) -> bool:
         raise self._missing()
 

@@ -103,7 +103,7 @@ async def test_no_log_line_or_stored_failure_shows_the_key(
 
 def test_environment_names_are_spelled_only_in_model_env() -> None:
     names = [str(n) for n in ModelEnv]
-    assert names == [n.value for n in ModelEnv] and len(names) == 7
+    assert names == [n.value for n in ModelEnv] and len(names) == 9  # chat and embedding models
     pattern = re.compile("|".join(re.escape(f'"{n}"') for n in names))
     spelled = [
         str(path.relative_to(ROOT))

@@ -234,3 +234,24 @@ def test_a_reopened_chat_keeps_each_answers_tokens_and_run_link(
     view.locator("#transcript .msg.assistant .usage a").first.click()
     expect(view.locator("#run-status")).to_have_text("succeeded")
     expect(view.locator("#run-view")).to_contain_text("First answer.")
+
+
+def test_stop_cancels_a_streaming_run_and_shows_it_stopped(page: BrowserPage, model: ModelServer) -> None:
+    # 40 words, one every 0.3 s: 12 s if left alone.
+    model.script(Reply.text("".join(f"word{i} " for i in range(40))))
+    model.stream_delay = 0.3
+    view = page.open("chat/assistant")
+    stop = view.locator("#stop")
+    expect(stop).to_be_hidden()
+    _send(page, "Talk slowly")
+    expect(view.locator("#transcript .msg.live .markdown")).to_contain_text("word1")
+    expect(stop).to_be_visible()
+    stop.click()
+    stopped = view.locator("#transcript .msg.assistant.stopped")
+    expect(stopped.locator(".stopped-note")).to_have_text("Stopped.", timeout=5000)
+    expect(view.locator("#transcript .problem")).to_have_count(0)
+    shown = stopped.locator(".markdown").inner_text()
+    assert shown.startswith("word0") and "word39" not in shown, shown  # what streamed stays
+    expect(stop).to_be_hidden()
+    stopped.locator(".usage a").click()
+    expect(view.locator("#run-status")).to_have_text("cancelled")

@@ -92,8 +92,12 @@ async def test_in_azure_without_redis_streaming_is_a_problem_naming_the_setting_
     assert len(model.requests) == 1, "a retry ran the turn again"
     other = await web.post(run_url(azure_host), json={**body, "message": "changed"}, headers=key)
     assert other.status_code == 409 and other.json()["code"] == "idempotency_conflict"
+    # A finished run's stream is its stored answer as one event; a run without an answer yet
+    # cannot be followed without a shared store: 503 naming the setting.
     stream = await web.get(stream_url(azure_host, session, first.json()["correlation_id"]))
-    assert stream.status_code == 503 and "DURABLE_AGENTS_STREAM_REDIS" in stream.json()["detail"]
+    assert stream.status_code == 200 and "event: run.completed" in stream.text, stream.text
+    pending = await web.get(stream_url(azure_host, session, "not-finished"))
+    assert pending.status_code == 503 and "DURABLE_AGENTS_STREAM_REDIS" in pending.json()["detail"]
     health = (await web.get(f"{azure_host.url}/api/health")).json()
     assert "DURABLE_AGENTS_STREAM_REDIS" in health["checks"]["stream_store"]["detail"]
     assert azure_host.log().count("streaming is off") >= 1, "startup logged no error naming the setting"

@@ -173,9 +173,12 @@ async def test_a_turn_with_a_tool_call_reaches_an_otlp_receiver_as_one_tree(
     assert all(isinstance(c.attributes["gen_ai.usage.input_tokens"], int) for c in chats)
     assert "gen_ai.input.messages" not in chats[0].attributes
 
-    # The host's one line per request and per entity operation name the trace.
-    log = traced_host.log()
-    assert "POST /api/agents/concierge/run -> 200" in log
+    # The host's one line per request and per entity operation name the trace. The request's line
+    # is written once its answer has been sent: wait for it rather than race it.
+    deadline = time.monotonic() + 10
+    while "POST /api/agents/concierge/run -> 200" not in (log := traced_host.log()):
+        assert time.monotonic() < deadline, log[-3000:]
+        await asyncio.sleep(0.05)
     request_line = next(line for line in log.splitlines() if "POST /api/agents/concierge/run ->" in line)
     assert request_line.endswith(f"trace={caller_trace}")
     entity_line = next(line for line in log.splitlines() if "entity dafx-concierge key=" in line)

@@ -82,10 +82,13 @@ async def test_a_session_is_its_creators_alone_on_every_route(client: Client, mo
         query = "page_size=100&user_id=u1" + (f"&continuation={token}" if token else "")
         page = (await client.get(f"/api/agents/assistant/sessions?{query}")).json()
         seen |= {s["session_id"] for s in page["sessions"]}
+        # Each listed session names its owner: u1, or no one (never another user).
+        assert {s["user_id"] for s in page["sessions"]} <= {"u1", None}, page["sessions"]
+        owners = {s["session_id"]: s["user_id"] for s in page["sessions"]}
         token = page["continuation"]
         if session in seen or token is None:
             break
-    assert session in seen
+    assert session in seen and owners[session] == "u1"
     # A reset empties the session; it stays the owner's.
     assert (await client.post(f"/api/agents/assistant/sessions/{session}/reset?user_id=u1")).status == 202
 

@@ -296,3 +296,17 @@ async def test_three_hundred_readers_of_one_run_at_once(store: StreamStore) -> N
     await store.append(k, StreamEvent(3, "run.completed", {}))
     got = await asyncio.wait_for(asyncio.gather(*readers), 10)
     assert all([e.seq for e in events] == [1, 2, 3] for events in got)
+
+
+async def test_a_sessions_interrupt_mark_is_asked_for_then_withdrawn(store: StreamStore) -> None:
+    run = key()
+    mark = StreamKey.interrupt(run.agent, run.session_id)
+    assert not await store.cancel_requested(mark)
+    assert await store.request_cancel(mark) and await store.request_cancel(run)
+    assert await store.cancel_requested(mark) and await store.cancel_requested(run)
+    other = StreamKey.interrupt(run.agent, f"{run.session_id}-other")
+    assert not await store.cancel_requested(other)  # one session's mark only
+    await store.withdraw_cancel(mark)
+    assert not await store.cancel_requested(mark)
+    assert await store.cancel_requested(run)  # a run's own cancel stays
+    await store.withdraw_cancel(mark)  # nothing to withdraw: no error

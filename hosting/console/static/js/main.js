@@ -6,9 +6,10 @@ import * as agents from "./views/agents.js";
 import * as chat from "./views/chat.js";
 import * as runs from "./views/runs.js";
 import * as sessions from "./views/sessions.js";
+import * as users from "./views/users.js";
 import * as workflows from "./views/workflows.js";
 
-const ROUTES = { agents, chat, sessions, runs, workflows };
+const ROUTES = { agents, chat, sessions, runs, workflows, users };
 const main = document.getElementById("main");
 let cleanup = null;
 

@@ -2,7 +2,7 @@
 // JSON answer (and the run resource's long poll for a 202). The same callbacks fire either way,
 // except that a JSON answer has no deltas: its text arrives whole with run.completed.
 import { createParser } from "../vendor/eventsource-parser/index.js";
-import { ApiError, apiUrl, failure, headers, seg } from "./api.js";
+import { ApiError, apiUrl, failure, headers, post, seg } from "./api.js";
 
 const SSE = "text/event-stream";
 // What a server without the streaming API answers to a request for it: 406/415 always; 404, 405
@@ -45,7 +45,8 @@ async function readEvents(response, on, signal) {
 
 /**
  * Consume an event stream: resolves with the run answer of run.completed, rejects with an
- * ApiError for run.failed (or a stream that ends without a terminal event).
+ * ApiError for run.failed or run.cancelled (see `isStopped`), or a stream that ends without a
+ * terminal event.
  */
 async function followStream(response, handlers) {
   let outcome = null;
@@ -61,6 +62,7 @@ async function followStream(response, handlers) {
         case "run.restarted": handlers.onRestarted?.(data); break;
         case "run.completed": outcome = { ok: true, body: data }; break;
         case "run.failed": outcome = { ok: false, problem: data }; break;
+        case "run.cancelled": outcome = { ok: false, problem: data }; break;
         default: break;
       }
     },
@@ -78,6 +80,11 @@ async function followStream(response, handlers) {
 
 /** The run answer as a failure when the run resource says it failed. */
 function settle(body) {
+  if (body && body.status === "cancelled") {
+    const error = body.error || {};
+    const problem = { ...error, code: "run_cancelled", detail: error.message, status: 409 };
+    throw new ApiError(409, problem, error.message || "The run was cancelled.");
+  }
   if (body && body.status === "failed") {
     const error = body.error || {};
     throw new ApiError(502, { ...error, detail: error.message, status: 502 }, error.message || "The run failed.");
@@ -109,12 +116,13 @@ async function jsonAnswer(response, handlers) {
 }
 
 /**
- * Send one message. `handlers`: onStarted, onDelta, onToolCall, onToolResult, onUsage,
- * onRestarted, onMode("stream" | "json"), signal. Resolves with the run answer (RunResultBody);
+ * Send one message. `handlers`: onRunId (the run's id, before it is sent), onStarted, onDelta,
+ * onToolCall, onToolResult, onUsage, onRestarted, onMode("stream" | "json"), signal. Resolves with the run answer (RunResultBody);
  * rejects with an ApiError whose `problem` is the failed turn's problem.
  */
 export async function runTurn({ agent, sessionId, message }, handlers = {}) {
   const body = { message, correlation_id: newRunId() };
+  handlers.onRunId?.(body.correlation_id);
   if (sessionId) body.session_id = sessionId;
   const url = apiUrl(`agents/${seg(agent)}/run`);
   const send = (accept) =>
@@ -141,6 +149,16 @@ export async function runTurn({ agent, sessionId, message }, handlers = {}) {
     response = await send("application/json");
   }
   return jsonAnswer(response, handlers);
+}
+
+/** Whether a run's failure is its cancellation (`run_cancelled`: stopped, not failed). */
+export function isStopped(error) {
+  return error?.problem?.code === "run_cancelled";
+}
+
+/** Ask the app to cancel a run (202; the run's own answer then ends `run_cancelled`). */
+export function cancelRun({ agent, sessionId, correlationId }) {
+  return post(`agents/${seg(agent)}/sessions/${seg(sessionId)}/runs/${seg(correlationId)}/cancel`);
 }
 
 /** A run that has not started within the bounded wait: no such run (or not started yet). */

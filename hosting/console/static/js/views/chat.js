@@ -3,7 +3,7 @@ import { ApiError, get, seg } from "../api.js";
 import { field, h } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
 import { pickAgent, rememberAgent, replaceRoute, showNotice } from "../shell.js";
-import { runTurn } from "../stream.js";
+import { cancelRun, isStopped, runTurn } from "../stream.js";
 import { assistantBlock, historyView, keepExpanded, problemBox, runLine, toolCall, userBubble } from "../transcript.js";
 import { listAgents } from "./agents.js";
 
@@ -24,6 +24,9 @@ export async function render(main, [agentParam, sessionParam]) {
   const transcript = h("ol.transcript#transcript", { "aria-label": "Conversation", "aria-live": "polite" });
   const input = h("textarea#message", { name: "message", rows: "3", required: true, placeholder: "Say something…" });
   const send = h("button#send", { type: "submit" }, "Send");
+  // Shown while a run is under way, once its session is known: cancels it (the cancel route).
+  const stop = h("button.secondary#stop", { type: "button", hidden: true }, "Stop");
+  let running = null;
   const status = h("p.muted#chat-status", { role: "status" });
 
   const header = h("div.chat-head", {},
@@ -33,7 +36,18 @@ export async function render(main, [agentParam, sessionParam]) {
       " ", h("a#session-details", { href: "#" }, "Details")),
     modeLabel);
   const composer = h("form.composer", { onsubmit: (e) => { e.preventDefault(); submit(); } },
-    field("Message", input, "Enter sends; Shift+Enter starts a new line."), h("div.actions", {}, send), status);
+    field("Message", input, "Enter sends; Shift+Enter starts a new line."), h("div.actions", {}, send, " ", stop), status);
+  stop.addEventListener("click", async () => {
+    if (!running || !running.sessionId || stop.disabled) return;
+    stop.disabled = true;
+    status.textContent = "Stopping…";
+    try {
+      await cancelRun({ agent: running.agent, sessionId: running.sessionId, correlationId: running.id });
+    } catch (error) {
+      stop.disabled = false;
+      showNotice(`The run could not be stopped: ${error.message}`);
+    }
+  });
   main.append(h("h2", {}, "Chat"), header, transcript, composer);
 
   function updateSession() {
@@ -88,6 +102,8 @@ export async function render(main, [agentParam, sessionParam]) {
     transcript.append(turn);
     turn.scrollIntoView({ block: "end" });
     const calls = new Map();
+    running = { agent, sessionId, id: null };
+    stop.disabled = false;
     let buffer = "";
     let pending = false;
     const paint = () => {
@@ -97,8 +113,13 @@ export async function render(main, [agentParam, sessionParam]) {
     try {
       const body = await runTurn({ agent, sessionId, message }, {
         signal: controller.signal,
+        onRunId: (id) => { running.id = id; stop.hidden = !running.sessionId; },
         onMode: (mode) => { modeLabel.textContent = mode === "stream" ? "streaming" : "JSON answers (no streaming on this server)"; },
         onStarted: (info) => {
+          if (info && info.session_id) {
+            running.sessionId = info.session_id;
+            stop.hidden = false;
+          }
           if (info && info.session_id && info.session_id !== sessionId) {
             sessionId = info.session_id;
             updateSession();
@@ -141,10 +162,20 @@ export async function render(main, [agentParam, sessionParam]) {
       }
       block.removeAttribute("aria-busy");
       block.classList.remove("live");
-      text.remove();
-      block.append(problemBox(problem, error.status === 401 ? "Not authorised" : "The turn failed"));
+      if (isStopped(error)) {
+        // What streamed before the stop stays, marked as stopped rather than failed.
+        block.classList.add("stopped");
+        text.classList.remove("streaming");
+        block.append(h("p.stopped-note", { role: "status" }, "Stopped."));
+        if (running.id) block.append(runLine(agent, sessionId, running.id));
+      } else {
+        text.remove();
+        block.append(problemBox(problem, error.status === 401 ? "Not authorised" : "The turn failed"));
+      }
       status.textContent = "";
     } finally {
+      running = null;
+      stop.hidden = true;
       send.disabled = false;
       input.focus();
     }

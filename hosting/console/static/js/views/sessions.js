@@ -5,14 +5,14 @@ import { confirmAction, every, navigate, pickAgent, showNotice } from "../shell.
 import { historyView, problemBox } from "../transcript.js";
 import { listAgents } from "./agents.js";
 
-export async function render(main, [agentParam, sessionId]) {
+export async function render(main, [agentParam, sessionId, userId]) {
   const agents = await listAgents();
   const agent = pickAgent(agents, agentParam);
   if (!agent) {
     main.append(h("p", {}, "No agents are hosted."));
     return null;
   }
-  return sessionId ? renderSession(main, agent, sessionId) : renderList(main, agents, agent);
+  return sessionId ? renderSession(main, agent, sessionId, userId) : renderList(main, agents, agent);
 }
 
 /** Most sessions read to sort them by recency (the backend pages in its own order). */
@@ -75,8 +75,10 @@ async function renderList(main, agents, agent) {
   return null;
 }
 
-async function renderSession(main, agent, sessionId) {
+/** `userId` (from the Users view): act for the session's owner, which a session that has one needs. */
+async function renderSession(main, agent, sessionId, userId) {
   const path = `agents/${seg(agent)}/sessions/${seg(sessionId)}`;
+  const asUser = userId ? `?user_id=${seg(userId)}` : "";
   main.append(
     h("p.crumbs", {}, h("a", { href: `#/sessions/${seg(agent)}` }, `Sessions of ${agent}`), " / ", sessionId),
     h("h2", {}, "Session ", h("code", {}, sessionId)));
@@ -87,7 +89,7 @@ async function renderSession(main, agent, sessionId) {
   async function show() {
     let session;
     try {
-      session = await get(path);
+      session = await get(path + asUser);
     } catch (error) {
       area.replaceChildren(problemBox(error.problem || { detail: error.message }, error.status === 404 ? "No such session" : "Could not read the session"));
       return null;
@@ -135,7 +137,7 @@ async function renderSession(main, agent, sessionId) {
     area.prepend(status);
     stop = every(300, async () => {
       try {
-        const session = await get(path);
+        const session = await get(path + asUser);
         if (check(session)) { stop(); await show(); }
       } catch (error) {
         if (error.status === 404 && check(null)) { stop(); navigate("sessions", agent); }
@@ -148,7 +150,7 @@ async function renderSession(main, agent, sessionId) {
       `Session ${sessionId} of ${agent} loses its whole history and state bag. This cannot be undone.`, "Reset");
     if (!yes) return;
     try {
-      await post(`${path}/reset`);
+      await post(`${path}/reset${asUser}`);
       await waitFor((s) => s && s.turns.length === 0, "Resetting");
     } catch (error) {
       showNotice(error.message);
@@ -160,7 +162,7 @@ async function renderSession(main, agent, sessionId) {
       `Session ${sessionId} of ${agent} is deleted for good, with its history and state bag.`, "Delete");
     if (!yes) return;
     try {
-      await del(path);
+      await del(path + asUser);
       await waitFor((s) => s === null, "Deleting");
     } catch (error) {
       showNotice(error.message);
