@@ -10,7 +10,7 @@ so the official `openai` client works against it unmodified. Replies come from a
 from ._embeddings import DEFAULT_EMBEDDING_DIMENSIONS, EmbeddingRequest, hashed_embedding
 from ._offline import SchemaInstanceError, count_tokens, offline_reply, schema_instance
 from ._replies import Message, ModelRequest, Reply, ToolCall, ToolSpec, UsageOverride
-from ._server import ModelServer, ModelServerError
+from ._server import ModelRoute, ModelServer, ModelServerError
 from ._startup import start_offline_model_if_unconfigured
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "EmbeddingRequest",
     "Message",
     "ModelRequest",
+    "ModelRoute",
     "ModelServer",
     "ModelServerError",
     "Reply",

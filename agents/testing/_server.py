@@ -1,9 +1,10 @@
 """`ModelServer`: an aiohttp server speaking enough of the OpenAI API for the official client.
 
 It runs on its own event loop in a background thread, so synchronous tests, async tests and other
-processes (over HTTP) can all use it. Each model call takes its answer from, in order: the script
-queue, the `handler`, then the fallback of the mode (offline answer, or in scripted mode a 500
-``script_exhausted`` error that tells the client not to retry).
+processes (over HTTP) can all use it. Each model call takes its answer from, in order: the first
+`ModelRoute` that matches it, the script queue, the `handler`, then the fallback of the mode
+(offline answer, or in scripted mode a 500 ``script_exhausted`` error that tells the client not to
+retry).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Literal
 
@@ -90,6 +91,19 @@ def _item_list(items: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+@dataclass(eq=False)
+class ModelRoute:
+    """Requests of one kind answered apart (`ModelServer.route`): a request `match` accepts is
+    answered by `answer` and recorded in `requests`, never in `ModelServer.requests`, and it never
+    takes a scripted reply. For calls a test does not drive (a background job of the host, such as
+    a conversation summary) that could otherwise arrive during another test and take its reply."""
+
+    name: str
+    match: Callable[[ModelRequest], bool]
+    answer: Callable[[ModelRequest], Reply]
+    requests: list[ModelRequest] = field(default_factory=list)
+
+
 class ModelServer:
     """A real local OpenAI-compatible HTTP server with scripted and offline (deterministic) replies."""
 
@@ -125,6 +139,7 @@ class ModelServer:
         self.responses = ResponseStore()
         self.conversations = ConversationStore()
         self._script: deque[Reply] = deque()
+        self._routes_by_name: dict[str, ModelRoute] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -244,10 +259,34 @@ class ModelServer:
         with self._lock:
             return len(self._script)
 
+    def route(
+        self, name: str, match: Callable[[ModelRequest], bool], answer: Callable[[ModelRequest], Reply]
+    ) -> ModelRoute:
+        """Answer the requests `match` accepts with `answer`, apart from the script (`ModelRoute`);
+        a route of the same name is replaced. Routes are the server's configuration: `reset` keeps
+        them (forgetting their requests); `unroute` removes one."""
+        made = ModelRoute(name, match, answer)
+        with self._lock:
+            self._routes_by_name[name] = made
+        return made
+
+    def unroute(self, name: str) -> None:
+        """Remove the route `name` (nothing when there is none)."""
+        with self._lock:
+            self._routes_by_name.pop(name, None)
+
+    def routed(self, name: str) -> ModelRoute | None:
+        """The route `name`, or None."""
+        with self._lock:
+            return self._routes_by_name.get(name)
+
     def reset(self) -> None:
-        """Forget the script, the handler, received requests, stored responses and conversations."""
+        """Forget the script, the handler, received requests (the routes' too, but not the routes),
+        stored responses and conversations."""
         with self._lock:
             self._script.clear()
+            for kept in self._routes_by_name.values():
+                kept.requests.clear()
             self.handler = None
             self.requests.clear()
             self.embedding_requests.clear()
@@ -255,6 +294,27 @@ class ModelServer:
             self.stream_delay = 0.0
         self.responses.clear()
         self.conversations.clear()
+
+    def _routed(self, request: ModelRequest) -> Reply | None:
+        """The answer of the first route matching `request` (recorded there), else None."""
+        with self._lock:
+            routes = list(self._routes_by_name.values())
+        for candidate in routes:
+            try:
+                if not candidate.match(request):
+                    continue
+                reply = candidate.answer(request)
+            except Exception as err:
+                log.exception("model server route %s raised", candidate.name)
+                reply = Reply.error(
+                    500,
+                    f"agents.testing route {candidate.name!r} raised {err!r}",
+                    code="handler_error",
+                    headers={"x-should-retry": "false"},
+                )
+            candidate.requests.append(request)
+            return reply
+        return None
 
     async def _choose(self, request: ModelRequest) -> Reply:
         with self._lock:
@@ -358,9 +418,11 @@ class ModelServer:
         request = ModelRequest(
             api=api, body=body, messages=messages, tools=tools, path=http.path, headers=dict(http.headers)
         )
-        self.requests.append(request)
         try:
-            reply = await self._choose(request)
+            reply = self._routed(request)
+            if reply is None:
+                self.requests.append(request)
+                reply = await self._choose(request)
             return await self._answer(http, request, reply, context, new_items)
         except asyncio.CancelledError:
             request.disconnected = True
