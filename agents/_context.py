@@ -97,6 +97,8 @@ class SessionEnd:
 
     ``key`` names this life of the session (a session id is reused after a reset): the same
     ended life always has the same key, so a hook that runs again can replace what it stored.
+    ``messages`` are those the session's state held when it ended; entries it had archived
+    (hosting.archive) are not among them.
     """
 
     agent_name: str
@@ -106,6 +108,14 @@ class SessionEnd:
     key: str
     messages: Sequence[ChatMessage]
     _complete: CompleteFn | None = field(default=None, repr=False)
+    _erased: Callable[[], Awaitable[bool]] | None = field(default=None, repr=False)
+
+    async def erased(self) -> bool:
+        """Whether an erasure of the user's data began since this session ended (or about then):
+        a hook must keep nothing of the session then. A hook that stores something of the user
+        asks after storing it and takes it back on True, since the erasure may have passed its
+        store already (docs/hosting.md "Session-end hooks"). False when the host cannot tell."""
+        return False if self._erased is None else await self._erased()
 
     async def complete(
         self, prompt: str, *, instructions: str | None = None, model: ModelSettings | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from state import AgentState, ChatMessage, TextContent
@@ -31,11 +31,17 @@ def wants_session_end(providers: Sequence[ContextProvider]) -> bool:
 
 
 def ended_session(
-    agent: str, session_id: str, reason: EndReason, state: AgentState, epoch: str | None = None
+    agent: str,
+    session_id: str,
+    reason: EndReason,
+    state: AgentState,
+    epoch: str | None = None,
+    ended_at: str | None = None,
 ) -> dict[str, Any] | None:
     """The JSON a session-end hook gets, captured from the session's state before it goes (None
     for a session with no finished turn: nothing to tell). `key` names this life of the session:
-    its archive epoch, else its first run's correlation id, hashed with the session id."""
+    its archive epoch, else its first run's correlation id, hashed with the session id;
+    `endedAt` (RFC 3339), when the host ended it (what an erasure of the user is compared with)."""
     messages = [dict(m) for m in state.replay_wire()]
     if not messages and not epoch:
         return None
@@ -48,15 +54,21 @@ def ended_session(
         "user": state.user_id,
         "reason": reason,
         "key": key,
+        "endedAt": ended_at,
         "messages": messages,
     }
 
 
 async def run_session_ended(
-    providers: Sequence[ContextProvider], model: ModelSettings, spec: Mapping[str, Any]
+    providers: Sequence[ContextProvider],
+    model: ModelSettings,
+    spec: Mapping[str, Any],
+    erased: Callable[[], Awaitable[bool]] | None = None,
 ) -> int:
     """Call every provider's `on_session_ended` with the ended session `spec` (as
-    `ended_session` made it); answer how many hooks ran. A hook's exception propagates."""
+    `ended_session` made it); answer how many hooks ran. A hook's exception propagates.
+    `erased` answers whether the user's data was erased since the session ended (the host's
+    check, `SessionEnd.erased`): when it is already, no hook runs."""
 
     async def complete(prompt: str, instructions: str | None, settings: ModelSettings | None) -> str:
         chosen = settings or model
@@ -80,7 +92,12 @@ async def run_session_ended(
             ChatMessage.model_validate(m, by_alias=True, by_name=False) for m in spec.get("messages", [])
         ],
         _complete=complete,
+        _erased=erased,
     )
+    if end.user_id is not None and await end.erased():
+        log.info("session %s of %s ended (%s): its user's data was erased since; no hook ran",
+                 end.session_id, end.agent_name, reason)
+        return 0
     ran = 0
     for provider in providers:
         if provider.has_session_end:

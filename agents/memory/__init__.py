@@ -31,7 +31,7 @@ from ._store import (
     MemoryStore,
     MemoryStoreError,
 )
-from ._summaries import ConversationMemoryProvider
+from ._summaries import SUMMARY_INSTRUCTIONS, ConversationMemoryProvider
 from ._table import TableMemoryStore
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "MEMORY_PATH_ENV",
     "MEMORY_STORE_ENV",
     "MEMORY_TABLE_ENV",
+    "SUMMARY_INSTRUCTIONS",
     "ConversationMemoryProvider",
     "InvalidMemory",
     "MemoryCursor",

@@ -100,7 +100,7 @@ class ModelRoute:
 
     name: str
     match: Callable[[ModelRequest], bool]
-    answer: Callable[[ModelRequest], Reply]
+    answer: Callable[[ModelRequest], Reply | Awaitable[Reply]]
     requests: list[ModelRequest] = field(default_factory=list)
 
 
@@ -260,9 +260,13 @@ class ModelServer:
             return len(self._script)
 
     def route(
-        self, name: str, match: Callable[[ModelRequest], bool], answer: Callable[[ModelRequest], Reply]
+        self,
+        name: str,
+        match: Callable[[ModelRequest], bool],
+        answer: Callable[[ModelRequest], Reply | Awaitable[Reply]],
     ) -> ModelRoute:
-        """Answer the requests `match` accepts with `answer`, apart from the script (`ModelRoute`);
+        """Answer the requests `match` accepts with `answer` (sync or async), apart from the script
+        (`ModelRoute`);
         a route of the same name is replaced. Routes are the server's configuration: `reset` keeps
         them (forgetting their requests); `unroute` removes one."""
         made = ModelRoute(name, match, answer)
@@ -295,7 +299,7 @@ class ModelServer:
         self.responses.clear()
         self.conversations.clear()
 
-    def _routed(self, request: ModelRequest) -> Reply | None:
+    async def _routed(self, request: ModelRequest) -> Reply | None:
         """The answer of the first route matching `request` (recorded there), else None."""
         with self._lock:
             routes = list(self._routes_by_name.values())
@@ -303,7 +307,9 @@ class ModelServer:
             try:
                 if not candidate.match(request):
                     continue
-                reply = candidate.answer(request)
+                candidate.requests.append(request)
+                answer = candidate.answer(request)
+                reply = await answer if inspect.isawaitable(answer) else answer
             except Exception as err:
                 log.exception("model server route %s raised", candidate.name)
                 reply = Reply.error(
@@ -312,7 +318,6 @@ class ModelServer:
                     code="handler_error",
                     headers={"x-should-retry": "false"},
                 )
-            candidate.requests.append(request)
             return reply
         return None
 
@@ -419,7 +424,7 @@ class ModelServer:
             api=api, body=body, messages=messages, tools=tools, path=http.path, headers=dict(http.headers)
         )
         try:
-            reply = self._routed(request)
+            reply = await self._routed(request)
             if reply is None:
                 self.requests.append(request)
                 reply = await self._choose(request)

@@ -94,7 +94,9 @@ def expire(context: EntityContext, entity: str, agent: str, *, capture: bool = F
     epoch = None if info is None else info.epoch
     answer: dict[str, Any] = {"expired": True, "epoch": epoch}
     if capture:
-        answer["ended"] = ended_session(agent, str(context.entity_key), "expiry", loaded.state, epoch)
+        answer["ended"] = ended_session(
+            agent, str(context.entity_key), "expiry", loaded.state, epoch, now_iso()
+        )
     context.set_result(answer)
     context.destruct_on_exit()
     cache_load(context, None)

@@ -56,11 +56,14 @@ def register_lifecycle(app: df.DFApp, streams: StreamStore, agents: Sequence[Any
 
     hooks = EndHooks(agents)
 
-    async def end_hooks(spec: dict) -> int:
-        return await hooks.run(spec)
+    async def end_hooks(spec: dict, client: BoundClient) -> int:
+        return await hooks.run(spec, client)
 
     end_hooks.__name__ = ENDED_HOOKS
-    app.function_name(ENDED_HOOKS)(app.activity_trigger(input_name="spec", activity=ENDED_HOOKS)(end_hooks))
+    hooks_with_client = durable_client_input(app, end_hooks)
+    app.function_name(ENDED_HOOKS)(
+        app.activity_trigger(input_name="spec", activity=ENDED_HOOKS)(hooks_with_client)
+    )
 
     sweep.__name__ = SWEEP
     with_client = durable_client_input(app, sweep)

@@ -1,7 +1,8 @@
 """ConversationMemoryProvider and the session hooks on a real SQLite store, with real turns and
-real summary calls against the scripted model server: an ended session is summarised once per
-life (a repeated hook replaces nothing and calls no model), the summary reaches the user's later
-session about the same topic only, quoted as data; sessions of no one keep nothing."""
+real summary calls against the scripted model server (answered by its summaries route, apart
+from the script): an ended session is summarised once per life (a repeated hook replaces nothing
+and calls no model), the summary reaches the user's later session about the same topic only,
+quoted as data; sessions of no one keep nothing; nothing is kept of a user erased since."""
 
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ from agents import (
     ended_session,
     run_session_ended,
 )
-from agents.memory import ConversationMemoryProvider, MemoryNamespace, SqliteMemoryStore
-from agents.testing import ModelRequest, ModelServer, Reply
+from agents.memory import SUMMARY_INSTRUCTIONS, ConversationMemoryProvider, MemoryNamespace, SqliteMemoryStore
+from agents.testing import ModelRequest, ModelRoute, ModelServer, Reply
 from state import AgentState
+
+SUMMARIES = "conversation-summaries"  # the route tests/conftest.py gives the model server
 
 
 @pytest.fixture
@@ -50,20 +53,32 @@ def _system(request: ModelRequest) -> str:
     return "\n".join(m.text for m in request.messages if m.role in ("system", "developer"))
 
 
+def _summaries(model: ModelServer, text: str | None = None) -> ModelRoute:
+    """The summaries route (answering `text` when given; the `model` fixture restores it)."""
+    route = model.routed(SUMMARIES)
+    assert route is not None
+    if text is None:
+        return route
+    return model.route(SUMMARIES, route.match, lambda request: Reply.text(text))
+
+
 async def test_an_ended_session_is_summarised_once_and_recalled_by_topic(
     model: ModelServer, settings: ModelSettings, store: SqliteMemoryStore
 ) -> None:
     provider = ConversationMemoryProvider(store=store, embedder=None)
     agent = _agent(settings, provider)
     state = _session("u1")
-    model.script(Reply.text("Lofoten is lovely."), Reply.text("Kayak trip to Lofoten in July."))
+    summaries = _summaries(model, "Kayak trip to Lofoten in July.")
+    model.script(Reply.text("Lofoten is lovely."))
     await _turn(agent, state, "Plan a kayak trip to Lofoten.", "a1")
     spec = ended_session("concierge", "s1", "reset", state)
     assert spec is not None and spec["user"] == "u1"
     assert await run_session_ended(agent.context_providers, settings, spec) == 1
     assert await run_session_ended(agent.context_providers, settings, spec) == 1  # again: no call
-    assert len(model.requests) == 2
-    assert "user: Plan a kayak trip to Lofoten." in model.requests[1].messages[-1].text
+    assert len(model.requests) == 1 and len(summaries.requests) == 1
+    [call] = summaries.requests
+    assert _system(call).startswith(SUMMARY_INSTRUCTIONS)
+    assert call.last_user_text == "user: Plan a kayak trip to Lofoten.\nassistant: Lofoten is lovely."
     [hit] = await store.search(MemoryNamespace("u1", "concierge~summaries"))
     assert hit.item.text == "Kayak trip to Lofoten in July."
     assert hit.item.source_session == "s1"
@@ -73,20 +88,18 @@ async def test_an_ended_session_is_summarised_once_and_recalled_by_topic(
     await _turn(agent, _session("u1"), "What gear for Lofoten?", "b1")
     await _turn(agent, _session("u1"), "Recommend Paris restaurants.", "c1")
     await _turn(agent, _session("u2"), "What gear for Lofoten?", "d1")
-    seen = _system(model.requests[2])
+    seen = _system(model.requests[1])
     block = seen.split("<past-conversations>\n", 1)[1].split("\n</past-conversations>", 1)[0]
     assert [s["text"] for s in json.loads(block)] == ["Kayak trip to Lofoten in July."]
+    assert "Lofoten in July" not in _system(model.requests[2])
     assert "Lofoten in July" not in _system(model.requests[3])
-    assert "Lofoten in July" not in _system(model.requests[4])
 
 
 async def test_a_later_life_of_the_same_session_id_gets_its_own_summary(
     model: ModelServer, settings: ModelSettings, store: SqliteMemoryStore
 ) -> None:
     agent = _agent(settings, ConversationMemoryProvider(store=store, embedder=None))
-    model.script(
-        Reply.text("ok"), Reply.text("first summary"), Reply.text("ok"), Reply.text("second summary")
-    )
+    model.script(Reply.text("ok"), Reply.text("ok"))
     first = _session("u1")
     await _turn(agent, first, "Lofoten kayaks", "a1")
     await run_session_ended(
@@ -98,7 +111,7 @@ async def test_a_later_life_of_the_same_session_id_gets_its_own_summary(
         agent.context_providers, settings, ended_session("concierge", "s1", "delete", second) or {}
     )
     texts = sorted(h.item.text for h in await store.search(MemoryNamespace("u1", "concierge~summaries")))
-    assert texts == ["first summary", "second summary"]
+    assert texts == ["Earlier the user asked: Bergen hikes", "Earlier the user asked: Lofoten kayaks"]
 
 
 async def test_summaries_are_quoted_as_data_and_bounded(
@@ -128,8 +141,63 @@ async def test_no_summary_without_a_user_or_a_conversation(
     await run_session_ended(
         agent.context_providers, settings, ended_session("concierge", "s1", "expiry", nobody) or {}
     )
-    assert len(model.requests) == 1  # the turn only: no summary call
+    assert len(model.requests) == 1 and _summaries(model).requests == []  # the turn only
     assert (await store.list_user("u1")).items == []
+
+
+async def test_no_hook_runs_for_a_user_erased_since_the_session_ended(
+    model: ModelServer, settings: ModelSettings, store: SqliteMemoryStore
+) -> None:
+    provider = _Counting()
+    agent = _agent(settings, ConversationMemoryProvider(store=store, embedder=None))
+    model.script(Reply.text("ok"))
+    state = _session("u1")
+    await _turn(agent, state, "Lofoten kayaks", "a1")
+    spec = ended_session("concierge", "s1", "delete", state) or {}
+
+    async def erased() -> bool:
+        return True
+
+    assert await run_session_ended([*agent.context_providers, provider], settings, spec, erased) == 0
+    assert _summaries(model).requests == [] and provider.ended == []
+    assert (await store.list_user("u1")).items == []
+
+
+async def test_a_summary_stored_while_its_user_is_erased_is_taken_back(
+    model: ModelServer, settings: ModelSettings, store: SqliteMemoryStore
+) -> None:
+    """The erasure begins after the host's check but may list the memory before the summary is
+    written: the provider asks again after writing, and deletes what it wrote."""
+    agent = _agent(settings, ConversationMemoryProvider(store=store, embedder=None))
+    model.script(Reply.text("ok"))
+    state = _session("u1")
+    await _turn(agent, state, "Lofoten kayaks", "a1")
+    spec = ended_session("concierge", "s1", "reset", state) or {}
+    asked: list[bool] = []
+
+    async def erased() -> bool:
+        asked.append(len(asked) >= 2)  # the host's check and the one before the write: not yet
+        return asked[-1]
+
+    assert await run_session_ended(agent.context_providers, settings, spec, erased) == 1
+    assert len(_summaries(model).requests) == 1 and asked == [False, False, True]
+    assert (await store.list_user("u1")).items == []
+
+
+async def test_the_summary_is_of_the_latest_transcript_characters(
+    model: ModelServer, settings: ModelSettings, store: SqliteMemoryStore
+) -> None:
+    """The bound of what is summarised: the latest `max_transcript_chars` characters of the
+    conversation the session's state held (entries archived out of it are not read)."""
+    agent = _agent(settings, ConversationMemoryProvider(store=store, embedder=None, max_transcript_chars=40))
+    model.script(Reply.text("first answer"), Reply.text("the last answer"))
+    state = _session("u1")
+    await _turn(agent, state, "an early question about Lofoten", "a1")
+    await _turn(agent, state, "a later one", "a2")
+    spec = ended_session("concierge", "s1", "reset", state) or {}
+    await run_session_ended(agent.context_providers, settings, spec)
+    [call] = _summaries(model).requests
+    assert call.last_user_text == "user: a later one\nassistant: the last answer"[-40:]
 
 
 class _Counting(ContextProvider):

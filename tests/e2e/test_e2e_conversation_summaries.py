@@ -1,23 +1,27 @@
 """Conversation summaries over real HTTP, on the real local host with the scripted model: when a
 concierge session of u1 ends (reset, delete or idle expiry) its conversation is summarised into
 u1's memory once, and u1's later session about the same topic gets the summary in the model's
-instructions (quoted as data), while a session about something else, and u2, do not."""
+instructions (quoted as data), while a session about something else, and u2, do not; an erasure
+of u1 that begins while the summary is being written is not undone by it.
+
+The summary calls go to the model server's summaries route (tests/conftest.py), apart from the
+script: a host summarises in the background, so a call may arrive during another test."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import pathlib
+import threading
 import uuid
 from typing import Any
 
 import aiohttp
-from e2e_support import Client, HostProcess
+from e2e_support import Client, HostProcess, eventually
 
-from agents.testing import ModelRequest, ModelServer, Reply
+from agents.testing import ModelRequest, ModelRoute, ModelServer, Reply
 
-SUMMARY_ASK = "Summarise the conversation below"
-SUMMARY = "The traveller planned a kayaking trip in the Lofoten islands for July."
+SUMMARIES = "conversation-summaries"  # the route tests/conftest.py gives the model server
 
 
 def _user(prefix: str) -> str:
@@ -28,19 +32,19 @@ def _system(request: ModelRequest) -> str:
     return "\n".join(m.text for m in request.messages if m.role in ("system", "developer"))
 
 
-def _summary_calls(model: ModelServer) -> list[ModelRequest]:
-    return [r for r in model.requests if any(SUMMARY_ASK in m.text for m in r.messages)]
+def _route(model: ModelServer) -> ModelRoute:
+    route = model.routed(SUMMARIES)
+    assert route is not None
+    return route
 
 
-def _summaries(model: ModelServer) -> None:
-    """Summary calls are answered by the handler (the script is for the turns)."""
+def _summary_calls(model: ModelServer, user: str) -> list[ModelRequest]:
+    """This test's summary calls: those of `user`'s conversation (it names the user)."""
+    return [r for r in _route(model).requests if user in (r.last_user_text or "")]
 
-    def answer(request: ModelRequest) -> Reply | None:
-        if any(SUMMARY_ASK in m.text for m in request.messages):
-            return Reply.text(SUMMARY)
-        return None
 
-    model.handler = answer
+def _asked(user: str) -> str:
+    return f"Plan a kayaking trip to Lofoten in July for {user}."
 
 
 async def _summaries_of(client: Client, user: str) -> list[dict[str, Any]]:
@@ -60,7 +64,7 @@ async def _await_summary(client: Client, user: str, timeout: float = 60.0) -> li
 
 async def _session_about_kayaks(client: Client, model: ModelServer, user: str) -> str:
     model.script(Reply.text("Lofoten in July is perfect for kayaking."))
-    answer = await client.run("concierge", "Plan a kayaking trip to Lofoten in July.", user_id=user)
+    answer = await client.run("concierge", _asked(user), user_id=user)
     assert answer.status == 200, answer.body
     return str(answer.json()["session_id"])
 
@@ -69,19 +73,19 @@ async def test_a_reset_session_is_summarised_once_and_recalled_for_its_topic_onl
     client: Client, model: ModelServer
 ) -> None:
     u1, u2 = _user("u1"), _user("u2")
-    _summaries(model)
     session = await _session_about_kayaks(client, model, u1)
     path = f"/api/agents/concierge/sessions/{session}/reset?user_id={u1}"
     first, second = await client.post(path), await client.post(path)
     assert first.status == 202 and second.status in (202, 404), second.body
     [item] = await _await_summary(client, u1)
-    assert item["text"] == SUMMARY
+    assert item["text"] == f"Earlier the user asked: {_asked(u1)}"  # the route's summary
     assert item["source_session"] == session
     assert item["metadata"]["reason"] == "reset"
-    transcript = _summary_calls(model)[0].messages[-1].text
-    assert "Plan a kayaking trip to Lofoten in July." in transcript
+    assert len(model.requests) == 1  # the turn: the summary call never reached the script
+    [call] = _summary_calls(model, u1)
+    assert f"user: {_asked(u1)}" in (call.last_user_text or "")
     await asyncio.sleep(3)  # a second hook, if any, would have run by now
-    assert len(_summary_calls(model)) == 1
+    assert len(_summary_calls(model, u1)) == 1
     assert len(await _summaries_of(client, u1)) == 1
 
     model.script(Reply.text("Kayaks are waiting."), Reply.text("Paris it is."), Reply.text("Hello."))
@@ -89,24 +93,66 @@ async def test_a_reset_session_is_summarised_once_and_recalled_for_its_topic_onl
     unrelated = await client.run("concierge", "Recommend Paris restaurants.", user_id=u1)
     other = await client.run("concierge", "Which kayaking gear for Lofoten?", user_id=u2)
     assert related.status == unrelated.status == other.status == 200
-    turns = [r for r in model.requests if r not in _summary_calls(model)]
-    seen = _system(turns[-3])
+    turns = model.requests[-3:]
+    seen = _system(turns[0])
     block = seen.split("<past-conversations>\n", 1)[1].split("\n</past-conversations>", 1)[0]
-    assert [s["text"] for s in json.loads(block)] == [SUMMARY]
+    assert [s["text"] for s in json.loads(block)] == [item["text"]]
     assert "never instructions" in seen
-    assert SUMMARY not in _system(turns[-2])
-    assert SUMMARY not in _system(turns[-1])
+    assert item["text"] not in _system(turns[1])
+    assert item["text"] not in _system(turns[2])
     assert await _summaries_of(client, u2) == []
 
 
 async def test_a_deleted_session_is_summarised(client: Client, model: ModelServer) -> None:
     u1 = _user("u1")
-    _summaries(model)
     session = await _session_about_kayaks(client, model, u1)
     gone = await client.request("DELETE", f"/api/agents/concierge/sessions/{session}?user_id={u1}")
     assert gone.status == 202, gone.body
     [item] = await _await_summary(client, u1)
     assert item["metadata"]["reason"] == "delete" and item["source_session"] == session
+
+
+async def test_a_summary_written_while_its_user_is_erased_does_not_undo_the_erasure(
+    client: Client, model: ModelServer, host_log: pathlib.Path
+) -> None:
+    """The reset's summary call is held until u1's erasure (`DELETE /api/users/{id}`) has
+    finished, so the summary is written after the erasure walked u1's memory: it must not stay."""
+    u1 = _user("u1")
+    release = threading.Event()
+
+    async def held(request: ModelRequest) -> Reply:
+        await asyncio.to_thread(release.wait, 60)
+        return Reply.text(f"Earlier the user asked: {_asked(u1)}")
+
+    model.route(SUMMARIES, _route(model).match, held)
+    try:
+        session = await _session_about_kayaks(client, model, u1)
+        reset = await client.post(f"/api/agents/concierge/sessions/{session}/reset?user_id={u1}")
+        assert reset.status == 202, reset.body
+
+        async def summarising() -> bool:
+            return bool(_summary_calls(model, u1))
+
+        await eventually(summarising, "the summary call", timeout=30)
+        erase = await client.request("DELETE", f"/api/users/{u1}")
+        assert erase.status == 202, erase.body
+
+        async def erased() -> dict[str, Any] | None:
+            answer = await client.get(f"/api/users/{u1}/erasure")
+            assert answer.status == 200, answer.body
+            return answer.json() if answer.json()["status"] != "running" else None
+
+        done = await eventually(erased, "the erasure finishing", timeout=60, interval=0.2)
+        assert done["status"] == "completed", done
+    finally:
+        release.set()
+
+    async def hooks_ran() -> bool:
+        return f"session {session} of concierge ended" in host_log.read_text(errors="replace")
+
+    await eventually(hooks_ran, "the session-end hooks finishing", timeout=60, interval=0.2)
+    assert await _summaries_of(client, u1) == []
+    assert len(_summary_calls(model, u1)) == 1
 
 
 async def test_an_idle_session_that_expires_is_summarised(
@@ -122,7 +168,6 @@ async def test_an_idle_session_that_expires_is_summarised(
     try:
         client = Client(http, host.url)
         u1 = _user("u1")
-        _summaries(model)
         session = await _session_about_kayaks(client, model, u1)
         [item] = await _await_summary(client, u1, timeout=ttl + 60)
         assert item["metadata"]["reason"] == "expiry" and item["source_session"] == session
