@@ -155,6 +155,39 @@ async def test_a_summary_written_while_its_user_is_erased_does_not_undo_the_eras
     assert len(_summary_calls(model, u1)) == 1
 
 
+async def test_a_hook_retried_after_its_users_erasure_began_does_not_run(
+    client: Client, model: ModelServer, host_log: pathlib.Path
+) -> None:
+    """The reset's summary call fails once (a 400: the hook fails and its activity is tried again
+    5 s later); u1 is erased meanwhile, so the retry finds the erasure record newer than the end
+    and runs no hook: one summary call, no summary."""
+    u1 = _user("u1")
+
+    def failing_once(request: ModelRequest) -> Reply:
+        if len(_summary_calls(model, u1)) == 1:
+            return Reply.error(400, "the model refused this once")
+        return Reply.text(f"Earlier the user asked: {_asked(u1)}")
+
+    model.route(SUMMARIES, _route(model).match, failing_once)
+    session = await _session_about_kayaks(client, model, u1)
+    reset = await client.post(f"/api/agents/concierge/sessions/{session}/reset?user_id={u1}")
+    assert reset.status == 202, reset.body
+
+    async def summarising() -> bool:
+        return bool(_summary_calls(model, u1))
+
+    await eventually(summarising, "the summary call", timeout=30)
+    erase = await client.request("DELETE", f"/api/users/{u1}")
+    assert erase.status == 202, erase.body
+
+    async def hooks_done() -> bool:
+        return f"session {session} of concierge ended" in host_log.read_text(errors="replace")
+
+    await eventually(hooks_done, "the retried session-end hooks", timeout=60, interval=0.2)
+    assert len(_summary_calls(model, u1)) == 1
+    assert await _summaries_of(client, u1) == []
+
+
 async def test_an_idle_session_that_expires_is_summarised(
     tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
 ) -> None:
