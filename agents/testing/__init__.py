@@ -1,8 +1,9 @@
 """A real local OpenAI-compatible model server for tests and for running without a model key.
 
 `ModelServer` speaks Chat Completions and the Responses API over HTTP (JSON and SSE streaming)
-so the official `openai` client works against it unmodified. Replies come from a FIFO script of
-`Reply` objects, a `handler` callable, or the deterministic offline model documented in
+so the official `openai` client works against it unmodified. Replies come from a `ModelRoute`
+(requests of one kind answered apart), a FIFO script of `Reply` objects, a `handler` callable,
+or the deterministic offline model documented in
 `agents.testing._offline` and docs/model-server.md; ``/embeddings`` answers deterministic vectors
 (`hashed_embedding`, a test double of an embedding model).
 """
