@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 from e2e_support import Client, HostProcess, eventually
 
+from agents.memory import SUMMARY_INSTRUCTIONS
 from agents.testing import ModelRequest, ModelRoute, ModelServer, Reply
 
 SUMMARIES = "conversation-summaries"  # the route tests/conftest.py gives the model server
@@ -81,19 +82,23 @@ async def test_a_reset_session_is_summarised_once_and_recalled_for_its_topic_onl
     assert item["text"] == f"Earlier the user asked: {_asked(u1)}"  # the route's summary
     assert item["source_session"] == session
     assert item["metadata"]["reason"] == "reset"
-    assert len(model.requests) == 1  # the turn: the summary call never reached the script
+    assert not any(_system(r).startswith(SUMMARY_INSTRUCTIONS) for r in model.requests)  # routed
     [call] = _summary_calls(model, u1)
     assert f"user: {_asked(u1)}" in (call.last_user_text or "")
     await asyncio.sleep(3)  # a second hook, if any, would have run by now
     assert len(_summary_calls(model, u1)) == 1
     assert len(await _summaries_of(client, u1)) == 1
 
+    asks = [
+        (u1, f"Which kayaking gear for Lofoten? ({u1})"),
+        (u1, f"Recommend Paris restaurants, ref {uuid.uuid4().hex}."),  # no word of the summary
+        (u2, f"Which kayaking gear for Lofoten? ({u2})"),
+    ]
     model.script(Reply.text("Kayaks are waiting."), Reply.text("Paris it is."), Reply.text("Hello."))
-    related = await client.run("concierge", "Which kayaking gear for Lofoten?", user_id=u1)
-    unrelated = await client.run("concierge", "Recommend Paris restaurants.", user_id=u1)
-    other = await client.run("concierge", "Which kayaking gear for Lofoten?", user_id=u2)
-    assert related.status == unrelated.status == other.status == 200
-    turns = model.requests[-3:]
+    for user, text in asks:
+        answer = await client.run("concierge", text, user_id=user)
+        assert answer.status == 200, answer.body
+    turns = [next(r for r in model.requests if r.last_user_text == text) for _, text in asks]
     seen = _system(turns[0])
     block = seen.split("<past-conversations>\n", 1)[1].split("\n</past-conversations>", 1)[0]
     assert [s["text"] for s in json.loads(block)] == [item["text"]]
