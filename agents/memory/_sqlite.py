@@ -116,6 +116,7 @@ class SqliteMemoryStore:
         metadata: Mapping[str, Any] | None,
         source_session: str | None,
         embedding: Sequence[float] | None,
+        upsert: bool = False,
     ) -> MemoryItem:
         text = checked_text(text)
         meta = metadata_json(metadata)
@@ -128,14 +129,16 @@ class SqliteMemoryStore:
             db.execute("BEGIN IMMEDIATE")  # the count and the write as one step
             try:
                 created = stamp
+                row = None
                 if item_id is not None:
                     checked_part(item_id, "a memory's id")
                     row = db.execute(
                         "SELECT created_at FROM memories WHERE user_id=? AND agent=? AND id=?",
                         (*key, item_id),
                     ).fetchone()
-                    if row is None:
+                    if row is None and not upsert:
                         raise InvalidMemory(f"there is no memory {item_id!r} to replace")
+                if row is not None:
                     created = row[0]
                 else:
                     (count,) = db.execute(
@@ -143,7 +146,8 @@ class SqliteMemoryStore:
                     ).fetchone()
                     if count >= self.max_items:
                         raise MemoryFull(f"this memory holds {count} items, its limit; forget some first")
-                    item_id = uuid.uuid4().hex
+                    item_id = item_id or uuid.uuid4().hex
+                assert item_id is not None
                 db.execute(
                     "INSERT OR REPLACE INTO memories (user_id, agent, id, text, metadata, source_session, "
                     "created_at, updated_at, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -249,9 +253,10 @@ class SqliteMemoryStore:
         metadata: Mapping[str, Any] | None = None,
         source_session: str | None = None,
         embedding: Sequence[float] | None = None,
+        upsert: bool = False,
     ) -> MemoryItem:
         return await asyncio.to_thread(
-            self._put, namespace, text, item_id, metadata, source_session, embedding
+            self._put, namespace, text, item_id, metadata, source_session, embedding, upsert
         )
 
     async def get(self, namespace: MemoryNamespace, item_id: str) -> MemoryItem | None:

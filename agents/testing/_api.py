@@ -32,7 +32,7 @@ from ._responses import (
     parse_responses,
     response_object,
 )
-from ._script import Handler, Mode, Script, choose
+from ._script import Handler, Mode, ModelRoute, Script, choose, routed
 from ._wire import RequestRejected, compute_usage, new_id
 from ._writer import abort, error_response, finish, json_answer, send_chat, send_response_events
 
@@ -80,6 +80,7 @@ class ModelApi:
     responses: ResponseStore
     conversations: ConversationStore
     _script: Script
+    _routes_by_name: dict[str, ModelRoute]
     _lock: threading.Lock
     _closing: asyncio.Event | None
 
@@ -147,9 +148,13 @@ class ModelApi:
         request = ModelRequest(
             api=api, body=body, messages=messages, tools=tools, path=http.path, headers=dict(http.headers)
         )
-        self.requests.append(request)
         try:
-            chosen = await choose(self._script, self.handler, self.mode, request)
+            with self._lock:
+                routes = list(self._routes_by_name.values())
+            chosen = await routed(routes, request)
+            if chosen is None:
+                self.requests.append(request)
+                chosen = await choose(self._script, self.handler, self.mode, request)
             settled = await self._settle(http, request, chosen)
             if isinstance(settled, web.StreamResponse):
                 return settled

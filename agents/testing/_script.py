@@ -1,6 +1,6 @@
-"""Where a model call's reply comes from, in order: the script queue (FIFO), the `handler`, then
-the fallback of the server's mode (the offline answer, or in scripted mode a 500
-``script_exhausted`` error that tells the client not to retry)."""
+"""Where a model call's reply comes from, in order: the first `ModelRoute` that matches it, the
+script queue (FIFO), the `handler`, then the fallback of the server's mode (the offline answer, or
+in scripted mode a 500 ``script_exhausted`` error that tells the client not to retry)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ._offline import offline_reply
@@ -18,6 +19,34 @@ log = logging.getLogger("agents.testing")
 
 Mode = Literal["offline", "scripted"]
 Handler = Callable[[ModelRequest], "Reply | Awaitable[Reply | None] | None"]
+
+
+@dataclass(eq=False)
+class ModelRoute:
+    """Requests of one kind answered apart (`ModelServer.route`): a request `match` accepts is
+    answered by `answer` and recorded in `requests`, never in `ModelServer.requests`, and it never
+    takes a scripted reply. For calls a test does not drive (a background job of the host, such as
+    a conversation summary) that could otherwise arrive during another test and take its reply."""
+
+    name: str
+    match: Callable[[ModelRequest], bool]
+    answer: Callable[[ModelRequest], Reply | Awaitable[Reply]]
+    requests: list[ModelRequest] = field(default_factory=list)
+
+
+async def routed(routes: Iterable[ModelRoute], request: ModelRequest) -> Reply | None:
+    """The answer of the first route matching `request` (recorded there), else None."""
+    for candidate in routes:
+        try:
+            if not candidate.match(request):
+                continue
+            candidate.requests.append(request)
+            answer = candidate.answer(request)
+            return await answer if inspect.isawaitable(answer) else answer
+        except Exception as err:
+            log.exception("model server route %s raised", candidate.name)
+            return _handler_error(f"agents.testing route {candidate.name!r} raised {err!r}")
+    return None
 
 
 class Script:

@@ -1,8 +1,9 @@
 """`ModelServer`: an aiohttp server speaking enough of the OpenAI API for the official client.
 
 It runs on its own event loop in a background thread, so synchronous tests, async tests and other
-processes (over HTTP) can all use it. Each model call takes its answer from, in order: the script
-queue, the `handler`, then the fallback of the mode (`_script`); the routes are `_api`'s, the
+processes (over HTTP) can all use it. Each model call takes its answer from, in order: the first
+`ModelRoute` that matches it, the script queue, the `handler`, then the fallback of the mode
+(`_script`); the routes are `_api`'s, the
 answers written by `_writer`.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
@@ -22,7 +23,7 @@ from ._conversations import ConversationStore
 from ._embeddings import EmbeddingRequest
 from ._replies import ModelRequest, Reply
 from ._responses import ResponseStore
-from ._script import Handler, Mode, Script
+from ._script import Handler, Mode, ModelRoute, Script
 
 DEFAULT_MODELS = ("offline-model", "gpt-4o-mini", "gpt-4.1")
 
@@ -66,6 +67,7 @@ class ModelServer(ModelApi):
         self.responses = ResponseStore()
         self.conversations = ConversationStore()
         self._script = Script()
+        self._routes_by_name: dict[str, ModelRoute] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -183,10 +185,37 @@ class ModelServer(ModelApi):
         """How many scripted replies are not consumed yet."""
         return len(self._script)
 
+    def route(
+        self,
+        name: str,
+        match: Callable[[ModelRequest], bool],
+        answer: Callable[[ModelRequest], Reply | Awaitable[Reply]],
+    ) -> ModelRoute:
+        """Answer the requests `match` accepts with `answer` (sync or async), apart from the script
+        (`ModelRoute`); a route of the same name is replaced. Routes are the server's
+        configuration: `reset` keeps them (forgetting their requests); `unroute` removes one."""
+        made = ModelRoute(name, match, answer)
+        with self._lock:
+            self._routes_by_name[name] = made
+        return made
+
+    def unroute(self, name: str) -> None:
+        """Remove the route `name` (nothing when there is none)."""
+        with self._lock:
+            self._routes_by_name.pop(name, None)
+
+    def routed(self, name: str) -> ModelRoute | None:
+        """The route `name`, or None."""
+        with self._lock:
+            return self._routes_by_name.get(name)
+
     def reset(self) -> None:
-        """Forget the script, the handler, received requests, stored responses and conversations."""
+        """Forget the script, the handler, received requests (the routes' too, but not the routes),
+        stored responses and conversations."""
         self._script.clear()
         with self._lock:
+            for kept in self._routes_by_name.values():
+                kept.requests.clear()
             self.handler = None
             self.requests.clear()
             self.embedding_requests.clear()
