@@ -1,10 +1,13 @@
 """Time to ready of `python -m devhost` serving the project's `function_app.py`, as `make run` starts it.
 
-Starts the host `--runs` times (the offline model, as `make run`), and prints the time from the
-process's start to its first answer on `/api/health` and the startup time the host itself logs
-("devhost ready on ... in N s"), with `FUNCTIONS_WORKER_PROCESS_COUNT` as the environment gives it.
+Starts the host `--runs` times with `make run`'s command line and settings (`--reload`, the offline
+model's startup hook; `--no-reload` leaves the watcher out), and prints the time from the process's
+start to its first answer on `/api/health` and the startup time the serving host itself logs
+("devhost ready on ... in N s", from its own start: under `--reload` that is the watcher's child),
+with `FUNCTIONS_WORKER_PROCESS_COUNT` as the environment gives it. `--baseline DIR` (another
+checkout, e.g. a worktree of main) is started alternately with this one, in the same run.
 
-Usage: .venv/bin/python bench/ready_bench.py [--runs 5]
+Usage: .venv/bin/python bench/ready_bench.py [--runs 5] [--no-reload] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -32,17 +35,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def once(tmp: pathlib.Path) -> tuple[float, float]:
+def once(root: pathlib.Path, tmp: pathlib.Path, reload: bool) -> tuple[float, float]:
     port = _free_port()
     log = tmp / f"host-{port}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_OPENAI_"))}
-    env.update(PYTHONPATH=str(ROOT), PYTHON_ENABLE_INIT_INDEXING="1", PYTHON_THREADPOOL_THREAD_COUNT="300")
+    # make run's settings (Makefile): the thread pool, init indexing, the body limit, the offline
+    # model's word delay.
+    env.update(PYTHONPATH=str(root), PYTHON_ENABLE_INIT_INDEXING="1", PYTHON_THREADPOOL_THREAD_COUNT="300",
+               FUNCTIONS_REQUEST_BODY_SIZE_LIMIT="262144", AGENTS_OFFLINE_STREAM_DELAY="0.05")
     started = time.monotonic()
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "devhost", "--port", str(port), "--data-dir", str(tmp / f"d{port}"),
-             "--startup-hook", "agents.testing:start_offline_model_if_unconfigured"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            [sys.executable, "-m", "devhost", *(["--reload"] if reload else []),
+             "--startup-hook", "agents.testing:start_offline_model_if_unconfigured",
+             "--port", str(port), "--data-dir", str(tmp / f"d{port}")],
+            cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
         )
     try:
         while True:
@@ -62,19 +69,32 @@ def once(tmp: pathlib.Path) -> tuple[float, float]:
         proc.wait(20)
 
 
+def _report(name: str, results: list[tuple[float, float]]) -> None:
+    answered = [a for a, _ in results]
+    logged = [b for _, b in results]
+    print(f"  {name}: first answer on /api/health median {statistics.median(answered):.2f} s "
+          f"(min {min(answered):.2f}, max {max(answered):.2f}); "
+          f"host's own 'ready' line median {statistics.median(logged):.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-reload", action="store_true", help="without make run's --reload watcher")
+    parser.add_argument("--baseline", type=pathlib.Path, default=None,
+                        help="another checkout, started alternately with this one")
     args = parser.parse_args()
     workers = os.environ.get("FUNCTIONS_WORKER_PROCESS_COUNT", "1")
+    roots = [ROOT] if args.baseline is None else [args.baseline.resolve(), ROOT]
+    results: dict[pathlib.Path, list[tuple[float, float]]] = {root: [] for root in roots}
     with tempfile.TemporaryDirectory() as tmp:
-        results = [once(pathlib.Path(tmp)) for _ in range(args.runs)]
-    answered = [a for a, _ in results]
-    logged = [b for _, b in results]
-    print(f"time to ready, {args.runs} runs, {workers} worker process(es) ({ROOT.name}):")
-    print(f"  first answer on /api/health: median {statistics.median(answered):.2f} s "
-          f"(min {min(answered):.2f}, max {max(answered):.2f})")
-    print(f"  host's own 'ready' line:     median {statistics.median(logged):.2f} s")
+        for _ in range(args.runs):
+            for root in roots:
+                results[root].append(once(root, pathlib.Path(tmp), not args.no_reload))
+    mode = "python -m devhost" if args.no_reload else "make run (--reload)"
+    print(f"time to ready of {mode}, {args.runs} runs each, {workers} worker process(es):")
+    for root in roots:
+        _report(root.name, results[root])
 
 
 if __name__ == "__main__":

@@ -16,39 +16,45 @@ from collections.abc import Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
-from aiohttp import web
-
 from ._errors import DevHostError
-from ._origin import loopback_middleware
-from ._settings import HostSettings
-from .durable_api import RPC_PREFIX, WEBHOOK_PREFIX, DurableApi, management_urls
-from .entities import DEFAULT_MAX_STATE_BYTES, EntityGateway, EntityStore
-from .functions import KEY_ENV, AppModel, HttpDispatcher, index_metadata, key_matches, load_app
-from .orchestrations import OrchestrationEngine
+from ._settings import DEFAULT_MAX_STATE_BYTES, KEY_ENV, MAX_STATE_ENV, HostSettings
+from ._sqlite import DB_NAME
 from .worker import Workers, WorkerSpec, process_count, script_spec, topology_from
 
 if TYPE_CHECKING:
-    from .mcp import McpEndpoint
+    from aiohttp import web
 
-# The MCP extension's endpoints (the mcp SDK: over half a second of imports) load on another
-# thread while the worker processes start: whether the app has tool triggers is known only from
-# the workers' metadata, and the import costs nothing on the startup's critical path.
-_MCP_PACKAGE = "devhost.mcp"
+    from .durable_api import DurableApi
+    from .entities import EntityGateway, EntityStore
+    from .functions import AppModel, HttpDispatcher
+    from .mcp import McpEndpoint
+    from .orchestrations import OrchestrationEngine
+
+# The host's own parts (the HTTP server, the durable backend, the runtime's types the durable API
+# converts with, and the MCP extension's endpoints, whose SDK alone is over half a second) load on
+# another thread while the worker processes start and import the app, which takes longer: only
+# the worker's process (the `python -m devhost.worker` modules) starts before them. Whether the
+# app has MCP tool triggers is known only from the workers' metadata anyway.
+_HOST_PARTS = ("aiohttp.web", "devhost._origin", "devhost.durable_api", "devhost.entities",
+               "devhost.functions", "devhost.orchestrations", "devhost.mcp")
 # CPython before 3.12 keeps the compiler's AST recursion depth per interpreter, not per thread, so
 # compiling on two threads at once can leave it wrong ("AST constructor recursion depth mismatch"
 # on every later compile; python/cpython#106905): there the import waits for the metadata.
 _IMPORT_ON_A_THREAD = sys.version_info >= (3, 12)
 
 T = TypeVar("T")
-DB_NAME = "devhost.db"
 _CONNECTION_NAME = "Storage"
-MAX_STATE_ENV = "DEVHOST_MAX_STATE_BYTES"
 DATA_DIR_ENV = "DEVHOST_DATA_DIR"
 ORCHESTRATION_DELAY_ENV = "DEVHOST_ORCHESTRATION_DELAY_SECONDS"
 """Seconds every message to an orchestration waits before its episode runs (default 0): the
 latency of Azure Storage's polled control queues, so a test can see an orchestration's hops
 overtaken by a direct entity signal."""
 """Given to the worker processes: the host's data directory (the app may keep per-host files there)."""
+
+
+def _load_host_parts() -> None:
+    for name in _HOST_PARTS:
+        importlib.import_module(name)
 
 
 def _reset_sdk_http_session() -> None:
@@ -138,10 +144,14 @@ class LocalHost:
 
     @property
     def rpc_base_url(self) -> str:
+        from .durable_api import RPC_PREFIX
+
         return f"{self.url}{RPC_PREFIX}{self.rpc_key}/"
 
     @property
     def webhook_base_url(self) -> str:
+        from .durable_api import WEBHOOK_PREFIX
+
         return f"{self.url}{WEBHOOK_PREFIX}"
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -162,11 +172,18 @@ class LocalHost:
             temp_root=self.data_dir / "instances", log=self.log, timeout=self.settings.function_timeout,
         )
         if _IMPORT_ON_A_THREAD:
-            metadata, _ = await asyncio.gather(
-                workers.start(), asyncio.to_thread(importlib.import_module, _MCP_PACKAGE)
-            )
+            metadata, _ = await asyncio.gather(workers.start(), asyncio.to_thread(_load_host_parts))
         else:
             metadata = await workers.start()
+            _load_host_parts()
+        from aiohttp import web
+
+        from ._origin import loopback_middleware
+        from .durable_api import DurableApi
+        from .entities import EntityGateway, EntityStore
+        from .functions import HttpDispatcher, index_metadata, key_matches
+        from .orchestrations import OrchestrationEngine
+
         self.model = index_metadata(metadata)
         self._store = EntityStore(self.db_path)
         await self._store.run(self._store.open)
@@ -252,6 +269,8 @@ class LocalHost:
         # The worker's sys.path as the host's (the project first), so the app imports what it would.
         sys_path = [project, *[p for p in sys.path if p and p != project]]
         if not isinstance(self._app_target, str):
+            from .functions import load_app
+
             app = load_app(self._app_target)
             return WorkerSpec(function_app_directory=project, app=app, sys_path=sys_path)
         directory, script = script_spec(self._app_target, self.project_dir)
@@ -328,11 +347,15 @@ class LocalHost:
 
     def management_urls(self, instance_id: str) -> dict[str, str]:
         """Webhook URLs for one instance (``create_check_status_response``'s payload)."""
+        from .durable_api import management_urls
+
         return management_urls(self.webhook_base_url, self.settings.task_hub, _CONNECTION_NAME,
                                self.function_key, instance_id)
 
     def client_binding(self, task_hub: str | None = None, connection_name: str | None = None) -> str:
         """The durable client binding JSON the Functions host passes to a client function."""
+        from .durable_api import management_urls
+
         hub = task_hub or self.settings.task_hub
         connection = connection_name or _CONNECTION_NAME
         code = f"code={quote(self.function_key)}" if self.function_key else ""

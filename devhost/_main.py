@@ -16,14 +16,21 @@ import socket
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ._errors import DevHostError
-from ._host import DB_NAME, LocalHost
 from ._logs import TraceIdFormatter
-from ._reload import supervise
-from ._settings import load_local_settings
+from ._settings import KEY_ENV, ensure_importable, load_local_settings
+from ._sqlite import DB_NAME
 from ._startup_hook import STARTUP_HOOK_ENV, run_startup_hook, stop_startup_hook
-from .functions import KEY_ENV, ensure_importable
+
+if TYPE_CHECKING:
+    from ._host import LocalHost
+
+# The host's parts (the HTTP server, the durable backend, the runtime's types: most of a second of
+# imports) load only in the process that serves, and there while its worker processes start
+# (devhost/_host.py): `make run`'s --reload watcher only starts that process, and loading them
+# first would delay it.
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -133,8 +140,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.reload:
             # The watcher serves nothing itself; each host it starts gets the same arguments,
             # except that the data is reset once, here.
+            from ._reload import supervise
+
             given = list(sys.argv[1:] if argv is None else argv)
             return supervise([a for a in given if a not in ("--reload", "--reset")], project, data_dir)
+        from ._host import LocalHost
+
         ensure_importable(str(project))
         load_local_settings(project, log)
         os.environ.setdefault("FUNCTIONS_WORKER_RUNTIME", "python")

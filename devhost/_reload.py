@@ -18,8 +18,6 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from watchfiles import PythonFilter, watch
-
 log = logging.getLogger("devhost")
 
 STOP_SECONDS = 15.0
@@ -34,6 +32,9 @@ def supervise(argv: Sequence[str], project: pathlib.Path, data_dir: pathlib.Path
         signal.signal(sig, lambda *_: stop.set())
     ignored = [str(project / name) for name in _SKIPPED] + [str(data_dir)]
     child = _start(argv)
+    # The watcher loads once the host it starts is on its way (it is not on the way to ready).
+    from watchfiles import PythonFilter, watch
+
     log.info("--reload: watching the Python files under %s", project)
     try:
         for changes in watch(project, watch_filter=PythonFilter(ignore_paths=ignored), stop_event=stop,

@@ -7,11 +7,18 @@ import logging
 import os
 import pathlib
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from ._errors import DevHostError
 
+KEY_ENV = "DEVHOST_FUNCTION_KEY"
+"""The one function key the host requires when set (docs/devhost.md)."""
+MAX_STATE_ENV = "DEVHOST_MAX_STATE_BYTES"
+# The Durable Task Scheduler's message limit, which Python apps cannot lift with its blob
+# offload: a state that passes here also fits there (see docs/devhost.md, "Entity state size").
+DEFAULT_MAX_STATE_BYTES = 1024 * 1024
 DEFAULT_ROUTE_PREFIX = "api"
 # Flex Consumption's functionTimeout when host.json sets none (30 minutes; it may be unbounded).
 DEFAULT_FUNCTION_TIMEOUT = 30 * 60.0
@@ -244,3 +251,9 @@ def load_local_settings(project_dir: pathlib.Path, logger: logging.Logger) -> li
     if applied:
         logger.info("loaded %d setting(s) from %s", len(applied), path.name)
     return applied
+
+
+def ensure_importable(project_dir: str) -> None:
+    """Put the project directory first on sys.path, as the worker does for the app root."""
+    if project_dir not in sys.path:
+        sys.path.insert(0, project_dir)

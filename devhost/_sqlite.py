@@ -5,6 +5,9 @@ from __future__ import annotations
 import pathlib
 import sqlite3
 
+DB_NAME = "devhost.db"
+"""The file in the data directory holding the host's state."""
+
 
 def open_database(path: pathlib.Path, schema: str) -> sqlite3.Connection:
     """Open (creating if needed) the host's database in WAL mode and apply ``schema``."""

@@ -19,14 +19,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .._errors import EntityBatchAborted, EntityIdError
+from .._settings import DEFAULT_MAX_STATE_BYTES
 from ..functions import AppModel
 from ..worker import FunctionTimedOut, Workers, invocation
 from ._store import EntityStore, Message, NewMessage, StoredResult
 
 DEFAULT_MAX_BATCH = 50
-# The Durable Task Scheduler's message limit, which Python apps cannot lift with its blob
-# offload: a state that passes here also fits there (see docs/devhost.md, "Entity state size").
-DEFAULT_MAX_STATE_BYTES = 1024 * 1024
 # After a storage failure (e.g. the file is locked too long) or an aborted batch, retry the
 # instance's queue: after 1 s, doubling per failure in a row up to 30 s.
 _RETRY_SECONDS = 1.0

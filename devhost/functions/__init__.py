@@ -1,13 +1,13 @@
 """The app's functions: their index (from the worker's metadata), route templates, HTTP triggers, keys."""
 
+from .._settings import KEY_ENV, ensure_importable
 from ..worker import list_functions
-from ._http_trigger import KEY_ENV, HttpDispatcher, key_matches, to_aiohttp
+from ._http_trigger import HttpDispatcher, key_matches, to_aiohttp
 from ._index import (
     AppModel,
     HttpFunction,
     McpToolFunction,
     NamedFunction,
-    ensure_importable,
     index_metadata,
     load_app,
 )

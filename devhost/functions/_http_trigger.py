@@ -18,8 +18,6 @@ from ._http_proxy import HttpProxy
 from ._index import HttpFunction
 from ._trace_context import InvocationTraceContext, invocation_trace_context
 
-KEY_ENV = "DEVHOST_FUNCTION_KEY"
-
 
 def key_matches(request: web.Request, key: str | None) -> bool:
     """Whether the request carries ``key`` (always true when the host runs without a key)."""

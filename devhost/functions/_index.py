@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -151,8 +150,3 @@ def index_metadata(functions: Iterable[RpcFunctionMetadata]) -> AppModel:
     model.http.sort(key=lambda f: sort_key(f.route))
     return model
 
-
-def ensure_importable(project_dir: str) -> None:
-    """Put the project directory first on sys.path, as the worker does for the app root."""
-    if project_dir not in sys.path:
-        sys.path.insert(0, project_dir)

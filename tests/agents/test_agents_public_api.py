@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pathlib
+import subprocess
+import sys
+
 import agents
 
 EXPECTED = {
@@ -77,3 +81,19 @@ def test_error_hierarchy() -> None:
         assert issubclass(error, agents.AgentsError)
     err = agents.ModelCallError("rate_limited", "slow down", retryable=True, status=429)
     assert (err.code, err.message, err.retryable, err.status) == ("rate_limited", "slow down", True, 429)
+
+
+def test_the_model_server_loads_without_the_agent_runtime() -> None:
+    """`make run`'s startup hook imports agents.testing in the host before any worker starts: the
+    package's names load on first use, so that import brings no openai SDK with it."""
+    code = (
+        "import sys, agents.testing\n"
+        "print('openai' in sys.modules, 'agents._agent' in sys.modules)\n"
+        "import agents\n"
+        "agents.Agent\n"
+        "print('openai' in sys.modules, agents.Agent.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=pathlib.Path(__file__).resolve().parents[2]).stdout.split("\n")
+    assert out[0] == "False False"
+    assert out[1] == "True agents._agent"

@@ -304,3 +304,19 @@ def test_a_task_hub_or_delay_azure_would_refuse_stops_the_host(
     )
     assert result.returncode == 2, result.stderr[-2000:]
     assert named in result.stderr, result.stderr[-2000:]
+
+
+def test_the_host_loads_its_parts_while_its_workers_start() -> None:
+    """What stands between `make run` and its worker's start loads nothing it can load later: the
+    --reload watcher's entry point and `LocalHost` itself import no HTTP server, durable backend or
+    runtime types; `start()` loads them on a thread while the workers import the app."""
+    heavy = ("aiohttp", "azure.functions", "devhost.durable_api", "devhost.entities",
+             "devhost.orchestrations", "devhost.mcp", "watchfiles")
+    code = (
+        "import sys\n"
+        "import devhost._main, devhost._host, devhost._reload\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=REPO).stdout.strip()
+    assert out == "[]"
