@@ -4,6 +4,7 @@ See docs/agents.md. ``agents.testing`` holds the local OpenAI-compatible model s
 """
 
 from ._agent import Agent
+from ._approvals import AwaitingApproval, PendingCall, ToolDecision
 from ._client import close_model_clients
 from ._context import ContextAdditions, ContextProvider, ProviderContext
 from ._context_policy import DEFAULT_CONTEXT_TOKENS, ArchivedHistory, ContextPolicy, FullHistory, TokenBudget
@@ -34,6 +35,7 @@ __all__ = [
     "AgentConfigurationError",
     "AgentsError",
     "ArchivedHistory",
+    "AwaitingApproval",
     "ContextAdditions",
     "ContextPolicy",
     "ContextProvider",
@@ -53,11 +55,13 @@ __all__ = [
     "ModelEnv",
     "ModelSettings",
     "OpenAIEmbedder",
+    "PendingCall",
     "ProviderContext",
     "RetryPolicy",
     "SamplingSettings",
     "TokenBudget",
     "ToolCall",
+    "ToolDecision",
     "TurnEvent",
     "TurnEventSink",
     "TurnEventType",

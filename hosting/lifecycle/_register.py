@@ -9,9 +9,11 @@ import azure.durable_functions as df
 
 from ..client._binding import BoundClient, durable_client_input
 from ..streams import StreamStore
+from ._approval_expiry import approval_expiry_orchestrator
 from ._erasure import Eraser, erasure_orchestrator
 from ._expiry import cleanup_orchestrator, expiry_orchestrator, forget_activity
 from ._names import (
+    APPROVAL_EXPIRY,
     CLEANUP,
     ERASE_FIND_MEMORIES,
     ERASE_FIND_SESSIONS,
@@ -34,6 +36,7 @@ def register_lifecycle(app: df.DFApp, streams: StreamStore) -> None:
         (CLEANUP, cleanup_orchestrator),
         (SWEEPER, sweeper_orchestrator),
         (ERASURE, erasure_orchestrator),
+        (APPROVAL_EXPIRY, approval_expiry_orchestrator),
     )
     for name, function in orchestrators:
         function.__name__ = name

@@ -51,6 +51,9 @@ EXPECTED = {
     "tracing_enabled",
     "turn_result",
     "TurnProgress",
+    "AwaitingApproval",
+    "PendingCall",
+    "ToolDecision",
 }
 
 
