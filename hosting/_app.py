@@ -239,5 +239,5 @@ def build_app(
     for agent in agents:
         _register_entity(app, agent, settings, store, limits)
     register_lifecycle(app, store)
-    register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes)
+    register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes, settings)
     return app

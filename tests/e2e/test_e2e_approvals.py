@@ -12,8 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import Client, HostProcess, eventually
+from e2e_support import FUNCTION_KEY, Client, HostProcess, eventually
 from httpx_sse import aconnect_sse
+from mcp_support import TRANSPORTS, mcp_session, text_of
 from stream_support import TERMINAL, Seen, run_url, seen
 
 from agents.testing import ModelServer, Reply
@@ -222,3 +223,21 @@ async def test_an_undecided_call_expires_as_rejected(
     [result] = tool_results(model, 1)
     assert "Rejected" in result and "no decision was made within 2 seconds" in result, result
     assert json.loads(done.body)["response"]["text"] == "Nobody answered."
+
+
+async def test_an_mcp_call_awaiting_approval_names_its_run(
+    e2e_host: HostProcess, client: Client, model: ModelServer
+) -> None:
+    model.script(Reply.tool_call("book_hotel", BOOK, call_id="call-1"), Reply.text("Booked."))
+    async with mcp_session(e2e_host.url, TRANSPORTS[0], FUNCTION_KEY) as session:
+        result = await session.call_tool(AGENT, {"query": "book it"})
+    structured = result.structured_content
+    assert isinstance(structured, dict) and structured["status"] == "awaiting_approval", result
+    session_id, run = structured["session_id"], structured["correlation_id"]
+    assert structured["location"].endswith(run_path(session_id, run))
+    assert structured["approvals"] == [{"call_id": "call-1", "name": "book_hotel", "arguments": BOOK}]
+    assert structured["location"] + "/approvals" in text_of(result)
+    decided = await decide(client, session_id, run, {"call_id": "call-1", "approved": True})
+    assert decided.status == 200, decided.body
+    done = await client.get(run_path(session_id, run) + "?wait=20")
+    assert done.json()["status"] == "succeeded", done.body
