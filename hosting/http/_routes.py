@@ -139,7 +139,9 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                     ),
                     Response(
                         202,
-                        "Accepted; poll the `Location` (not waiting, or the wait ran out).",
+                        "Accepted; poll the `Location` (not waiting, or the wait ran out), or "
+                        "`awaiting_approval`: tool calls (`approvals`) wait for a decision "
+                        "(`POST .../runs/{correlation_id}/approvals`).",
                         RunResultBody,
                     ),
                     _BAD,
@@ -193,7 +195,8 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
         (
             Operation(
                 "GET",
-                "A run: pending, succeeded or failed, with its result.",
+                "A run: pending, awaiting_approval (with the calls waiting), succeeded, failed or "
+                "cancelled, with its result.",
                 (
                     Response(200, "The run.", RunResultBody),
                     _BAD, _FORBIDDEN, _UNKNOWN, _UNREADABLE, _DISCARDED, _DOWN,
@@ -201,7 +204,8 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                 query=(
                     Param(
                         "wait",
-                        "Long-poll: wait up to this many seconds (max 60) for the run to finish.",
+                        "Long-poll: wait up to this many seconds (max 60) for the run to finish (a run "
+                        "awaiting approval answers at once).",
                         {"type": "number", "minimum": 0, "maximum": 60},
                     ),
                     _USER,
