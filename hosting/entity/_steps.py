@@ -193,6 +193,8 @@ class TurnSteps:
             current = ActiveTurn(queued[0], TurnProgress(), now_iso())
         elif current.correlation_id != cid or current.progress.steps != step:
             return None
+        elif current.waiting:
+            return None  # paused for decisions: the last of them signals the step (entity._approvals)
         turn = current
         # Each step's operation has its span, a child of the trace the turn's request carried.
         return traced_entity_run(

@@ -73,9 +73,11 @@ def test_a_tool_step_that_needs_a_decision_pauses_the_turn(
     assert tools["signals"] == [] and CHARGED == []  # the whole step waits, nothing is signalled
     turn = ActiveTurn.from_json(load_state(tools["entityState"]).active_turn)
     assert turn.progress.steps == 1 and [a.call_id for a in turn.waiting] == ["call-500"]
-    # A step signal redelivered meanwhile runs nothing either.
+    # A step signal redelivered meanwhile changes nothing (not even the turn's deadline passing
+    # while people decide could fail it).
     again = _batch(approvals_app, tools["entityState"], [("step", {"correlationId": "pay-1", "step": 1})])
-    assert again["signals"] == [] and CHARGED == []
+    assert _result(again) is None and again["signals"] == [] and CHARGED == []
+    assert again["entityState"] == tools["entityState"]
 
 
 def test_decisions_are_recorded_and_the_last_one_resumes(approvals_app: df.DFApp, model: ModelServer) -> None:
