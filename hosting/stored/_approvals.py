@@ -126,10 +126,6 @@ def read_approvals(raw: Any) -> list[Approval]:
     return [Approval.from_json(item) for item in raw]
 
 
-def approvals_json(approvals: Sequence[Approval]) -> list[dict[str, Any]]:
-    return [a.to_json() for a in approvals]
-
-
 @dataclass(frozen=True)
 class RunApprovals:
     """The approvals of a turn in progress, and the step it stands at."""
