@@ -6,7 +6,7 @@ See docs/agents.md. ``agents.testing`` holds the local OpenAI-compatible model s
 from ._agent import Agent
 from ._approvals import AwaitingApproval, PendingCall, ToolDecision
 from ._client import close_model_clients
-from ._context import ContextAdditions, ContextProvider, ProviderContext
+from ._context import ContextAdditions, ContextProvider, EndReason, ProviderContext, SessionEnd
 from ._context_policy import DEFAULT_CONTEXT_TOKENS, ArchivedHistory, ContextPolicy, FullHistory, TokenBudget
 from ._embeddings import Embedder, EmbeddingError, OpenAIEmbedder, embedder_from_env
 from ._errors import (
@@ -21,7 +21,9 @@ from ._errors import (
 from ._events import TurnEvent, TurnEventSink, TurnEventType
 from ._memory import MemoryProvider
 from ._reducer import HistoryReducer
+from ._session_end import ended_session, run_session_ended, wants_session_end
 from ._settings import HistoryMode, ModelConnection, ModelEnv, ModelSettings, RetryPolicy, SamplingSettings
+from ._sqlite import retry_while_locked
 from ._steps import TurnProgress
 from ._telemetry import mark_failed, mark_raised, tracing_enabled
 from ._tool_call import ToolCall, current_tool_call
@@ -41,6 +43,7 @@ __all__ = [
     "ContextProvider",
     "Embedder",
     "EmbeddingError",
+    "EndReason",
     "FailureCarrier",
     "FailureCode",
     "FullHistory",
@@ -59,6 +62,7 @@ __all__ = [
     "ProviderContext",
     "RetryPolicy",
     "SamplingSettings",
+    "SessionEnd",
     "TokenBudget",
     "ToolCall",
     "ToolDecision",
@@ -73,10 +77,14 @@ __all__ = [
     "current_tool_call",
     "current_trace_context",
     "embedder_from_env",
+    "ended_session",
     "failure",
     "mark_failed",
     "mark_raised",
+    "retry_while_locked",
+    "run_session_ended",
     "tool",
     "tracing_enabled",
     "turn_result",
+    "wants_session_end",
 ]

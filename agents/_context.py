@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -86,6 +86,46 @@ class ProviderContext:
         return await self._complete(prompt, instructions, model)
 
 
+EndReason = Literal["reset", "delete", "expiry"]
+"""How a session ended: reset (`POST .../reset`), deleted, or expired after its idle TTL."""
+
+
+@dataclass(eq=False)
+class SessionEnd:
+    """A session that ended, as `ContextProvider.on_session_ended` gets it: its id, owner, the
+    agent, why it ended, and its conversation (the finished turns' messages, oldest first).
+
+    ``key`` names this life of the session (a session id is reused after a reset): the same
+    ended life always has the same key, so a hook that runs again can replace what it stored.
+    ``messages`` are those the session's state held when it ended; entries it had archived
+    (hosting.archive) are not among them.
+    """
+
+    agent_name: str
+    session_id: str
+    user_id: str | None
+    reason: EndReason
+    key: str
+    messages: Sequence[ChatMessage]
+    _complete: CompleteFn | None = field(default=None, repr=False)
+    _erased: Callable[[], Awaitable[bool]] | None = field(default=None, repr=False)
+
+    async def erased(self) -> bool:
+        """Whether an erasure of the user's data began since this session ended (or about then):
+        a hook must keep nothing of the session then. A hook that stores something of the user
+        asks after storing it and takes it back on True, since the erasure may have passed its
+        store already (docs/hosting.md "Session-end hooks"). False when the host cannot tell."""
+        return False if self._erased is None else await self._erased()
+
+    async def complete(
+        self, prompt: str, *, instructions: str | None = None, model: ModelSettings | None = None
+    ) -> str:
+        """One plain model call (no tools, no history) with the agent's model or ``model``."""
+        if self._complete is None:
+            raise RuntimeError("this SessionEnd cannot call a model")
+        return await self._complete(prompt, instructions, model)
+
+
 class ProviderStateError(AgentsError):
     """A provider's stored state does not fit its ``state_model`` or cannot be stored as JSON.
 
@@ -123,6 +163,23 @@ class ContextProvider:
     async def after_turn(self, context: ProviderContext) -> None:
         """Called after a successful turn with ``context.response_messages`` filled in."""
         return None
+
+    async def on_session_started(self, context: ProviderContext) -> None:
+        """Called on the first turn of a session (no earlier message), before ``before_model``.
+
+        It runs again when that turn is retried, so it must be idempotent."""
+        return None
+
+    async def on_session_ended(self, session: SessionEnd) -> None:
+        """Called once the session's reset, delete or expiry is committed, durably and at least
+        once (the host retries it), so it must be idempotent: key what it keeps by
+        ``session.key``. The session's state is gone by then; ``session`` holds what it needs."""
+        return None
+
+    @property
+    def has_session_end(self) -> bool:
+        """Whether this provider overrides ``on_session_ended`` (the host skips the work otherwise)."""
+        return type(self).on_session_ended is not ContextProvider.on_session_ended
 
     def _describe(self) -> str:
         return f"context provider {self.source_id!r} ({type(self).__name__})"

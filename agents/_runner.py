@@ -169,6 +169,10 @@ class _Turn:
         extra_messages: list[ChatMessage] = []
         tools: list[FunctionTool] = [t for t in agent.tools if isinstance(t, FunctionTool)]
         model_history: list[Message] = history_wire
+        if self.state.total_entries == 0 and self.progress.steps == 0:
+            # The session's first turn, first step (a retried first turn calls it again).
+            for provider, ctx in self.contexts:
+                await self._provider_call(provider, "on_session_started", provider.on_session_started(ctx))
         for provider, ctx in self.contexts:
             additions = await self._provider_call(provider, "before_model", provider.before_model(ctx))
             tools.extend(t.with_context(ctx) for t in provider.tools)

@@ -12,7 +12,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agents import Agent, HistoryReducer, tool
-from agents.memory import UserMemoryProvider
+from agents.memory import ConversationMemoryProvider, UserMemoryProvider
 
 from .review import Review
 
@@ -85,7 +85,11 @@ concierge = Agent(
     ),
     tools=[get_weather, get_time, book_hotel],
     # The traveller's facts outlive the session when it belongs to a user (per session otherwise).
-    context_providers=[UserMemoryProvider(), HistoryReducer(max_messages=24, keep_messages=12)],
+    context_providers=[
+        UserMemoryProvider(),
+        ConversationMemoryProvider(),
+        HistoryReducer(max_messages=24, keep_messages=12),
+    ],
 )
 
 writer = Agent(

@@ -238,6 +238,6 @@ def build_app(
     limits = TimeLimits.from_env()  # a value out of range stops the app here, naming it
     for agent in agents:
         _register_entity(app, agent, settings, store, limits)
-    register_lifecycle(app, store)
+    register_lifecycle(app, store, agents)
     register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes, settings)
     return app

@@ -36,25 +36,54 @@ os.environ["DURABLE_AGENTS_STREAM_PATH"] = os.path.join(
 )
 
 if TYPE_CHECKING:
-    from agents.testing import ModelServer
+    from agents.testing import ModelRequest, ModelRoute, ModelServer, Reply
+
+SUMMARIES = "conversation-summaries"
+"""The model server's route for conversation summaries (`summaries_route`)."""
+
+
+def summary_of(request: ModelRequest) -> Reply:
+    """The default summary: the user's lines of the transcript, so it is about the conversation."""
+    from agents.testing import Reply
+
+    said = [line[6:] for line in (request.last_user_text or "").splitlines() if line.startswith("user: ")]
+    return Reply.text("Earlier the user asked: " + " / ".join(said))
+
+
+def summaries_route(server: ModelServer) -> ModelRoute:
+    """Answer conversation-summary calls (agents.memory.ConversationMemoryProvider) apart from the
+    script: a host summarises an ended session of a user in the background, so that call can
+    arrive during a later test, where it must neither take that test's scripted reply nor show up
+    in its `requests` (the route keeps them). `summary_of` answers; a test may route its own."""
+    from agents.memory import SUMMARY_INSTRUCTIONS
+
+    def is_summary(request: ModelRequest) -> bool:
+        return any(m.role == "system" and m.text.startswith(SUMMARY_INSTRUCTIONS) for m in request.messages)
+
+    return server.route(SUMMARIES, is_summary, summary_of)
 
 
 @pytest.fixture(scope="session")
 def model_server() -> Iterator[ModelServer]:
-    """One scripted local model server for the session (use `model` to get it reset per test)."""
+    """One scripted local model server for the session (use `model` to get it reset per test);
+    conversation summaries go to their own route (`summaries_route`)."""
     # Imported here so a broken `agents` package fails only the tests that need the server.
     from agents.testing import ModelServer
 
     with ModelServer(mode="scripted") as server:
+        summaries_route(server)
         yield server
 
 
 @pytest.fixture
 def model(model_server: ModelServer) -> Iterator[ModelServer]:
-    """The session's scripted model server with an empty script, no handler and no history."""
+    """The session's scripted model server with an empty script, no handler and no history (and
+    the default summaries route, whatever the last test routed)."""
     model_server.reset()
+    summaries_route(model_server)
     yield model_server
     model_server.reset()
+    summaries_route(model_server)
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,7 @@ from ._store import (
     MemoryStore,
     MemoryStoreError,
 )
+from ._summaries import SUMMARY_INSTRUCTIONS, ConversationMemoryProvider
 from ._table import TableMemoryStore
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "MEMORY_PATH_ENV",
     "MEMORY_STORE_ENV",
     "MEMORY_TABLE_ENV",
+    "SUMMARY_INSTRUCTIONS",
+    "ConversationMemoryProvider",
     "InvalidMemory",
     "MemoryCursor",
     "MemoryFull",

@@ -13,12 +13,12 @@ import contextlib
 import json
 import os
 import sqlite3
-import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._sqlite import retry_while_locked
 from ._store import (
     DEFAULT_MAX_ITEMS,
     Candidate,
@@ -75,18 +75,13 @@ class SqliteMemoryStore:
         self.path = Path(path)
         self.max_items = max_items
         os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))  # its -wal/-shm get this mode
-        # Several worker processes import the app at once; switching to WAL needs the file to
-        # itself and SQLite answers "locked" at once rather than waiting, so try again briefly.
-        for attempt in range(100):
-            try:
-                with self._connect() as db:
-                    db.execute("PRAGMA journal_mode=WAL")
-                    db.executescript(_SCHEMA)
-                break
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) or attempt == 99:
-                    raise
-                time.sleep(0.05)
+        # Several worker processes import the app at once: the switch to WAL may meet a lock.
+        retry_while_locked(self._create)
+
+    def _create(self) -> None:
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -121,6 +116,7 @@ class SqliteMemoryStore:
         metadata: Mapping[str, Any] | None,
         source_session: str | None,
         embedding: Sequence[float] | None,
+        upsert: bool = False,
     ) -> MemoryItem:
         text = checked_text(text)
         meta = metadata_json(metadata)
@@ -133,14 +129,16 @@ class SqliteMemoryStore:
             db.execute("BEGIN IMMEDIATE")  # the count and the write as one step
             try:
                 created = stamp
+                row = None
                 if item_id is not None:
                     checked_part(item_id, "a memory's id")
                     row = db.execute(
                         "SELECT created_at FROM memories WHERE user_id=? AND agent=? AND id=?",
                         (*key, item_id),
                     ).fetchone()
-                    if row is None:
+                    if row is None and not upsert:
                         raise InvalidMemory(f"there is no memory {item_id!r} to replace")
+                if row is not None:
                     created = row[0]
                 else:
                     (count,) = db.execute(
@@ -148,7 +146,8 @@ class SqliteMemoryStore:
                     ).fetchone()
                     if count >= self.max_items:
                         raise MemoryFull(f"this memory holds {count} items, its limit; forget some first")
-                    item_id = uuid.uuid4().hex
+                    item_id = item_id or uuid.uuid4().hex
+                assert item_id is not None
                 db.execute(
                     "INSERT OR REPLACE INTO memories (user_id, agent, id, text, metadata, source_session, "
                     "created_at, updated_at, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -254,9 +253,10 @@ class SqliteMemoryStore:
         metadata: Mapping[str, Any] | None = None,
         source_session: str | None = None,
         embedding: Sequence[float] | None = None,
+        upsert: bool = False,
     ) -> MemoryItem:
         return await asyncio.to_thread(
-            self._put, namespace, text, item_id, metadata, source_session, embedding
+            self._put, namespace, text, item_id, metadata, source_session, embedding, upsert
         )
 
     async def get(self, namespace: MemoryNamespace, item_id: str) -> MemoryItem | None:

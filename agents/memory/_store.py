@@ -199,9 +199,12 @@ class MemoryStore(Protocol):
         metadata: Mapping[str, Any] | None = None,
         source_session: str | None = None,
         embedding: Sequence[float] | None = None,
+        upsert: bool = False,
     ) -> MemoryItem:
         """Store a new item (a fresh id), or replace the item `item_id` (keeping its creation
-        time). `InvalidMemory` / `MemoryFull` when it cannot be stored."""
+        time); with `upsert`, an `item_id` not stored yet is created with that id (what a writer
+        that may run twice uses, so its second write replaces the first). `InvalidMemory` /
+        `MemoryFull` when it cannot be stored."""
         ...
 
     async def get(self, namespace: MemoryNamespace, item_id: str) -> MemoryItem | None:

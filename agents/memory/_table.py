@@ -180,6 +180,7 @@ class TableMemoryStore:
         metadata: Mapping[str, Any] | None = None,
         source_session: str | None = None,
         embedding: Sequence[float] | None = None,
+        upsert: bool = False,
     ) -> MemoryItem:
         text = checked_text(text)
         meta = metadata_json(metadata)
@@ -199,6 +200,9 @@ class TableMemoryStore:
             created: str | None
             if item_id is None:
                 key, created = await self._create(pk, properties, stamp), stamp
+            elif upsert and await self._entity(pk, item_id, ["CreatedAt"]) is None:
+                # Created with this id; a writer that won meanwhile makes it a replace next time.
+                key, created = await self._create(pk, properties, stamp, item_id), stamp
             else:
                 key, created = item_id, await self._replace(pk, item_id, properties, stamp)
             if key is not None and created is not None:
@@ -225,14 +229,16 @@ class TableMemoryStore:
             return None  # replaced meanwhile: read its creation time again
         return str(old["CreatedAt"])
 
-    async def _create(self, pk: str, properties: dict[str, Any], stamp: str) -> str | None:
+    async def _create(
+        self, pk: str, properties: dict[str, Any], stamp: str, item_id: str | None = None
+    ) -> str | None:
         """A new item and the count's update in one transaction: its id, or None when the count
         changed meanwhile. `MemoryFull` when the namespace is full."""
         counter = await self._entity(pk, COUNT_ROW)
         count = int(counter["Count"]) if counter is not None else 0
         if count >= self.max_items:
             raise MemoryFull(f"this memory holds {count} items, its limit; forget some first")
-        item_id = uuid.uuid4().hex
+        item_id = item_id or uuid.uuid4().hex
         entity = {"PartitionKey": pk, "RowKey": item_id, **properties, "CreatedAt": stamp, "UpdatedAt": stamp}
         tally = {"PartitionKey": pk, "RowKey": COUNT_ROW, "Count": count + 1}
         if counter is None:

@@ -1,8 +1,9 @@
 """A real local OpenAI-compatible model server for tests and for running without a model key.
 
 `ModelServer` speaks Chat Completions and the Responses API over HTTP (JSON and SSE streaming)
-so the official `openai` client works against it unmodified. Replies come from a FIFO script of
-`Reply` objects, a `handler` callable, or the deterministic offline model documented in
+so the official `openai` client works against it unmodified. Replies come from a `ModelRoute`
+(requests of one kind answered apart), a FIFO script of `Reply` objects, a `handler` callable,
+or the deterministic offline model documented in
 `agents.testing._offline` and docs/model-server.md; ``/embeddings`` answers deterministic vectors
 (`hashed_embedding`, a test double of an embedding model).
 """
@@ -10,6 +11,7 @@ so the official `openai` client works against it unmodified. Replies come from a
 from ._embeddings import DEFAULT_EMBEDDING_DIMENSIONS, EmbeddingRequest, hashed_embedding
 from ._offline import SchemaInstanceError, count_tokens, offline_reply, schema_instance
 from ._replies import Message, ModelRequest, Reply, ToolCall, ToolSpec, UsageOverride
+from ._script import ModelRoute
 from ._server import ModelServer, ModelServerError
 from ._startup import start_offline_model_if_unconfigured
 
@@ -18,6 +20,7 @@ __all__ = [
     "EmbeddingRequest",
     "Message",
     "ModelRequest",
+    "ModelRoute",
     "ModelServer",
     "ModelServerError",
     "Reply",

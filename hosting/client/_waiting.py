@@ -3,7 +3,8 @@
 A signal returns before the entity runs, so the only way to learn the outcome through the durable
 client is to read the entity state. When the entity runs in this process its end wakes the
 caller, which re-reads at once; otherwise the reads back off (`hosting.client._pacing`). Each read
-looks only at the run's two entries via `data.runs`.
+looks only at the run's two entries via `data.runs`; `snapshot_outcome` is what one read shows
+(the cancel route reads the session once and asks it).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..stored import INTERNAL, Viewer, approvals_of, unrecorded_run
 from ._archived import find_archived_run
 from ._outcome import PENDING, RunOutcome, SameRequest, finished
 from ._pacing import ReadPacer, read_pacer
-from ._read import DurableClient, read_session, state_problem
+from ._read import DurableClient, Snapshot, read_session, state_problem
 
 
 async def wait_for_run(
@@ -55,34 +56,64 @@ async def wait_for_run(
         while True:
             pace.reading()
             snapshot = await read_session(client, entity_id)
-            stored = snapshot.stored
-            if (snapshot.exists or snapshot.deleted) and not stored.visible_to(user):
-                return RunOutcome(hidden=True)
-            if snapshot.exists:
-                if not checked:
-                    # Once per wait: what the entity writes afterwards it could read itself.
-                    reason = state_problem(snapshot.document)
-                    if reason is not None:
-                        return RunOutcome(unreadable=reason)
-                    checked = True
-                run = stored.find_run(correlation_id)
-                if run is None:
-                    # A retry of a run whose entries were archived: answered from its chunk.
-                    try:
-                        run = await find_archived_run(agent, session_id, stored, correlation_id)
-                    except HistoryUnavailable as error:
-                        return RunOutcome(history=error)
-                if run is not None:
-                    return finished(run, asked)
-                paused = approvals_of(snapshot.document, correlation_id)
-                if paused is not None and paused.waiting:
-                    # Nothing happens until people decide: the wait is over (the caller is told).
-                    return RunOutcome(awaiting=paused)
-            # Runs without a record of their own: discarded by a reset or delete, or refused.
-            unrecorded = unrecorded_run(stored, correlation_id, deleted=snapshot.deleted)
-            if unrecorded is not None:
-                return RunOutcome(run=unrecorded.run, discarded=unrecorded if unrecorded.discarded else None)
+            outcome = await snapshot_outcome(
+                snapshot,
+                agent=agent,
+                session_id=session_id,
+                correlation_id=correlation_id,
+                asked=asked,
+                check_state=not checked,
+                user=user,
+            )
+            if not outcome.pending or outcome.awaiting is not None:
+                return outcome
+            # Once per wait: what the entity writes afterwards it could read itself.
+            checked = checked or snapshot.exists
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return PENDING
             await pace.pause(remaining)
+
+
+async def snapshot_outcome(
+    snapshot: Snapshot,
+    *,
+    agent: str,
+    session_id: str,
+    correlation_id: str,
+    asked: SameRequest | None = None,
+    check_state: bool = True,
+    user: Viewer = INTERNAL,
+) -> RunOutcome:
+    """The run's outcome as one read of its session shows it, or `PENDING` when it has none yet.
+
+    `check_state`: whether to refuse a state this build cannot read (a caller that checked it
+    on an earlier read of the same wait need not again); the other arguments as `wait_for_run`'s.
+    Reads nothing more of the session; only a run whose entries were archived reads its chunk.
+    """
+    stored = snapshot.stored
+    if (snapshot.exists or snapshot.deleted) and not stored.visible_to(user):
+        return RunOutcome(hidden=True)
+    if snapshot.exists:
+        if check_state:
+            reason = state_problem(snapshot.document)
+            if reason is not None:
+                return RunOutcome(unreadable=reason)
+        run = stored.find_run(correlation_id)
+        if run is None:
+            # A retry of a run whose entries were archived: answered from its chunk.
+            try:
+                run = await find_archived_run(agent, session_id, stored, correlation_id)
+            except HistoryUnavailable as error:
+                return RunOutcome(history=error)
+        if run is not None:
+            return finished(run, asked)
+        paused = approvals_of(snapshot.document, correlation_id)
+        if paused is not None and paused.waiting:
+            # Nothing happens until people decide: the wait is over (the caller is told).
+            return RunOutcome(awaiting=paused)
+    # Runs without a record of their own: discarded by a reset or delete, or refused.
+    unrecorded = unrecorded_run(stored, correlation_id, deleted=snapshot.deleted)
+    if unrecorded is not None:
+        return RunOutcome(run=unrecorded.run, discarded=unrecorded if unrecorded.discarded else None)
+    return PENDING

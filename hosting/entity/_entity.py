@@ -12,7 +12,16 @@ import json
 import logging
 from typing import Any
 
-from agents import Agent, FullHistory, InvalidTurnRequest, TurnProgress, TurnRequest, TurnResult, failure
+from agents import (
+    Agent,
+    FullHistory,
+    InvalidTurnRequest,
+    TurnProgress,
+    TurnRequest,
+    TurnResult,
+    failure,
+    wants_session_end,
+)
 from state import AgentState, TurnFailure, dump_state, load_state
 
 from .._errors import HostingError, InvalidOperation, ProblemCode, RunConflict
@@ -151,7 +160,8 @@ class AgentEntity(TurnApprovals, TurnSteps):
         elif operation == "delete":
             delete(context)  # leaves a tombstone of the discarded run ids (hosting.stored)
         elif operation == "expire":
-            expire(context, self.name, self.agent.name)
+            capture = wants_session_end(self.agent.context_providers)
+            expire(context, self.name, self.agent.name, capture=capture)
         elif operation == "archive_epoch":
             answer_archive_epoch(context)
         elif operation == "get":

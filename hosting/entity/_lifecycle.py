@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from typing import Any
 
+from agents import ended_session
 from state import AgentState, StateError, archive_info
 
 from ..lifecycle._ttl import due_at, now_iso, ttl_for
@@ -68,9 +70,11 @@ def delete(context: EntityContext) -> None:
     store_text(context, tombstone)
 
 
-def expire(context: EntityContext, entity: str, agent: str) -> None:
+def expire(context: EntityContext, entity: str, agent: str, *, capture: bool = False) -> None:
     """Delete the session when it has been idle for its agent's TTL; answer what happened:
-    `{"expired": true, "epoch"}` or `{"expired": false, "dueAt": RFC 3339 | null}`."""
+    `{"expired": true, "epoch"}` or `{"expired": false, "dueAt": RFC 3339 | null}`. With
+    `capture` (the agent has session-end hooks) an expired answer also holds `"ended"`, the
+    session as the hooks get it (`agents.ended_session`): its state is gone after this."""
     if stored_text(context) is None:
         context.set_result({"expired": False, "dueAt": None})
         context.destruct_on_exit()  # asking must not create the session
@@ -92,7 +96,13 @@ def expire(context: EntityContext, entity: str, agent: str) -> None:
         return
     info = archive_info(loaded.state)
     log.info("entity %s@%s expired (idle since %s)", entity, context.entity_key, due)
-    context.set_result({"expired": True, "epoch": None if info is None else info.epoch})
+    epoch = None if info is None else info.epoch
+    answer: dict[str, Any] = {"expired": True, "epoch": epoch}
+    if capture:
+        answer["ended"] = ended_session(
+            agent, str(context.entity_key), "expiry", loaded.state, epoch, now_iso()
+        )
+    context.set_result(answer)
     context.destruct_on_exit()
     cache_load(context, None)
 

@@ -33,8 +33,10 @@ from ..client._read import state_problem
 from ..client._submit import Submission, Submitter
 from ..client._waiting import wait_for_run
 from ..lifecycle._approval_expiry import start_approval_expiry
+from ..lifecycle._ended import start_session_ended
 from ..lifecycle._expiry import reset_or_delete
 from ..lifecycle._sweeper import sweepers_of
+from ..lifecycle._ttl import now_iso
 from ..stored import StoredDocument, StoredRun, TurnEntry
 from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
 from ..streams._watch import terminal_watch
@@ -286,7 +288,9 @@ class Api:
         """GET / DELETE agents/{agent}/sessions/{session_id}"""
         agent, session_id, _entity_id, snapshot = await existing_session(self.agents, req, client)
         if req.method.upper() == "DELETE":
-            await reset_or_delete(client, agent.name, session_id, "delete", snapshot.stored.archive_epoch)
+            epoch, ended_at = snapshot.stored.archive_epoch, now_iso()  # the end's time: before it
+            await reset_or_delete(client, agent.name, session_id, "delete", epoch)
+            await start_session_ended(client, agent, session_id, "delete", snapshot.document, epoch, ended_at)
             return json_response(
                 SessionActionBody(agent=agent.name, session_id=session_id, status="delete_requested"), 202
             )
@@ -302,7 +306,9 @@ class Api:
         reason = state_problem(snapshot.document)
         if reason is not None:
             raise unreadable(agent.name, session_id, reason)
-        await reset_or_delete(client, agent.name, session_id, "reset", snapshot.stored.archive_epoch)
+        epoch, ended_at = snapshot.stored.archive_epoch, now_iso()  # the end's time: before it
+        await reset_or_delete(client, agent.name, session_id, "reset", epoch)
+        await start_session_ended(client, agent, session_id, "reset", snapshot.document, epoch, ended_at)
         return json_response(
             SessionActionBody(agent=agent.name, session_id=session_id, status="reset_requested"), 202
         )

@@ -21,14 +21,14 @@ from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from ..client._binding import DurableClient
 from ..client._outcome import RunOutcome
-from ..client._read import read_session, state_problem
-from ..client._waiting import wait_for_run
+from ..client._read import read_session
+from ..client._waiting import snapshot_outcome
 from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
 from ._answers import Answers, is_cancelled
 from ._lookup import hosted_agent
 from ._models import RunActionBody
 from ._problems import json_response
-from ._refusals import no_session, unreadable
+from ._refusals import no_session
 from ._requests import check_id
 from ._users import caller_user
 
@@ -56,23 +56,12 @@ async def cancel_run(
     entity_id = df.EntityId(entity_name(agent.name), session_id)
     snapshot = await read_session(client, entity_id)
     stored = snapshot.stored
-    if (snapshot.exists or snapshot.deleted) and not stored.visible_to(user):
-        raise no_session(agent.name, session_id)
-    if snapshot.exists:
-        reason = state_problem(snapshot.document)
-        if reason is not None:
-            raise unreadable(agent.name, session_id, reason)
-    outcome = await wait_for_run(
-        client,
-        entity_id,
-        agent=agent.name,
-        session_id=session_id,
-        correlation_id=correlation_id,
-        timeout=0,
-        state_checked=True,
-        user=user,
+    # One read answers everything below: another user's session, an unreadable state, a finished,
+    # discarded or archived run, and whether the run is queued or running.
+    outcome = await snapshot_outcome(
+        snapshot, agent=agent.name, session_id=session_id, correlation_id=correlation_id, user=user
     )
-    refuse(outcome, agent.name, session_id, correlation_id)  # discarded, archived and unreadable
+    refuse(outcome, agent.name, session_id, correlation_id)  # hidden, unreadable, discarded, archived
     location = answers.run_location(agent.name, session_id, correlation_id)
     if outcome.run is not None:
         if not is_cancelled(outcome.run.result()):

@@ -14,7 +14,6 @@ from state import HistoryUnavailable
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from .._numbers import whole_number
 from .._settings import ApiSettings
 from ..archive import Cursor, HistoryArchive, default_archive, history_page
 from ..client._binding import DurableClient
@@ -25,6 +24,7 @@ from ._lookup import existing_session
 from ._models import HistoryPageBody, SessionBody
 from ._problems import json_response
 from ._refusals import history_unavailable, unreadable
+from ._requests import page_size_param
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
@@ -42,18 +42,6 @@ def with_history(body: SessionBody, settings: ApiSettings, document: Mapping[str
             "expires_at": expires_at(document, ttl_for(body.agent)),
         }
     )
-
-
-def _limit(req: func.HttpRequest) -> int:
-    raw = req.params.get("limit")
-    if raw is None:
-        return DEFAULT_PAGE
-    limit = whole_number(raw, 6)
-    if limit is None or not 1 <= limit <= MAX_PAGE:
-        raise ProblemError(
-            ProblemCode.INVALID_FIELD, f"'limit' must be a whole number from 1 to {MAX_PAGE}", field="limit"
-        )
-    return limit
 
 
 def _cursor(req: func.HttpRequest) -> Cursor | None:
@@ -77,7 +65,7 @@ async def history(
     archive: HistoryArchive | None = None,
 ) -> func.HttpResponse:
     """GET agents/{agent}/sessions/{session_id}/history?before=&limit="""
-    limit = _limit(req)
+    limit = page_size_param(req, "limit", default=DEFAULT_PAGE, maximum=MAX_PAGE)
     cursor = _cursor(req)
     agent, session_id, _entity_id, snapshot = await existing_session(agents, req, client)
     reason = state_problem(snapshot.document)

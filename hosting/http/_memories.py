@@ -28,10 +28,10 @@ from agents.memory import (
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import id_problem
-from .._numbers import whole_number
 from .._settings import ApiSettings
 from ._models import MemoriesPageBody, MemoryBody
 from ._problems import json_response
+from ._requests import page_size_param
 from ._users import USER_ID, named_user, own_user
 
 DEFAULT_LIMIT = 20
@@ -56,20 +56,6 @@ def memory_body(item: MemoryItem) -> MemoryBody:
         created_at=item.created_at,
         updated_at=item.updated_at,
     )
-
-
-def _limit(req: func.HttpRequest) -> int:
-    raw = req.params.get("limit")
-    if raw is None:
-        return DEFAULT_LIMIT
-    limit = whole_number(raw, 4)
-    if limit is None or not 1 <= limit <= MAX_LIST_LIMIT:
-        raise ProblemError(
-            ProblemCode.INVALID_FIELD,
-            f"'limit' must be a whole number from 1 to {MAX_LIST_LIMIT}",
-            field="limit",
-        )
-    return limit
 
 
 def _cursor(req: func.HttpRequest) -> MemoryCursor | None:
@@ -125,7 +111,8 @@ class UserMemories:
     async def list(self, req: func.HttpRequest, client: object) -> func.HttpResponse:
         """GET users/{user_id}/memories, me/memories: ?limit=&cursor=&q="""
         user = route_user(req)
-        limit, after, query = _limit(req), _cursor(req), _query(req)
+        limit = page_size_param(req, "limit", default=DEFAULT_LIMIT, maximum=MAX_LIST_LIMIT)
+        after, query = _cursor(req), _query(req)
         page = await self.store().list_user(user, query, limit=limit, after=after)
         cursor = None if page.next is None else str(page.next)
         next_url = None

@@ -67,6 +67,26 @@ def check_id(value: str, field: str, code: ProblemCode = ProblemCode.INVALID_SES
     return value
 
 
+PAGE_SIZE_DIGITS = 6
+"""The most characters a page size may have (leading zeros count): enough for every listing's
+largest, few enough that no caller makes `int` read a long text."""
+
+
+def page_size_param(req: func.HttpRequest, name: str, *, default: int, maximum: int) -> int:
+    """The query value `name` that sizes a page of a listing (sessions, history, memories): a
+    whole number from 1 to `maximum`, `default` when absent, else a 400 naming it. Every listing
+    reads it the same way."""
+    raw = req.params.get(name)
+    if raw is None:
+        return default
+    size = whole_number(raw, PAGE_SIZE_DIGITS)
+    if size is None or not 1 <= size <= maximum:
+        raise ProblemError(
+            ProblemCode.INVALID_FIELD, f"'{name}' must be a whole number from 1 to {maximum}", field=name
+        )
+    return size
+
+
 def read_body(req: func.HttpRequest, max_bytes: int = MAX_BODY_BYTES) -> bytes:
     """The raw body, or 413 when it is over the documented limit (a declared Content-Length over it
     is refused before the body is looked at; the host itself bounds what it reads, see

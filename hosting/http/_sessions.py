@@ -17,7 +17,6 @@ from agents import Agent
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from .._numbers import whole_number
 from .._settings import ApiSettings
 from ..client._binding import DurableClient
 from ..client._query import ContinuationRefused, NoQueryEndpoint, entity_key, query_entities
@@ -25,26 +24,12 @@ from ..stored import INTERNAL, StoredDocument, Viewer, compact_text, first_text
 from ._lookup import hosted_agent
 from ._models import SessionsPageBody, SessionSummary
 from ._problems import json_response
+from ._requests import page_size_param
 from ._users import USER_ID, caller_user
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 _MAX_TOKEN_CHARS = 4096
-
-
-def page_size(req: func.HttpRequest) -> int:
-    """The `page_size` query parameter (1-100, default 20), or a 400 naming it."""
-    raw = req.params.get("page_size")
-    if raw is None:
-        return DEFAULT_PAGE_SIZE
-    size = whole_number(raw, 3)
-    if size is None or not 1 <= size <= MAX_PAGE_SIZE:
-        raise ProblemError(
-            ProblemCode.INVALID_FIELD,
-            f"'page_size' must be a whole number from 1 to {MAX_PAGE_SIZE}",
-            field="page_size",
-        )
-    return size
 
 
 def decode_token(token: str | None) -> str | None:
@@ -134,7 +119,7 @@ class SessionsApi:
     async def list(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """GET agents/{agent}/sessions?page_size=N&continuation=T"""
         agent = hosted_agent(self.agents, req)
-        top = page_size(req)
+        top = page_size_param(req, "page_size", default=DEFAULT_PAGE_SIZE, maximum=MAX_PAGE_SIZE)
         backend_token = decode_token(req.params.get("continuation"))
         user = caller_user(req)
         try:

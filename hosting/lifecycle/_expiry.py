@@ -33,6 +33,7 @@ import azure.durable_functions as df
 from .._ids import entity_name
 from ..archive import default_archive
 from ..client._binding import DurableClient
+from ._ended import ENDED_HOOKS, HOOK_RETRY
 from ._names import CLEANUP, FORGET, cleanup_instance
 
 log = logging.getLogger("hosting.lifecycle")
@@ -53,6 +54,9 @@ def expiry_orchestrator(context: df.DurableOrchestrationContext) -> Generator[An
     if not isinstance(result, dict):
         return "unknown"
     if result.get("expired"):
+        if isinstance(result.get("ended"), dict):
+            # The hooks before the chunks go (they may read the archived history).
+            yield context.call_activity_with_retry(ENDED_HOOKS, HOOK_RETRY, result["ended"])
         if result.get("epoch"):
             yield context.call_activity(FORGET, {**spec, "epoch": result["epoch"]})
         return "expired"

@@ -3,6 +3,7 @@ sweeper, a user's erasure, and their activities."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import azure.durable_functions as df
@@ -10,6 +11,7 @@ import azure.durable_functions as df
 from ..client._binding import BoundClient, durable_client_input
 from ..streams import StreamStore
 from ._approval_expiry import approval_expiry_orchestrator
+from ._ended import ENDED, ENDED_HOOKS, EndHooks, ended_orchestrator
 from ._erasure import Eraser, erasure_orchestrator
 from ._expiry import cleanup_orchestrator, expiry_orchestrator, forget_activity
 from ._names import (
@@ -28,15 +30,17 @@ from ._names import (
 from ._sweeper import sweep_activity, sweeper_orchestrator
 
 
-def register_lifecycle(app: df.DFApp, streams: StreamStore) -> None:
+def register_lifecycle(app: df.DFApp, streams: StreamStore, agents: Sequence[Any] = ()) -> None:
     """Register the lifecycle orchestrators and activities (the sweeper's and the erasure's too)
-    on the app; `streams`: the app's stream store (an erasure deletes the user's events there)."""
+    on the app; `streams`: the app's stream store (an erasure deletes the user's events there);
+    `agents`: the hosted agents, whose providers' session-end hooks the lifecycle runs."""
     orchestrators = (
         (EXPIRY, expiry_orchestrator),
         (CLEANUP, cleanup_orchestrator),
         (SWEEPER, sweeper_orchestrator),
         (ERASURE, erasure_orchestrator),
         (APPROVAL_EXPIRY, approval_expiry_orchestrator),
+        (ENDED, ended_orchestrator),
     )
     for name, function in orchestrators:
         function.__name__ = name
@@ -52,6 +56,17 @@ def register_lifecycle(app: df.DFApp, streams: StreamStore) -> None:
 
     async def sweep(spec: dict, client: BoundClient) -> dict[str, Any]:
         return await sweep_activity(spec, client)
+
+    hooks = EndHooks(agents)
+
+    async def end_hooks(spec: dict, client: BoundClient) -> int:
+        return await hooks.run(spec, client)
+
+    end_hooks.__name__ = ENDED_HOOKS
+    hooks_with_client = durable_client_input(app, end_hooks)
+    app.function_name(ENDED_HOOKS)(
+        app.activity_trigger(input_name="spec", activity=ENDED_HOOKS)(hooks_with_client)
+    )
 
     sweep.__name__ = SWEEP
     with_client = durable_client_input(app, sweep)

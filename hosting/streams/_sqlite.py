@@ -24,6 +24,8 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
+from agents import retry_while_locked
+
 from .._wakeup import notify, waiter
 from ._store import READ_BATCH, RunClaim, StreamConflict, StreamEvent, StreamKey, StreamStoreUnavailable
 
@@ -69,17 +71,12 @@ class SqliteStreamStore:
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
-        # Several worker processes open the store at once; switching to WAL needs the file to
-        # itself and SQLite answers "locked" at once rather than waiting, so try again briefly.
-        for attempt in range(100):
-            try:
-                db.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) or attempt == 99:
-                    db.close()
-                    raise
-                time.sleep(0.05)
+        # Several worker processes open the store at once: the switch to WAL may meet a lock.
+        try:
+            retry_while_locked(lambda: db.execute("PRAGMA journal_mode=WAL"))
+        except BaseException:
+            db.close()
+            raise
         db.execute("PRAGMA synchronous=NORMAL")
         return db
 

@@ -40,11 +40,13 @@ def store(make_memory_store: MakeStore) -> MemoryStore:
 
 def test_public_names_are_pinned() -> None:
     assert sorted(memory.__all__) == [
-        "DEFAULT_MAX_ITEMS", "InvalidMemory", "MAX_LIST_LIMIT", "MAX_QUERY_CHARS", "MAX_SEARCH_LIMIT",
+        "ConversationMemoryProvider", "DEFAULT_MAX_ITEMS", "InvalidMemory", "MAX_LIST_LIMIT",
+        "MAX_QUERY_CHARS", "MAX_SEARCH_LIMIT",
         "MAX_TEXT_CHARS", "MEMORY_CONNECTION_ENV", "MEMORY_CURSOR_PATTERN", "MEMORY_PATH_ENV",
         "MEMORY_STORE_ENV", "MEMORY_TABLE_ENV", "MemoryCursor", "MemoryFull", "MemoryHit", "MemoryItem",
         "MemoryNamespace", "MemoryPage", "MemorySettings", "MemoryStore", "MemoryStoreError",
-        "SqliteMemoryStore", "TableConnection", "TableMemoryStore", "UserMemoryProvider",
+        "SUMMARY_INSTRUCTIONS", "SqliteMemoryStore", "TableConnection", "TableMemoryStore",
+        "UserMemoryProvider",
         "default_memory_path", "memory_store_from_env", "use_memory_settings",
     ]
     assert issubclass(memory.MemoryStoreError, AgentsError)
@@ -61,6 +63,22 @@ async def test_put_get_update_delete(store: MemoryStore) -> None:
     assert await store.delete(U1, item.id) is True
     assert await store.get(U1, item.id) is None
     assert await store.delete(U1, item.id) is False
+
+
+async def test_upsert_creates_with_the_id_once_then_replaces(store: MemoryStore) -> None:
+    first = await store.put(U1, "summary one", item_id="summary-abc", upsert=True, metadata={"n": 1})
+    again = await store.put(U1, "summary two", item_id="summary-abc", upsert=True, metadata={"n": 2})
+    assert first.id == again.id == "summary-abc" and again.created_at == first.created_at
+    [hit] = await store.search(U1, "")
+    assert (hit.item.text, hit.item.metadata) == ("summary two", {"n": 2})
+    assert await store.get(U2, "summary-abc") is None  # another user's namespace has none
+    for n in range(4):
+        await store.put(U1, f"fact {n}")
+    with pytest.raises(MemoryFull):  # an upsert that creates counts towards the limit
+        await store.put(U1, "one too many", item_id="summary-new", upsert=True)
+    await store.put(U1, "replacing fits", item_id="summary-abc", upsert=True)
+    with pytest.raises(InvalidMemory):
+        await store.put(U1, "not there", item_id="summary-new")  # without upsert: replace only
 
 
 async def test_namespaces_never_mix(store: MemoryStore) -> None:

@@ -43,3 +43,19 @@ async def test_ascii_values_still_read(api: Api, run_id: str) -> None:
     assert (await api.get("/api/agents/assistant/sessions", params={"page_size": "3"})).status == 200
     assert (await api.get(f"{SESSION}/history", params={"limit": "0001"})).status == 200
     assert (await api.get(f"{SESSION}/runs/{run_id}", params={"wait": "0.5"})).status == 200
+
+
+async def test_a_page_size_reads_alike_on_every_listing(api: Api, run_id: str) -> None:
+    # Leading zeros count towards one length cap, the same on every listing.
+    for path, field, most in (
+        ("/api/agents/assistant/sessions", "page_size", 100),
+        (f"{SESSION}/history", "limit", 1000),
+        ("/api/users/digits-user/memories", "limit", 100),
+    ):
+        cases = (("0001", 200), ("000100", 200), ("0000001", 400), ("0", 400), (str(most + 1), 400))
+        for value, status in cases:
+            answer = await api.get(path, params={field: value})
+            assert answer.status == status, (path, value, answer.body)
+            if status == 400:
+                problem = answer.json()
+                assert (problem["code"], problem["field"]) == ("invalid_field", field), problem

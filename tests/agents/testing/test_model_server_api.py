@@ -13,7 +13,7 @@ import pytest
 from openai import AsyncOpenAI, AzureOpenAI, OpenAI
 
 import agents.testing
-from agents.testing import ModelServer, ModelServerError, Reply, ToolCall
+from agents.testing import ModelRequest, ModelServer, ModelServerError, Reply, ToolCall
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -24,6 +24,7 @@ def test_public_names() -> None:
         "EmbeddingRequest",
         "Message",
         "ModelRequest",
+        "ModelRoute",
         "ModelServer",
         "ModelServerError",
         "Reply",
@@ -101,6 +102,35 @@ def test_reset_clears_everything(client: OpenAI, model: ModelServer) -> None:
     assert model.pending_replies == 0 and model.requests == [] and model.handler is None
     with pytest.raises(Exception, match="not found"):
         client.responses.create(model="m", input="y", previous_response_id=first.id)
+
+
+def test_a_route_answers_its_requests_apart_from_the_script_and_survives_reset() -> None:
+    def marked(request: ModelRequest) -> bool:
+        return any(m.role == "system" and m.text.startswith("[side]") for m in request.messages)
+
+    def ask(client: OpenAI, system: str) -> str:
+        answer = client.chat.completions.create(
+            model="m", messages=[{"role": "system", "content": system}, {"role": "user", "content": "hi"}]
+        )
+        return str(answer.choices[0].message.content)
+
+    with ModelServer(mode="scripted") as server, OpenAI(
+        base_url=server.base_url, api_key="test", max_retries=0, timeout=10
+    ) as client:
+        side = server.route("side", marked, lambda request: Reply.text(f"side: {request.last_user_text}"))
+        server.script(Reply.text("scripted"))
+        assert ask(client, "[side] summarise") == "side: hi"
+        assert server.pending_replies == 1  # the routed call took nothing from the script
+        assert ask(client, "a turn") == "scripted"
+        assert [r.messages[0].text for r in side.requests] == ["[side] summarise"]
+        assert [r.messages[0].text for r in server.requests] == ["a turn"]
+        server.reset()
+        assert side.requests == [] and server.routed("side") is side
+        assert ask(client, "[side] again") == "side: hi"
+        server.unroute("side")
+        assert server.routed("side") is None
+        with pytest.raises(Exception, match="script exhausted"):
+            ask(client, "[side] once more")
 
 
 def test_azure_deployment_route(model: ModelServer) -> None:
