@@ -6,10 +6,11 @@ which rejects what is still undecided and resumes the turn (a step decided meanw
 happens). The entity cannot start an orchestration itself (the Python SDK's entity context has
 no such call, and the out-of-process batch answer carries only state, results and signals:
 azure-functions-durable-extension `OutOfProcResult`), so the API side starts it when it first sees
-the turn paused: the waiting `POST .../run`, the run resource, the decision route and the MCP
-tool. The start is idempotent by its instance id; the agent's sweeper purges finished ones
-(hosting.lifecycle._purge). Durable timers and entity signals are what the extension documents
-for Python, so this works the same on Azure and on the local host.
+the turn paused: the waiting `POST .../run`, the run resource, the decision route, the MCP
+tool and a stream reader at `approval.required`. The start is idempotent by its instance id;
+the agent's sweeper purges finished ones (hosting.lifecycle._purge). Durable timers and entity
+signals are what the extension documents for Python, so this works the same on Azure and on the
+local host.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ change nothing stored."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -241,3 +242,28 @@ async def test_an_mcp_call_awaiting_approval_names_its_run(
     assert decided.status == 200, decided.body
     done = await client.get(run_path(session_id, run) + "?wait=20")
     assert done.json()["status"] == "succeeded", done.body
+
+
+async def test_a_run_only_streamed_expires_too(
+    expiring_host: HostProcess, web: httpx.AsyncClient, model: ModelServer
+) -> None:
+    # Nothing reads the run as JSON: the stream's reader starts the approvals' expiry itself.
+    model.script(Reply.tool_call("book_hotel", BOOK, call_id="call-1"), Reply.text("Nobody answered."))
+    body = {"message": "book it", "session_id": "approve-sse-expire", "correlation_id": "sse-expire-run"}
+    url = f"{expiring_host.url}/api/agents/{AGENT}/run"
+
+    async def follow() -> list[str]:
+        kinds: list[str] = []
+        sse_headers = {"Accept": "text/event-stream"}
+        async with aconnect_sse(web, "POST", url, json=body, headers=sse_headers) as source:
+            async for sse in source.aiter_sse():
+                if sse.data:
+                    kinds.append(seen(sse).event)
+                if kinds and kinds[-1] in TERMINAL:
+                    break
+        return kinds
+
+    kinds = await asyncio.wait_for(follow(), 30)
+    assert "approval.required" in kinds and kinds[-1] == "run.completed", kinds
+    [result] = tool_results(model, 1)
+    assert "no decision was made within 2 seconds" in result, result
