@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._agent import Agent
+    from ._approvals import AwaitingApproval, PendingCall, ToolDecision
     from ._client import close_model_clients
     from ._context import ContextAdditions, ContextProvider, EndReason, ProviderContext, SessionEnd
     from ._context_policy import (
@@ -59,6 +60,7 @@ _WHERE = {
     "AgentConfigurationError": "._errors",
     "AgentsError": "._errors",
     "ArchivedHistory": "._context_policy",
+    "AwaitingApproval": "._approvals",
     "ContextAdditions": "._context",
     "ContextPolicy": "._context_policy",
     "ContextProvider": "._context",
@@ -80,12 +82,14 @@ _WHERE = {
     "ModelEnv": "._settings",
     "ModelSettings": "._settings",
     "OpenAIEmbedder": "._embeddings",
+    "PendingCall": "._approvals",
     "ProviderContext": "._context",
     "RetryPolicy": "._settings",
     "SamplingSettings": "._settings",
     "SessionEnd": "._context",
     "TokenBudget": "._context_policy",
     "ToolCall": "._tool_call",
+    "ToolDecision": "._approvals",
     "TurnEvent": "._events",
     "TurnEventSink": "._events",
     "TurnEventType": "._events",
@@ -115,6 +119,7 @@ __all__ = [
     "AgentConfigurationError",
     "AgentsError",
     "ArchivedHistory",
+    "AwaitingApproval",
     "ContextAdditions",
     "ContextPolicy",
     "ContextProvider",
@@ -135,12 +140,14 @@ __all__ = [
     "ModelEnv",
     "ModelSettings",
     "OpenAIEmbedder",
+    "PendingCall",
     "ProviderContext",
     "RetryPolicy",
     "SamplingSettings",
     "SessionEnd",
     "TokenBudget",
     "ToolCall",
+    "ToolDecision",
     "TurnEvent",
     "TurnEventSink",
     "TurnEventType",

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from state import AgentState, TurnFailure
 
+from ._approvals import AwaitingApproval, ToolDecision
 from ._context import ContextProvider, check_source_id
 from ._context_policy import ArchivedHistory, ContextPolicy, FullHistory, TokenBudget
 from ._errors import AgentConfigurationError
@@ -195,18 +196,23 @@ class Agent:
         on_event: TurnEventSink | None = None,
         *,
         session_id: str | None = None,
-    ) -> TurnResult | TurnProgress:
+        decisions: Mapping[str, ToolDecision] | None = None,
+    ) -> TurnResult | TurnProgress | AwaitingApproval:
         """Run the next step of a turn (one model call, or the batch of tool calls the last model
         call asked for) from ``progress``, its finished steps (None: the turn starts). A turn that
         goes on returns its new progress and leaves ``state`` untouched, for the host to record
         before it runs the next step; a turn that ends is recorded in ``state`` as ``run`` records
-        it (the same entries, whatever the steps) and its result returned."""
+        it (the same entries, whatever the steps) and its result returned. A step of tool calls
+        of which one needs approval and has none in ``decisions`` (by call id) does not run: it
+        returns `AwaitingApproval` and leaves ``state`` untouched."""
         if not isinstance(state, AgentState):
             raise TypeError(f"run_step takes an AgentState, not {type(state).__name__}")
         if not isinstance(request, TurnRequest):
             raise TypeError(f"run_step takes a TurnRequest, not {type(request).__name__}")
         step = progress.steps if progress is not None else 0
-        turn = run_turn_step(self, state, request, progress, archive, on_event, session_id=session_id)
+        turn = run_turn_step(
+            self, state, request, progress, archive, on_event, session_id=session_id, decisions=decisions
+        )
         return await invoke_agent(self, request, turn, step)
 
     def request_identity(self, request: TurnRequest) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,6 +21,14 @@ from state import (
     Usage,
 )
 
+from ._approvals import (
+    NO_HOST_REASON,
+    AwaitingApproval,
+    PendingCall,
+    ToolDecision,
+    rejected_result,
+    undecided_calls,
+)
 from ._context import ContextProvider, ProviderContext, ProviderStateError
 from ._context_policy import ArchivedHistory, ContextPolicy, context_history
 from ._convert import RAW_ARGUMENTS, Message, add_usage
@@ -103,6 +111,10 @@ class _Turn:
     one_step: bool = False
     """Run one step only; `paused` then holds the progress when the turn is not finished."""
     paused: TurnProgress | None = None
+    decisions: Mapping[str, ToolDecision] = field(default_factory=dict)
+    """The decisions made on calls that need approval (by call id)."""
+    awaiting: list[PendingCall] | None = None
+    """Set when the step did not run: these calls wait for decisions."""
 
     # --- model access --------------------------------------------------------------------
 
@@ -191,6 +203,10 @@ class _Turn:
             calls = _unanswered_calls(self.messages)
             if calls:
                 # A tool step: the batch of calls the last model call asked for.
+                undecided = undecided_calls(calls, by_name, self.decisions)
+                if undecided and self.one_step:
+                    self.awaiting = undecided  # the whole batch waits (agents._approvals)
+                    return
                 rounds += 1
                 pending = [await self._tool_step(calls, by_name)]
             else:
@@ -254,13 +270,22 @@ class _Turn:
     ) -> ChatMessage:
         """Run the calls of one model answer together; their results become one tool message."""
         await announce_calls(self.emitter, calls)
-        results = await asyncio.gather(
-            *(execute_tool(call, by_name.get(call.name), self._run_tool(call, by_name)) for call in calls)
-        )
+        results = await asyncio.gather(*(self._decided_call(call, by_name) for call in calls))
         await announce_results(self.emitter, results)
         tool_message = ChatMessage(role="tool", contents=list(results), created_at=now_iso())
         self.messages.append(tool_message)
         return tool_message
+
+    async def _decided_call(
+        self, call: FunctionCallContent, by_name: dict[str, FunctionTool]
+    ) -> FunctionResultContent:
+        """Run a call, unless it needs approval and was not given it."""
+        if undecided_calls([call], by_name, self.decisions):
+            return rejected_result(call, NO_HOST_REASON)  # a run in one piece cannot wait
+        decision = self.decisions.get(call.call_id)
+        if decision is not None and not decision.approved:
+            return rejected_result(call, decision.reason)
+        return await execute_tool(call, by_name.get(call.name), self._run_tool(call, by_name))
 
     async def _provider_call(self, provider: ContextProvider, hook: str, awaitable: Any) -> Any:
         try:
@@ -430,7 +455,8 @@ async def run_turn_step(
     *,
     one_step: bool = True,
     session_id: str | None = None,
-) -> TurnResult | TurnProgress:
+    decisions: Mapping[str, ToolDecision] | None = None,
+) -> TurnResult | TurnProgress | AwaitingApproval:
     """Run the next step of a turn from ``progress`` (its finished steps; None: none yet). When
     the turn goes on, ``state`` is left untouched and the new progress is returned, for the host
     to record; when it ends (finished or failed) it is recorded in ``state`` exactly as
@@ -454,10 +480,13 @@ async def run_turn_step(
         progress=progress or TurnProgress(),
         session_id=session_id,
         one_step=one_step,
+        decisions=dict(decisions or {}),
     )
     error: TurnFailure | None = None
     try:
         await turn.execute()
+        if turn.awaiting is not None:
+            return AwaitingApproval(turn.progress, turn.awaiting)
         if turn.paused is not None:
             return turn.paused
         turn.commit_provider_states()

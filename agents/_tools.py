@@ -22,6 +22,10 @@ from ._errors import AgentConfigurationError, ToolExecutionError
 from ._schemas import UnsafeSchema, check_schema_references, schema_validator
 from ._unicode import without_lone_surrogates
 
+ApprovalRule = bool | Callable[[dict[str, Any]], bool]
+"""Whether a call needs a person's approval before it runs: always (True), never (False), or what a
+predicate on the call's arguments answers."""
+
 TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Attribute that marks a type (ProviderContext) whose parameter is injected, not asked of the model.
 CONTEXT_MARKER = "__agents_tool_context__"
@@ -129,8 +133,15 @@ class FunctionTool:
     args_model: type[BaseModel] | None = None
     context_param: str | None = None
     bound: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    requires_approval: ApprovalRule = False
+    """A call of this tool waits for a person's decision before it runs (docs/agents.md "Tools that
+    need approval"): True, or a predicate on the call's arguments."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.requires_approval, bool) and not callable(self.requires_approval):
+            raise AgentConfigurationError(
+                f"tool {self.name!r}: requires_approval must be a bool or a predicate on the arguments"
+            )
         if not isinstance(self.name, str) or not TOOL_NAME_PATTERN.match(self.name):
             raise AgentConfigurationError(
                 f"tool name {self.name!r} must be 1-64 characters of letters, digits, '_' or '-'"
@@ -151,9 +162,26 @@ class FunctionTool:
         except UnsafeSchema as exc:
             raise AgentConfigurationError(f"tool {self.name!r}: parameters schema: {exc}") from exc
 
+    def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether a call with these arguments waits for a decision. A predicate that raises (or
+        answers something else than a bool) counts as yes: when in doubt, a person decides."""
+        rule = self.requires_approval
+        if isinstance(rule, bool):
+            return rule
+        try:
+            answer = rule(dict(arguments))
+        except Exception:
+            return True
+        return answer if isinstance(answer, bool) else True
+
     @classmethod
     def from_function(
-        cls, func: Callable[..., Any], *, name: str | None = None, description: str | None = None
+        cls,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        requires_approval: ApprovalRule = False,
     ) -> FunctionTool:
         """Describe ``func``: its name, docstring summary and a schema from its type hints."""
         tool_name: str = name or str(getattr(func, "__name__", ""))
@@ -172,6 +200,7 @@ class FunctionTool:
             func=func,
             args_model=model,
             context_param=context_param,
+            requires_approval=requires_approval,
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -246,19 +275,30 @@ def tool(func: Callable[..., Any], /) -> FunctionTool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, requires_approval: ApprovalRule = False
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
 def tool(
-    func: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: ApprovalRule = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Turn a (sync or async) function into a ``FunctionTool``: ``@tool`` or ``@tool(name=...)``."""
+    """Turn a (sync or async) function into a ``FunctionTool``: ``@tool`` or ``@tool(name=...)``;
+    ``requires_approval`` (True, or a predicate on the call's arguments) makes its calls wait
+    for a person's decision in a hosted turn."""
     if func is not None:
-        return FunctionTool.from_function(func, name=name, description=description)
+        return FunctionTool.from_function(
+            func, name=name, description=description, requires_approval=requires_approval
+        )
 
     def decorate(f: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool.from_function(f, name=name, description=description)
+        return FunctionTool.from_function(
+            f, name=name, description=description, requires_approval=requires_approval
+        )
 
     return decorate
 

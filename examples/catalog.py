@@ -52,6 +52,21 @@ def get_time(timezone: str = "UTC") -> str:
     return datetime.now(UTC).astimezone(zone).isoformat(timespec="seconds")
 
 
+@tool(requires_approval=True)
+def book_hotel(city: str, nights: int) -> dict[str, object]:
+    """Book a hotel room (a demo booking, not a real service). A person approves each booking
+    before it is made (docs/hosting.md "Tool approvals").
+
+    Args:
+        city: The city to stay in.
+        nights: How many nights.
+    """
+    if nights < 1:
+        raise ValueError("nights must be at least 1")
+    digest = hashlib.sha256(f"{city.strip().lower()}:{nights}".encode()).hexdigest()
+    return {"city": city.strip(), "nights": nights, "confirmation": digest[:8].upper()}
+
+
 assistant = Agent(
     name="assistant",
     description="A plain, helpful assistant.",
@@ -60,12 +75,15 @@ assistant = Agent(
 
 concierge = Agent(
     name="concierge",
-    description="A travel concierge with weather and time tools, a memory, and a bounded history.",
+    description=(
+        "A travel concierge with weather and time tools, hotel bookings a person approves, a memory, "
+        "and a bounded history."
+    ),
     instructions=(
         "You are a travel concierge. Use the tools for weather and local time rather than guessing, "
-        "and remember the traveller's preferences."
+        "book hotels when asked, and remember the traveller's preferences."
     ),
-    tools=[get_weather, get_time],
+    tools=[get_weather, get_time, book_hotel],
     # The traveller's facts outlive the session when it belongs to a user (per session otherwise).
     context_providers=[
         UserMemoryProvider(),

@@ -206,6 +206,7 @@ def build_app(
         "agent_run": api.run,
         "agent_run_status": api.run_status,
         "agent_run_cancel": api.run_cancel,
+        "agent_run_approval": api.run_approval,
         "agent_run_stream": api.streams.get,
         "agent_session": api.session,
         "agent_session_reset": api.session_reset,
@@ -238,5 +239,5 @@ def build_app(
     for agent in agents:
         _register_entity(app, agent, settings, store, limits)
     register_lifecycle(app, store, agents)
-    register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes)
+    register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes, settings)
     return app

@@ -51,6 +51,9 @@ class ProblemCode(StrEnum):
     RUN_DISCARDED = "run_discarded"
     RUN_CANCELLED = "run_cancelled"
     RUN_FINISHED = "run_finished"
+    APPROVAL_NOT_FOUND = "approval_not_found"
+    RUN_NOT_AWAITING_APPROVAL = "run_not_awaiting_approval"
+    APPROVAL_CONFLICT = "approval_conflict"
     BODY_TOO_LARGE = "body_too_large"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     INTERNAL_ERROR = "internal_error"
@@ -89,6 +92,9 @@ PROBLEMS: dict[ProblemCode, tuple[int, str]] = {
     ProblemCode.RUN_DISCARDED: (410, "Gone"),
     ProblemCode.RUN_CANCELLED: (409, "The run was cancelled"),
     ProblemCode.RUN_FINISHED: (409, "The run has finished"),
+    ProblemCode.APPROVAL_NOT_FOUND: (404, "Not found"),
+    ProblemCode.RUN_NOT_AWAITING_APPROVAL: (409, "The run is not awaiting approval"),
+    ProblemCode.APPROVAL_CONFLICT: (409, "The call was decided otherwise"),
     ProblemCode.BODY_TOO_LARGE: (413, "Request body too large"),
     ProblemCode.UNSUPPORTED_MEDIA_TYPE: (415, "Unsupported media type"),
     ProblemCode.INTERNAL_ERROR: (500, "Internal error"),

@@ -41,7 +41,7 @@ class RunRecord:
 
 
 class AgentState:
-    """The state of one agent session: its conversation history and our additions (1.2.0 to 1.6.0).
+    """The state of one agent session: its conversation history and our additions (1.2.0 to 1.7.0).
 
     Build one with `AgentState.new()` or `load_state(text)`; entries are immutable records
     added with `append_request` / `append_response`.

@@ -9,7 +9,7 @@ from typing import Any
 
 from ._errors import IncompatibleStateVersion
 
-CURRENT_SCHEMA_VERSION = "1.6.0"
+CURRENT_SCHEMA_VERSION = "1.7.0"
 """The version `dump_state` writes. Any 1.x.y loads; older minors are upgraded step by step."""
 
 # One line per version: what it added. Keep in step with UPGRADE_STEPS and docs/state.md.
@@ -21,6 +21,7 @@ CHANGELOG: dict[str, str] = {
     "1.4.0": "optional data.refusedRuns (refused turns by id), data.deletedAt (a deleted session tombstone)",
     "1.5.0": "optional data.userId (the user the session belongs to)",
     "1.6.0": "optional data.activeTurn (the turn in progress and its finished steps), data.queuedRuns",
+    "1.7.0": "optional data.activeTurn.approvals (tool calls the turn in progress waits on, with decisions)",
 }
 
 SUPPORTED_MAJOR = 1
@@ -162,6 +163,13 @@ def _upgrade_1_5_to_1_6(doc: Doc) -> None:
         data["queuedRuns"] = [q for q in queued if _run_id(q) not in done]
 
 
+def _upgrade_1_6_to_1_7(doc: Doc) -> None:
+    # 1.7 adds only the optional `approvals` of `data.activeTurn`. A 1.6 writer rewrites the turn
+    # in progress from what it knows after each step, so it never leaves approvals behind; the
+    # turn itself (the request, its finished steps) is read the same by both.
+    del doc
+
+
 def _run_id(request: Any) -> Any:
     return request.get("correlationId") if isinstance(request, dict) else None
 
@@ -173,6 +181,7 @@ UPGRADE_STEPS: dict[int, UpgradeStep] = {
     3: _upgrade_1_3_to_1_4,
     4: _upgrade_1_4_to_1_5,
     5: _upgrade_1_5_to_1_6,
+    6: _upgrade_1_6_to_1_7,
 }
 """minor version N -> the step that turns a 1.N document into a 1.(N+1) document."""
 

@@ -7,12 +7,12 @@ The edges (hosting.http, hosting.mcp) decide what each means to their callers.""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from state import HistoryUnavailable
 
-from ..stored import StoredRun, Unrecorded
+from ..stored import RunApprovals, StoredRun, Unrecorded
 
 SameRequest = Callable[[str | None, Mapping[str, Any] | None], bool]
 """Whether a stored run (its request hash, its request entry) asked what the new request asks."""
@@ -36,10 +36,13 @@ class RunOutcome:
     """(stored, asked) bytes: the session is too full for the request; nothing was sent."""
     hidden: bool = False
     """The session belongs to another user than the caller's: to them there is no such session."""
+    awaiting: RunApprovals | None = None
+    """Still pending, and paused: its next step waits for decisions on tool calls."""
 
     @property
     def pending(self) -> bool:
-        return self == PENDING
+        """No outcome yet (a run awaiting approval is pending too)."""
+        return replace(self, awaiting=None) == PENDING
 
 
 PENDING = RunOutcome()

@@ -16,7 +16,7 @@ import azure.durable_functions as df
 
 from state import HistoryUnavailable
 
-from ..stored import INTERNAL, Viewer, unrecorded_run
+from ..stored import INTERNAL, Viewer, approvals_of, unrecorded_run
 from ._archived import find_archived_run
 from ._outcome import PENDING, RunOutcome, SameRequest, finished
 from ._pacing import ReadPacer, read_pacer
@@ -36,7 +36,8 @@ async def wait_for_run(
     pacer: ReadPacer | None = None,
     user: Viewer = INTERNAL,
 ) -> RunOutcome:
-    """The run's outcome once it has one, or `PENDING` when `timeout` seconds pass first.
+    """The run's outcome once it has one, or `PENDING` when `timeout` seconds pass first; a run
+    that waits for approvals is answered at once (`RunOutcome.awaiting`).
 
     The outcome says when the session's state is unreadable (checked on the first read, unless
     the caller has just done so: `state_checked`), when the id answered another request, when a
@@ -64,7 +65,7 @@ async def wait_for_run(
                 check_state=not checked,
                 user=user,
             )
-            if not outcome.pending:
+            if not outcome.pending or outcome.awaiting is not None:
                 return outcome
             # Once per wait: what the entity writes afterwards it could read itself.
             checked = checked or snapshot.exists
@@ -107,6 +108,10 @@ async def snapshot_outcome(
                 return RunOutcome(history=error)
         if run is not None:
             return finished(run, asked)
+        paused = approvals_of(snapshot.document, correlation_id)
+        if paused is not None and paused.waiting:
+            # Nothing happens until people decide: the wait is over (the caller is told).
+            return RunOutcome(awaiting=paused)
     # Runs without a record of their own: discarded by a reset or delete, or refused.
     unrecorded = unrecorded_run(stored, correlation_id, deleted=snapshot.deleted)
     if unrecorded is not None:

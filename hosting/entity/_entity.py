@@ -43,6 +43,7 @@ from ..stored import (
     with_refused,
 )
 from ..streams import RunEvents, StreamKey, StreamStore
+from ._approvals import TurnApprovals
 from ._archived import answer_archived
 from ._context import (
     EntityContext,
@@ -59,7 +60,10 @@ from ._steps import TurnSteps
 
 log = logging.getLogger("hosting.entity")
 
-OPERATIONS = ("run", "step", "cancel", "reset", "delete", "get", "expire", "archive_epoch")
+OPERATIONS = (
+    "run", "step", "cancel", "decide", "expire_approvals",
+    "reset", "delete", "get", "expire", "archive_epoch",
+)
 """The operations every agent entity understands."""
 
 
@@ -97,7 +101,7 @@ def owned_start(user: str) -> Loaded:
     return Loaded(dump_state(fresh), fresh)
 
 
-class AgentEntity(TurnSteps):
+class AgentEntity(TurnApprovals, TurnSteps):
     """The entity function of one agent; the SDK calls it once per operation of a batch."""
 
     def __init__(
@@ -143,6 +147,11 @@ class AgentEntity(TurnSteps):
         elif operation == "cancel":
             # The run ends cancelled if it is queued or between steps (hosting.entity._steps).
             context.set_result(self._cancel(context))
+        elif operation == "decide":
+            # A decision on a call the turn waits on (hosting.entity._approvals).
+            context.set_result(self._decide(context))
+        elif operation == "expire_approvals":
+            context.set_result(self._expire_approvals(context))
         elif operation == "reset":
             # The answer names the archive the reset left behind (deleted after this commits).
             epoch = archive_epoch(context)

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agents import ended_session
-from state import StateError, archive_info
+from state import AgentState, StateError, archive_info
 
 from ..lifecycle._ttl import due_at, now_iso, ttl_for
-from ..stored import StoredDocument, tombstone_text
+from ..stored import StoredDocument, UnreadableTurn, active_turn, tombstone_text
 from ._context import EntityContext, cache_load, load, store_text, stored_text
 
 log = logging.getLogger("hosting.entity")
@@ -86,6 +86,11 @@ def expire(context: EntityContext, entity: str, agent: str, *, capture: bool = F
         context.set_result({"expired": False, "dueAt": None})
         return
     due = due_at(loaded.state.to_document(), ttl_for(agent))
+    if _awaits_approval(loaded.state):
+        # A person is to decide; the approval's own expiry resumes the turn, and the idle clock
+        # starts again from there.
+        context.set_result({"expired": False, "dueAt": None})
+        return
     if due is None or due > datetime.now(UTC):
         context.set_result({"expired": False, "dueAt": None if due is None else due.isoformat()})
         return
@@ -100,3 +105,11 @@ def expire(context: EntityContext, entity: str, agent: str, *, capture: bool = F
     context.set_result(answer)
     context.destruct_on_exit()
     cache_load(context, None)
+
+
+def _awaits_approval(state: AgentState) -> bool:
+    try:
+        turn = active_turn(state)
+    except UnreadableTurn:
+        return False
+    return turn is not None and bool(turn.waiting)

@@ -13,7 +13,16 @@ import contextlib
 import logging
 from typing import Any
 
-from agents import Agent, FailureCode, FullHistory, TurnProgress, TurnRequest, TurnResult, failure
+from agents import (
+    Agent,
+    AwaitingApproval,
+    FailureCode,
+    FullHistory,
+    TurnProgress,
+    TurnRequest,
+    TurnResult,
+    failure,
+)
 from state import AgentState, TurnFailure, dump_state, load_state
 
 from .._errors import InvalidOperation, ProblemCode, RunConflict
@@ -52,6 +61,16 @@ class TurnSteps:
         progress: TurnProgress | None = None,
     ) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _pause(
+        self,
+        context: EntityContext,
+        loaded: Loaded,
+        turn: ActiveTurn,
+        waiting: AwaitingApproval,
+        events: RunEvents,
+    ) -> dict[str, Any]:
+        raise NotImplementedError  # hosting.entity._approvals
 
     def _cancel(self, context: EntityContext) -> dict[str, Any] | None:
         """The `cancel` operation: the run named by its input ends `run_cancelled` if it is queued
@@ -174,6 +193,8 @@ class TurnSteps:
             current = ActiveTurn(queued[0], TurnProgress(), now_iso())
         elif current.correlation_id != cid or current.progress.steps != step:
             return None
+        elif current.waiting:
+            return None  # paused for decisions: the last of them signals the step (entity._approvals)
         turn = current
         # Each step's operation has its span, a child of the trace the turn's request carried.
         return traced_entity_run(
@@ -251,7 +272,7 @@ class TurnSteps:
                     events.streaming(
                         lambda sink: self.agent.run_step(
                             state, request, turn.progress, older, on_event=sink,
-                            session_id=str(context.entity_key),
+                            session_id=str(context.entity_key), decisions=turn.decisions,
                         )
                     )
                 ),
@@ -268,9 +289,13 @@ class TurnSteps:
             if time.deferrable:
                 return self._defer(context, loaded, turn)
             return self._timed_out(context, loaded, request, events, time)
+        if isinstance(outcome, AwaitingApproval):
+            return self._pause(context, loaded, turn, outcome, events)  # no next step until decided
         state.last_activity_at = now_iso()  # a turn in progress is activity: never idle-expired
         if isinstance(outcome, TurnProgress):
-            state.active_turn = ActiveTurn(request, outcome, turn.started_at, events.seq).to_json()
+            # The approvals stay with the turn until it ends: a decision sent again is recognised.
+            going_on = ActiveTurn(request, outcome, turn.started_at, events.seq, turn.approvals)
+            state.active_turn = going_on.to_json()
         else:
             state.active_turn = None
             # Older entries move to chunks, stored before this state (which references them).

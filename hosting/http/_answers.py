@@ -10,7 +10,8 @@ from agents import TurnResult
 
 from .._errors import ProblemCode, ProblemError
 from .._settings import ApiSettings
-from ._models import ErrorBody, RunResultBody, TurnResponseBody
+from ..stored import Approval, RunApprovals
+from ._models import ApprovalBody, DecisionBody, ErrorBody, RunResultBody, TurnResponseBody
 from ._problems import json_response
 from ._requests import CORRELATION_HEADER, SESSION_HEADER
 
@@ -88,10 +89,12 @@ class Answers:
         )
         return json_response(body, 200, headers)
 
-    def accepted(self, agent: str, session_id: str, correlation_id: str) -> func.HttpResponse:
-        """202: the run is queued; poll its location."""
+    def accepted(
+        self, agent: str, session_id: str, correlation_id: str, awaiting: RunApprovals | None = None
+    ) -> func.HttpResponse:
+        """202: the run is queued, running, or waiting for decisions (`awaiting`); poll its location."""
         location = self.run_location(agent, session_id, correlation_id)
-        body = _pending(agent, session_id, correlation_id, location)
+        body = _pending(agent, session_id, correlation_id, location, awaiting)
         headers = {
             "Location": location,
             "Retry-After": "1",
@@ -101,13 +104,19 @@ class Answers:
         return json_response(body, 202, headers)
 
     def status(
-        self, agent: str, session_id: str, correlation_id: str, result: TurnResult | None
+        self,
+        agent: str,
+        session_id: str,
+        correlation_id: str,
+        result: TurnResult | None,
+        awaiting: RunApprovals | None = None,
     ) -> func.HttpResponse:
-        """The run resource: 200 with the run's status (pending, succeeded or failed)."""
+        """The run resource: 200 with the run's status (pending, awaiting_approval, succeeded,
+        failed or cancelled)."""
         location = self.run_location(agent, session_id, correlation_id)
         headers = {SESSION_HEADER: session_id, CORRELATION_HEADER: correlation_id}
         if result is None:
-            body = _pending(agent, session_id, correlation_id, location)
+            body = _pending(agent, session_id, correlation_id, location, awaiting)
             return json_response(body, 200, {**headers, "Retry-After": "1"})
         error = result.error
         body = RunResultBody(
@@ -122,8 +131,35 @@ class Answers:
         return json_response(body, 200, headers)
 
 
-def _pending(agent: str, session_id: str, correlation_id: str, location: str) -> RunResultBody:
+def _pending(
+    agent: str, session_id: str, correlation_id: str, location: str, awaiting: RunApprovals | None
+) -> RunResultBody:
     """The body of a run that has no outcome yet (202 on submit, 200 on the run resource)."""
     return RunResultBody(
-        agent=agent, session_id=session_id, correlation_id=correlation_id, status="pending", location=location
+        agent=agent,
+        session_id=session_id,
+        correlation_id=correlation_id,
+        status="awaiting_approval" if awaiting is not None and awaiting.waiting else "pending",
+        location=location,
+        approvals=None if awaiting is None else [approval_body(a) for a in awaiting.approvals],
+    )
+
+
+def approval_body(approval: Approval) -> ApprovalBody:
+    """One approval as the API shows it."""
+    decision = approval.decision
+    return ApprovalBody(
+        call_id=approval.call_id,
+        name=approval.name,
+        arguments=approval.arguments,
+        requested_at=approval.requested_at,
+        step=approval.step,
+        decision=None
+        if decision is None
+        else DecisionBody(
+            approved=decision.approved,
+            reason=decision.reason,
+            decided_at=decision.decided_at,
+            expired=decision.expired,
+        ),
     )

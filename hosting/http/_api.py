@@ -32,6 +32,7 @@ from ..client._pacing import read_pacer
 from ..client._read import state_problem
 from ..client._submit import Submission, Submitter
 from ..client._waiting import wait_for_run
+from ..lifecycle._approval_expiry import start_approval_expiry
 from ..lifecycle._ended import start_session_ended
 from ..lifecycle._expiry import reset_or_delete
 from ..lifecycle._sweeper import sweepers_of
@@ -40,6 +41,7 @@ from ..stored import StoredDocument, StoredRun, TurnEntry
 from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
 from ..streams._watch import terminal_watch
 from ._answers import Answers
+from ._approvals import decide_approval
 from ._cancel import cancel_run
 from ._history import with_history
 from ._lookup import existing_session, hosted_agent
@@ -241,6 +243,13 @@ class Api:
                 self._refuse(outcome, agent.name, call.session_id, call.correlation_id)
                 if outcome.run is not None:
                     return self._finished(agent.name, call.session_id, outcome.run)
+                if outcome.awaiting is not None:
+                    await start_approval_expiry(
+                        client, agent.name, call.session_id, call.correlation_id, outcome.awaiting
+                    )
+                    return self.answers.accepted(
+                        call.agent, call.session_id, call.correlation_id, outcome.awaiting
+                    )
         return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
 
     async def run_status(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
@@ -263,7 +272,13 @@ class Api:
         )
         self._refuse(outcome, agent.name, session_id, correlation_id)
         result = None if outcome.run is None else outcome.run.result()
-        return self.answers.status(agent.name, session_id, correlation_id, result)
+        if outcome.awaiting is not None:
+            await start_approval_expiry(client, agent.name, session_id, correlation_id, outcome.awaiting)
+        return self.answers.status(agent.name, session_id, correlation_id, result, outcome.awaiting)
+
+    async def run_approval(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
+        """POST agents/{agent}/sessions/{session_id}/runs/{correlation_id}/approvals"""
+        return await decide_approval(req, client, self.agents, self.answers, self._refuse)
 
     async def run_cancel(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/runs/{correlation_id}/cancel"""

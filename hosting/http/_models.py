@@ -13,7 +13,7 @@ from .._ids import ID_PATTERN_TEXT, MAX_ID_LENGTH
 MultitaskStrategy = Literal["enqueue", "reject", "interrupt"]
 """What a run asks when its session is busy (hosting._ids.MULTITASK_STRATEGIES)."""
 
-RunStatus = Literal["pending", "succeeded", "failed", "cancelled"]
+RunStatus = Literal["pending", "awaiting_approval", "succeeded", "failed", "cancelled"]
 
 _ID_FIELD: dict[str, Any] = {"min_length": 1, "max_length": MAX_ID_LENGTH, "pattern": ID_PATTERN_TEXT}
 
@@ -113,6 +113,26 @@ class TurnResponseBody(BaseModel):
     structured: JSON = None
 
 
+class DecisionBody(BaseModel):
+    """What was decided on a call that needed approval."""
+
+    approved: bool
+    reason: str | None = None
+    decided_at: str
+    expired: bool = Field(default=False, description="Rejected because no decision came in time.")
+
+
+class ApprovalBody(BaseModel):
+    """A tool call of the run that needs (or needed) a person's decision before it runs."""
+
+    call_id: str
+    name: str = Field(description="The tool.")
+    arguments: dict[str, JSON]
+    requested_at: str
+    step: int = Field(description="The step of the turn the call belongs to.")
+    decision: DecisionBody | None = Field(default=None, description="null while it waits.")
+
+
 class RunResultBody(BaseModel):
     """A run as seen by clients: the run answer of `POST .../run` and the run resource."""
 
@@ -123,6 +143,39 @@ class RunResultBody(BaseModel):
     response: TurnResponseBody | None = None
     error: ErrorBody | None = None
     location: str | None = Field(default=None, description="URL of the run resource.")
+    approvals: list[ApprovalBody] | None = Field(
+        default=None,
+        description="The calls of a run in progress that needed a decision (`awaiting_approval`: "
+        "those without one are waited on); null when none did.",
+    )
+
+
+MAX_REASON_LENGTH = 2000
+"""The longest reason a decision may give (the model reads it as the tool's result)."""
+
+
+class ApprovalDecisionRequest(BaseModel):
+    """Body of `POST .../runs/{correlation_id}/approvals`: the decision on one call."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    call_id: str = Field(min_length=1, max_length=256)
+    approved: bool
+    reason: str | None = Field(default=None, max_length=MAX_REASON_LENGTH)
+
+
+class ApprovalDecisionBody(BaseModel):
+    """Answer of a decision: `decided` (200: stored; the run resumes once its step's calls are
+    all decided), `unchanged` (200: the same decision was made already) or `decision_requested`
+    (202: sent, not seen stored yet; poll `location`)."""
+
+    agent: str
+    session_id: str
+    correlation_id: str
+    call_id: str
+    approved: bool
+    status: Literal["decided", "unchanged", "decision_requested"]
+    location: str = Field(description="URL of the run resource.")
 
 
 class Problem(BaseModel):

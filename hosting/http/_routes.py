@@ -16,6 +16,8 @@ from .._settings import MAX_BODY_BYTES
 from ..archive._pages import CURSOR_PATTERN
 from ._models import (
     AgentsBody,
+    ApprovalDecisionBody,
+    ApprovalDecisionRequest,
     HealthBody,
     HistoryPageBody,
     RunActionBody,
@@ -137,7 +139,9 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                     ),
                     Response(
                         202,
-                        "Accepted; poll the `Location` (not waiting, or the wait ran out).",
+                        "Accepted; poll the `Location` (not waiting, or the wait ran out), or "
+                        "`awaiting_approval`: tool calls (`approvals`) wait for a decision "
+                        "(`POST .../runs/{correlation_id}/approvals`).",
                         RunResultBody,
                     ),
                     _BAD,
@@ -191,7 +195,8 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
         (
             Operation(
                 "GET",
-                "A run: pending, succeeded or failed, with its result.",
+                "A run: pending, awaiting_approval (with the calls waiting), succeeded, failed or "
+                "cancelled, with its result.",
                 (
                     Response(200, "The run.", RunResultBody),
                     _BAD, _FORBIDDEN, _UNKNOWN, _UNREADABLE, _DISCARDED, _DOWN,
@@ -199,7 +204,8 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                 query=(
                     Param(
                         "wait",
-                        "Long-poll: wait up to this many seconds (max 60) for the run to finish.",
+                        "Long-poll: wait up to this many seconds (max 60) for the run to finish (a run "
+                        "awaiting approval answers at once).",
                         {"type": "number", "minimum": 0, "maximum": 60},
                     ),
                     _USER,
@@ -237,6 +243,49 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                     _DISCARDED,
                     _DOWN,
                 ),
+                query=(_USER,),
+            ),
+        ),
+    ),
+    RouteSpec(
+        "agent_run_approval",
+        "agents/{agent}/sessions/{session_id}/runs/{correlation_id}/approvals",
+        (
+            Operation(
+                "POST",
+                "Decide one tool call the run waits on (`awaiting_approval`): approved, it runs; "
+                "rejected, the model is told so, with the reason. The run resumes once every call "
+                "of its step is decided.",
+                (
+                    Response(
+                        200,
+                        "`decided` (stored), or `unchanged`: the same decision again.",
+                        ApprovalDecisionBody,
+                    ),
+                    Response(
+                        202,
+                        "`decision_requested`: sent, not seen stored yet; poll `Location`.",
+                        ApprovalDecisionBody,
+                    ),
+                    _BAD,
+                    _FORBIDDEN,
+                    Response(
+                        404,
+                        "Unknown agent or session, no such run in progress (`run_not_found`), or "
+                        "no such call waiting (`approval_not_found`).",
+                    ),
+                    Response(
+                        409,
+                        "The run is not awaiting approval (`run_not_awaiting_approval`), the call "
+                        "was decided otherwise (`approval_conflict`), or the session's stored state "
+                        "is unreadable (`state_unreadable`).",
+                    ),
+                    _DISCARDED,
+                    Response(413, f"Body over the documented limit ({MAX_BODY_BYTES // 1024} KiB)."),
+                    Response(415, "Content-Type other than application/json."),
+                    _DOWN,
+                ),
+                request=ApprovalDecisionRequest,
                 query=(_USER,),
             ),
         ),

@@ -30,9 +30,11 @@ from ..client._archived import find_archived_run
 from ..client._binding import DurableClient
 from ..client._read import Snapshot, read_session, state_problem
 from ..client._waiting import wait_for_run
-from ..stored import INTERNAL, Internal, Viewer, unrecorded_run
+from ..lifecycle._approval_expiry import start_approval_expiry
+from ..stored import INTERNAL, Approval, Internal, RunApprovals, Viewer, unrecorded_run
 from ..streams._events_doc import EVENT_STREAM
 from ..streams._store import (
+    APPROVAL_REQUIRED,
     RUN_CANCELLED,
     RUN_COMPLETED,
     RUN_FAILED,
@@ -343,6 +345,9 @@ class RunStreams:
                     if then is not None and event.type != RUN_STARTED:
                         background(key, then)
                         then = None
+                    if event.type == APPROVAL_REQUIRED:
+                        # A reader that only follows the stream starts the approvals' expiry too.
+                        background(key, _expiry_of(client, key, event.data))
                     continue
                 # Idle: if the run is stored but its terminal event never came (its publishing
                 # failed), answer from the stored state instead of waiting forever.
@@ -382,3 +387,19 @@ class RunStreams:
         `then` is started in the background after the first event past `run.started` (or when
         the stream ends first), off the path to the first token."""
         return self.response(self._follow(client, key, after, then), key)
+
+
+def _expiry_of(client: DurableClient, key: StreamKey, data: dict[str, Any]) -> Job:
+    """Start the expiry of the approvals an `approval.required` event names (hosting.lifecycle)."""
+
+    async def start() -> None:
+        try:
+            approvals = [Approval.from_json(item) for item in data.get("approvals") or []]
+        except ValueError:
+            return
+        step = data.get("step")
+        if isinstance(step, int) and approvals:
+            paused = RunApprovals(approvals, step)
+            await start_approval_expiry(client, key.agent, key.session_id, key.correlation_id, paused)
+
+    return start

@@ -16,6 +16,20 @@ SWEEPER = "dafx_session_sweeper"
 """Orchestration: one agent's eternal sweeper of idle sessions (hosting.lifecycle._sweeper)."""
 SWEEP = "dafx_sweep_sessions"
 """Activity: one sweep (takes a durable client)."""
+APPROVAL_EXPIRY = "dafx_approval_expiry"
+"""Orchestration: a paused turn's undecided approvals expire (hosting.lifecycle._approval_expiry)."""
+
+
+def approval_instance(agent: str, session_id: str, correlation_id: str, step: int) -> str:
+    """The instance id of the expiry of one step's approvals (one per step: idempotent start)."""
+    return f"{approval_prefix(agent)}{session_id}-{step}-{correlation_id}"
+
+
+def approval_prefix(agent: str) -> str:
+    """What the instance ids of `agent`'s approval expiries start with (purged once finished)."""
+    return f"dafx-approval-{agent}-"
+
+"""Activity: one sweep (takes a durable client)."""
 
 
 def expiry_instance(agent: str, session_id: str) -> str:

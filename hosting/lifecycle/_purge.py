@@ -15,7 +15,7 @@ import logging
 from ..client._binding import DurableClient
 from ..client._query import ContinuationRefused, query_instances
 from ._ended import ended_prefix
-from ._names import cleanup_prefix, expiry_prefix
+from ._names import approval_prefix, cleanup_prefix, expiry_prefix
 
 log = logging.getLogger("hosting.lifecycle")
 
@@ -26,9 +26,10 @@ _PAGE = 100
 
 
 async def purge_finished(client: DurableClient, agent: str) -> int:
-    """Purge the finished expiry checks, cleanups and session-end runs of `agent`; answer how many went."""
+    """Purge the finished expiry checks, cleanups, session-end runs and approval expiries of
+    `agent`; answer how many went."""
     purged = 0
-    for prefix in (expiry_prefix(agent), cleanup_prefix(agent), ended_prefix(agent)):
+    for prefix in (expiry_prefix(agent), cleanup_prefix(agent), ended_prefix(agent), approval_prefix(agent)):
         purged += await _purge_prefix(client, prefix, MAX_PURGES_PER_SWEEP - purged)
     if purged:
         log.info("sweep of %s: %d finished instance(s) purged", agent, purged)

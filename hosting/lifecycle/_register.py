@@ -10,10 +10,12 @@ import azure.durable_functions as df
 
 from ..client._binding import BoundClient, durable_client_input
 from ..streams import StreamStore
+from ._approval_expiry import approval_expiry_orchestrator
 from ._ended import ENDED, ENDED_HOOKS, EndHooks, ended_orchestrator
 from ._erasure import Eraser, erasure_orchestrator
 from ._expiry import cleanup_orchestrator, expiry_orchestrator, forget_activity
 from ._names import (
+    APPROVAL_EXPIRY,
     CLEANUP,
     ERASE_FIND_MEMORIES,
     ERASE_FIND_SESSIONS,
@@ -37,6 +39,7 @@ def register_lifecycle(app: df.DFApp, streams: StreamStore, agents: Sequence[Any
         (CLEANUP, cleanup_orchestrator),
         (SWEEPER, sweeper_orchestrator),
         (ERASURE, erasure_orchestrator),
+        (APPROVAL_EXPIRY, approval_expiry_orchestrator),
         (ENDED, ended_orchestrator),
     )
     for name, function in orchestrators:

@@ -11,7 +11,7 @@ import azure.functions as func
 
 from agents import Agent
 
-from .._settings import max_session_bytes_from_env
+from .._settings import ApiSettings, max_session_bytes_from_env
 from ..client._binding import BoundClient, durable_client_input
 from ..client._submit import Submitter
 from ..lifecycle._sweeper import sweepers_of
@@ -22,8 +22,15 @@ TRIGGER_TYPE = "mcpToolTrigger"
 """The binding type of the Azure Functions MCP extension's tool trigger."""
 
 
-def _register(app: df.DFApp, agent: Agent, spec: ToolSpec, wait_seconds: float, submitter: Submitter) -> None:
-    tool = AgentTool(agent, spec, wait_seconds, submitter)
+def _register(
+    app: df.DFApp,
+    agent: Agent,
+    spec: ToolSpec,
+    wait_seconds: float,
+    submitter: Submitter,
+    settings: ApiSettings,
+) -> None:
+    tool = AgentTool(agent, spec, wait_seconds, submitter, settings)
 
     async def mcp_tool(context: str, client: BoundClient) -> str:
         return await tool(context, client)
@@ -45,10 +52,15 @@ def _register(app: df.DFApp, agent: Agent, spec: ToolSpec, wait_seconds: float, 
 
 
 def register_mcp_tools(
-    app: df.DFApp, agents: Sequence[Agent], mcp_tools: McpTools, max_session_bytes: int | None = None
+    app: df.DFApp,
+    agents: Sequence[Agent],
+    mcp_tools: McpTools,
+    max_session_bytes: int | None = None,
+    settings: ApiSettings | None = None,
 ) -> list[ToolSpec]:
     """Add one MCP tool trigger per chosen agent (see `chosen_agents`); returns their specs.
-    `max_session_bytes`: the app's session limit (`ApiSettings.max_session_bytes`)."""
+    `max_session_bytes`: the app's session limit (`ApiSettings.max_session_bytes`); `settings`:
+    the API's, whose run URLs a call awaiting approval hands out."""
     wait_seconds = wait_seconds_from_env()
     limit = max_session_bytes_from_env() if max_session_bytes is None else max_session_bytes
     # Every hosted agent's sweepers, as the HTTP API starts them: the app may be reached only here.
@@ -56,6 +68,6 @@ def register_mcp_tools(
     specs = []
     for agent in chosen_agents(agents, mcp_tools):
         spec = tool_spec(agent)
-        _register(app, agent, spec, wait_seconds, submitter)
+        _register(app, agent, spec, wait_seconds, submitter, settings or ApiSettings())
         specs.append(spec)
     return specs

@@ -25,7 +25,7 @@ from agents import Agent, InputMessage, InvalidTurnRequest, TurnRequest
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import new_session_id
-from .._settings import max_session_bytes_from_env
+from .._settings import ApiSettings, max_session_bytes_from_env
 from ..client._binding import DurableClient
 from ..client._outcome import RunOutcome
 from ..client._submit import Submission, Submitter
@@ -33,7 +33,9 @@ from ..client._waiting import wait_for_run
 from ..http._refusals import refusal
 from ..http._requests import check_id
 from ..http._users import check_user_id, easy_auth_enabled
+from ..lifecycle._approval_expiry import start_approval_expiry
 from ..lifecycle._sweeper import sweepers_of
+from ..stored import RunApprovals
 from ._config import QUERY, SESSION_ID, USER_ID, ToolSpec
 
 log = logging.getLogger("hosting.mcp")
@@ -155,8 +157,15 @@ class AgentTool:
     """The tool trigger function's body for one agent (called with the context and the client)."""
 
     def __init__(
-        self, agent: Agent, spec: ToolSpec, wait_seconds: float, submitter: Submitter | None = None
+        self,
+        agent: Agent,
+        spec: ToolSpec,
+        wait_seconds: float,
+        submitter: Submitter | None = None,
+        settings: ApiSettings | None = None,
     ) -> None:
+        self.settings = settings or ApiSettings()
+        """Where the run resources are (a call awaiting approval names its run's URL)."""
         self.agent = agent
         self.spec = spec
         self.wait_seconds = wait_seconds
@@ -189,6 +198,22 @@ class AgentTool:
                 **ids,
             )
 
+    def _awaiting(self, session_id: str, correlation_id: str, paused: RunApprovals) -> str:
+        """The turn paused for tool approvals: which calls, and where to decide them."""
+        url = self.settings.url(f"agents/{self.agent.name}/sessions/{session_id}/runs/{correlation_id}")
+        calls = ", ".join(f"{a.name} (call {a.call_id})" for a in paused.waiting)
+        return error_result(
+            f"the {self.agent.name} agent waits for a person to approve {calls}; decide with POST "
+            f"{url}/approvals, then read the run at {url}",
+            status="awaiting_approval",
+            location=url,
+            approvals=[
+                {"call_id": a.call_id, "name": a.name, "arguments": a.arguments} for a in paused.waiting
+            ],
+            session_id=session_id,
+            correlation_id=correlation_id,
+        )
+
     def _refuse(self, outcome: RunOutcome, session_id: str, correlation_id: str) -> None:
         limit = self.submitter.max_session_bytes
         problem = refusal(outcome, self.agent.name, session_id, correlation_id, limit)
@@ -219,6 +244,9 @@ class AgentTool:
         )
         self._refuse(outcome, call.session_id, correlation_id)
         ids = {"session_id": call.session_id, "correlation_id": correlation_id}
+        if outcome.awaiting is not None:
+            await start_approval_expiry(client, agent, call.session_id, correlation_id, outcome.awaiting)
+            return self._awaiting(call.session_id, correlation_id, outcome.awaiting)
         if outcome.run is None:
             return error_result(
                 f"the {agent} agent is still working after {self.wait_seconds:g} s; the answer will be "

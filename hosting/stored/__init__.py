@@ -1,6 +1,7 @@
 """The stored session document, pure (no IO): one reader (`StoredDocument`) of its wire keys
 and of hosting's marks in `data`, the marks' writers, and the runs they answer without entries."""
 
+from ._approvals import Approval, Decision, RunApprovals, approvals_of
 from ._document import (
     INTERNAL,
     Internal,
@@ -31,7 +32,10 @@ __all__ = [
     "MAX_REFUSED_BYTES",
     "REFUSED_MESSAGE",
     "ActiveTurn",
+    "Approval",
+    "Decision",
     "Internal",
+    "RunApprovals",
     "StoredDocument",
     "StoredRun",
     "TurnEntry",
@@ -39,6 +43,7 @@ __all__ = [
     "Unrecorded",
     "Viewer",
     "active_turn",
+    "approvals_of",
     "compact_text",
     "first_text",
     "forget_waiting",

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from agents import InvalidTurnRequest, TurnProgress, TurnRequest
+from agents import InvalidTurnRequest, ToolDecision, TurnProgress, TurnRequest
 from state import AgentState
+
+from ._approvals import Approval, UnreadableApproval, decisions, pending, read_approvals
 
 
 class UnreadableTurn(ValueError):
@@ -24,18 +26,33 @@ class ActiveTurn:
     progress: TurnProgress
     started_at: str
     stream_seq: int = 0
+    approvals: list[Approval] = field(default_factory=list)
+    """The calls that needed a decision, since the turn's first pause (1.7.0; hosting.stored._approvals)."""
 
     @property
     def correlation_id(self) -> str:
         return self.request.correlation_id
 
+    @property
+    def waiting(self) -> list[Approval]:
+        """The calls its next step waits on; none: it is not awaiting approval."""
+        return pending(self.approvals, self.progress.steps)
+
+    @property
+    def decisions(self) -> dict[str, ToolDecision]:
+        """The decisions its next step runs with."""
+        return decisions(self.approvals, self.progress.steps)
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "request": self.request.to_json(),
             "progress": self.progress.to_json(),
             "startedAt": self.started_at,
             "streamSeq": self.stream_seq,
         }
+        if self.approvals:  # a turn that never paused is stored as before 1.7.0
+            out["approvals"] = [a.to_json() for a in self.approvals]
+        return out
 
     @classmethod
     def from_json(cls, data: Any) -> ActiveTurn:
@@ -47,9 +64,10 @@ class ActiveTurn:
         try:
             request = TurnRequest.from_json(data.get("request"))  # type: ignore[arg-type]
             progress = TurnProgress.from_json(data.get("progress") or {})
-        except (InvalidTurnRequest, ValueError) as error:
+            approvals = read_approvals(data.get("approvals"))
+        except (InvalidTurnRequest, UnreadableApproval, ValueError) as error:
             raise UnreadableTurn(f"data.activeTurn: {error}") from None
-        return cls(request, progress, started, seq)
+        return cls(request, progress, started, seq, approvals)
 
 
 def active_turn(state: AgentState) -> ActiveTurn | None:

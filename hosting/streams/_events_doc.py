@@ -57,6 +57,22 @@ EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
         "Token usage of one model call.",
         {"input_tokens": _INT_OR_NULL, "output_tokens": _INT_OR_NULL, "total_tokens": _INT_OR_NULL},
     ),
+    "approval.required": _object(
+        "The turn paused: the tool calls of its step `step` wait for a person's decision "
+        "(`POST .../runs/{correlation_id}/approvals`); the stream stays open and goes on with "
+        "`step.started` once they are all decided (docs/hosting.md \"Tool approvals\").",
+        {
+            "step": {"type": "integer"},
+            "approvals": {
+                "type": "array",
+                "items": _object(
+                    "One call waiting.",
+                    {"callId": _STRING, "name": _STRING, "arguments": {"type": "object"},
+                     "requestedAt": _STRING, "step": {"type": "integer"}},
+                ),
+            },
+        },
+    ),
     "run.completed": {
         "description": "The last event of a successful run: the same body as the JSON answer "
         "(RunResultBody).",

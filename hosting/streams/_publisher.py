@@ -19,6 +19,7 @@ from agents import FailureCode, TurnEvent, TurnEventSink, TurnResult, failure
 
 from .._loop import run_sync
 from ._store import (
+    APPROVAL_REQUIRED,
     RUN_CANCELLED,
     RUN_COMPLETED,
     RUN_FAILED,
@@ -218,6 +219,10 @@ class RunEvents:
     def finish(self, result: dict[str, Any]) -> None:
         """Close the stream with the turn's result (`TurnResult.to_json()`)."""
         run_sync(lambda: self._put(terminal_type(result), result))
+
+    def approval_required(self, data: dict[str, Any]) -> None:
+        """The turn pauses: its next step's calls wait for decisions (not a terminal event)."""
+        run_sync(lambda: self._put(APPROVAL_REQUIRED, data))
 
     def withdraw_interrupt(self) -> None:
         """Forget the session's interrupt mark: the interrupting run has reached its session, so

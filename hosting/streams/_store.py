@@ -17,6 +17,7 @@ from .._numbers import number_setting
 RUN_STARTED = "run.started"
 RUN_RESTARTED = "run.restarted"
 STEP_STARTED = "step.started"
+APPROVAL_REQUIRED = "approval.required"
 RUN_COMPLETED = "run.completed"
 RUN_FAILED = "run.failed"
 RUN_CANCELLED = "run.cancelled"

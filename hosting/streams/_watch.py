@@ -15,7 +15,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 
-from ._store import StreamKey, StreamStore
+from ._store import APPROVAL_REQUIRED, StreamKey, StreamStore
 
 log = logging.getLogger("hosting.streams")
 
@@ -32,7 +32,8 @@ def terminal_watch(store: StreamStore, key: StreamKey, ended: Callable[[], None]
     async def watch() -> None:
         try:
             async for event in store.follow(key, 0, IDLE_SECONDS):
-                if event is not None and event.terminal:
+                # A turn that pauses for approvals has an answer for its caller too (a 202).
+                if event is not None and (event.terminal or event.type == APPROVAL_REQUIRED):
                     break
         except asyncio.CancelledError:
             raise

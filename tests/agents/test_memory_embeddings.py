@@ -76,6 +76,7 @@ async def _stepwise(agent: Agent, state: AgentState, text: str, cid: str) -> Tur
         outcome = await agent.run_step(state, _request(text, cid), progress, session_id="s1")
         if isinstance(outcome, TurnResult):
             return outcome
+        assert isinstance(outcome, TurnProgress), "no tool here needs approval"
         progress = TurnProgress.from_json(json.loads(json.dumps(outcome.to_json())))  # as stored
     raise AssertionError("the turn did not end")
 

@@ -255,3 +255,34 @@ def test_stop_cancels_a_streaming_run_and_shows_it_stopped(page: BrowserPage, mo
     expect(stop).to_be_hidden()
     stopped.locator(".usage a").click()
     expect(view.locator("#run-status")).to_have_text("cancelled")
+
+
+def test_a_call_awaiting_approval_is_approved_or_rejected_in_the_chat(
+    page: BrowserPage, model: ModelServer
+) -> None:
+    model.script(
+        Reply.tool_calls(
+            [
+                ("book_hotel", {"city": "Paris", "nights": 2}, "call-paris"),
+                ("book_hotel", {"city": "Rome", "nights": 1}, "call-rome"),
+            ]
+        ),
+        Reply.text("Paris is booked; Rome was not."),
+    )
+    view = page.open("chat/concierge")
+    _send(page, "Book Paris and Rome")
+    paris = view.locator('.approval[data-call-id="call-paris"]')
+    rome = view.locator('.approval[data-call-id="call-rome"]')
+    expect(paris).to_contain_text("book_hotel", timeout=10000)
+    expect(paris.locator(".approval-arguments")).to_contain_text('"Paris"')
+    expect(view.locator("#chat-status")).to_have_text("Waiting for your decision…")
+    assert len(model.requests) == 1  # nothing runs before the decisions
+    paris.locator("button.approve").click()
+    expect(paris.locator(".approval-outcome")).to_have_text("Approved.")
+    rome.locator(".approval-reason").fill("one city is enough")
+    rome.locator("button.reject").click()
+    expect(view.locator("#transcript .msg.assistant:not(.live) .markdown")).to_contain_text(
+        "Paris is booked; Rome was not.", timeout=15000
+    )
+    tool_texts = [m.text for m in model.requests[1].messages if m.role == "tool"]
+    assert "confirmation" in tool_texts[0] and "one city is enough" in tool_texts[1], tool_texts

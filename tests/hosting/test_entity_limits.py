@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import pathlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import azure.durable_functions as df
@@ -14,7 +14,16 @@ import pytest
 from hosting_support import ROOT, Api, make_agents, run_batch, run_op, stored_state
 from jsonschema import Draft202012Validator
 
-from agents import Agent, ArchivedHistory, TurnEventSink, TurnProgress, TurnRequest, TurnResult
+from agents import (
+    Agent,
+    ArchivedHistory,
+    AwaitingApproval,
+    ToolDecision,
+    TurnEventSink,
+    TurnProgress,
+    TurnRequest,
+    TurnResult,
+)
 from agents.testing import ModelServer, Reply
 from hosting import ApiSettings, HostingError, build_app
 from state import AgentRequest, AgentState, ChatMessage, TextContent, dump_state, load_state
@@ -209,7 +218,8 @@ class BuggyAgent(Agent):
         on_event: TurnEventSink | None = None,
         *,
         session_id: str | None = None,
-    ) -> TurnResult | TurnProgress:
+        decisions: Mapping[str, ToolDecision] | None = None,
+    ) -> TurnResult | TurnProgress | AwaitingApproval:
         state.append_request(
             AgentRequest(
                 correlation_id=request.correlation_id,

@@ -78,6 +78,7 @@ async def test_the_openapi_document_lists_every_event(offline_api: Api) -> None:
         "run.started",
         "run.restarted",
         "step.started",
+        "approval.required",
         "text.delta",
         "reasoning.delta",
         "tool.call",

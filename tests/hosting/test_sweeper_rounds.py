@@ -16,7 +16,7 @@ from hosting_support import Api, stored_state
 
 from agents.testing import ModelServer, Reply
 from hosting.lifecycle import CLEANUP, EXPIRY, SWEEPER, expiry_instance, sweeper_instance
-from hosting.lifecycle._names import cleanup_instance
+from hosting.lifecycle._names import APPROVAL_EXPIRY, approval_instance, cleanup_instance
 from hosting.lifecycle._sweeper import MAX_CHECKS_PER_SWEEP
 
 # A state of a newer major schema version (written before a rollback): this build cannot read it.
@@ -75,15 +75,16 @@ async def test_a_sweep_moves_on_past_sessions_whose_checks_cannot_run(
 
 
 def lifecycle_rows(host: Any) -> tuple[int, int]:
-    """(instances, history rows) of expiry checks and cleanups in the host's task hub."""
+    """(instances, history rows) of expiry checks, cleanups and approval expiries in the host's
+    task hub."""
     with sqlite3.connect(host.db_path) as conn:
         instances = conn.execute(
             "SELECT COUNT(*) FROM orch_instances WHERE instance_id LIKE 'dafx-expiry-%'"
-            " OR instance_id LIKE 'dafx-cleanup-%'"
+            " OR instance_id LIKE 'dafx-cleanup-%' OR instance_id LIKE 'dafx-approval-%'"
         ).fetchone()[0]
         history = conn.execute(
             "SELECT COUNT(*) FROM orch_history WHERE instance_id LIKE 'dafx-expiry-%'"
-            " OR instance_id LIKE 'dafx-cleanup-%'"
+            " OR instance_id LIKE 'dafx-cleanup-%' OR instance_id LIKE 'dafx-approval-%'"
         ).fetchone()[0]
     return int(instances), int(history)
 
@@ -111,6 +112,11 @@ async def test_finished_expiry_checks_are_purged(
     for n in range(3):
         spec = {"agent": "assistant", "session": f"gone-{n}", "operation": "delete"}
         await client.start_new(CLEANUP, cleanup_instance("assistant", f"gone-{n}"), spec)
+    # And approval expiries (due at once: they signal their step, decided or gone, and finish).
+    for n in range(2):
+        due = {"agent": "assistant", "session": "model", "correlationId": f"run-{n}", "step": 1,
+               "seconds": 1, "dueAt": "2020-01-01T00:00:00+00:00"}
+        await client.start_new(APPROVAL_EXPIRY, approval_instance("assistant", "model", f"run-{n}", 1), due)
     started = time.monotonic()
     while True:
         with sqlite3.connect(host.db_path) as conn:

@@ -24,6 +24,7 @@ def test_fixture_set_is_complete() -> None:
         "state-1.4.0-deleted.json",
         "state-1.5.0-owned.json",
         "state-1.6.0-turn-in-progress.json",
+        "state-1.7.0-awaiting-approval.json",
         "state-1.9.0-newer-minor.json",
     } <= names
 
@@ -134,6 +135,20 @@ def test_our_1_6_0_fixture_keeps_the_turn_in_progress_apart_from_the_history() -
     state.queued_runs = []
     data = json.loads(dump_state(state))["data"]
     assert "activeTurn" not in data and "queuedRuns" not in data
+
+
+def test_our_1_7_0_fixture_keeps_the_approvals_of_the_turn_in_progress() -> None:
+    raw = (FIXTURES / "state-1.7.0-awaiting-approval.json").read_bytes()
+    state = load_state(raw)
+    assert state.schema_version == "1.7.0"
+    active = state.active_turn
+    assert active is not None
+    approvals = active["approvals"]
+    assert [(a["callId"], "decision" in a) for a in approvals] == [("call-1", True), ("call-2", False)]
+    # Waiting for decisions is no run yet, nor part of what is replayed to a model.
+    assert state.find_run("run-2") is None
+    assert [m.text for m in state.replay_messages() if m.role == "user"] == ["hello"]
+    assert json.loads(dump_state(state)) == json.loads(raw)
 
 
 def test_newer_minor_fixture_keeps_what_it_does_not_know() -> None:

@@ -60,6 +60,7 @@ async function followStream(response, handlers) {
         case "tool.result": handlers.onToolResult?.(data); break;
         case "usage": handlers.onUsage?.(data); break;
         case "run.restarted": handlers.onRestarted?.(data); break;
+        case "approval.required": handlers.onApproval?.(waitingCalls(data.approvals)); break;
         case "run.completed": outcome = { ok: true, body: data }; break;
         case "run.failed": outcome = { ok: false, problem: data }; break;
         case "run.cancelled": outcome = { ok: false, problem: data }; break;
@@ -78,6 +79,16 @@ async function followStream(response, handlers) {
   return outcome.body;
 }
 
+/** The calls a run waits on, as {call_id, name, arguments}: from an `approval.required` event
+ * (camelCase) or the run resource's `approvals` (snake_case; the decided ones left out). */
+function waitingCalls(approvals) {
+  return (approvals || [])
+    .filter((a) => !a.decision)
+    .map((a) => ({ call_id: a.call_id ?? a.callId, name: a.name, arguments: a.arguments }));
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** The run answer as a failure when the run resource says it failed. */
 function settle(body) {
   if (body && body.status === "cancelled") {
@@ -92,8 +103,10 @@ function settle(body) {
   return body;
 }
 
-/** Long-poll a run resource until it is no longer pending. */
+/** Long-poll a run resource until it has finished. A run awaiting approval answers at once:
+ * its calls go to `onApproval` (once per set), and it is read again a second later. */
 export async function pollRun(location, handlers = {}) {
+  let shown = "";
   for (;;) {
     if (handlers.signal && handlers.signal.aborted) throw new ApiError(0, null, "Stopped.");
     const url = new URL(location, document.baseURI);
@@ -101,6 +114,14 @@ export async function pollRun(location, handlers = {}) {
     const response = await fetch(url, { headers: headers({ Accept: "application/json" }), signal: handlers.signal });
     if (!response.ok) throw await failure(response);
     const body = await response.json();
+    if (body.status === "awaiting_approval") {
+      const calls = waitingCalls(body.approvals);
+      const key = calls.map((c) => c.call_id).join(" ");
+      if (key !== shown) handlers.onApproval?.(calls);
+      shown = key;
+      await sleep(1000);
+      continue;
+    }
     if (body.status !== "pending") return settle(body);
   }
 }
@@ -109,7 +130,8 @@ async function jsonAnswer(response, handlers) {
   if (!response.ok) throw await failure(response);
   const body = await response.json();
   handlers.onStarted?.(body);
-  if (response.status === 202 || body.status === "pending") {
+  if (body.status === "awaiting_approval") handlers.onApproval?.(waitingCalls(body.approvals));
+  if (response.status === 202 || body.status === "pending" || body.status === "awaiting_approval") {
     return pollRun(body.location || response.headers.get("location"), handlers);
   }
   return settle(body);
@@ -149,6 +171,13 @@ export async function runTurn({ agent, sessionId, message }, handlers = {}) {
     response = await send("application/json");
   }
   return jsonAnswer(response, handlers);
+}
+
+/** Decide one call a run waits on: approved or not (with an optional reason). */
+export function decideApproval({ agent, sessionId, correlationId, callId, approved, reason }) {
+  const body = { call_id: callId, approved };
+  if (reason) body.reason = reason;
+  return post(`agents/${seg(agent)}/sessions/${seg(sessionId)}/runs/${seg(correlationId)}/approvals`, body);
 }
 
 /** Whether a run's failure is its cancellation (`run_cancelled`: stopped, not failed). */

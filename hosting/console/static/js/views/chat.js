@@ -3,7 +3,7 @@ import { ApiError, get, seg } from "../api.js";
 import { field, h } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
 import { pickAgent, rememberAgent, replaceRoute, showNotice } from "../shell.js";
-import { cancelRun, isStopped, runTurn } from "../stream.js";
+import { cancelRun, decideApproval, isStopped, runTurn } from "../stream.js";
 import { assistantBlock, historyView, keepExpanded, problemBox, runLine, toolCall, userBubble } from "../transcript.js";
 import { listAgents } from "./agents.js";
 
@@ -136,6 +136,14 @@ export async function render(main, [agentParam, sessionParam]) {
           block.insertBefore(el, text);
         },
         onToolResult: (result) => calls.get(result.call_id)?.setResult(result.result, result.is_error === true),
+        onApproval: (waiting) => {
+          status.textContent = "Waiting for your decision…";
+          for (const call of waiting) {
+            if (!block.querySelector(`[data-call-id="${CSS.escape(call.call_id)}"]`)) {
+              block.insertBefore(approvalBox(call, { ...running }), text);
+            }
+          }
+        },
         onRestarted: () => {
           buffer = "";
           calls.forEach((el) => el.remove());
@@ -184,4 +192,31 @@ export async function render(main, [agentParam, sessionParam]) {
   await start(sessionId);
   input.focus();
   return () => controller.abort();
+}
+
+/** One tool call waiting for a decision: its tool and arguments, Approve and Reject (with an
+ * optional reason). The run goes on by itself once every call of its step is decided. */
+function approvalBox(call, run) {
+  const reason = h("input.approval-reason", { type: "text", name: "reason", placeholder: "Reason (optional)", "aria-label": "Reason" });
+  const outcome = h("p.approval-outcome", { role: "status" });
+  const approve = h("button.approve", { type: "button" }, "Approve");
+  const reject = h("button.secondary.reject", { type: "button" }, "Reject");
+  const box = h("div.approval", { "data-call-id": call.call_id },
+    h("p", {}, "Approve ", h("code", {}, call.name), "?"),
+    h("pre.approval-arguments", {}, JSON.stringify(call.arguments, null, 2)),
+    h("div.actions", {}, approve, " ", reject, " ", reason), outcome);
+  const decide = async (approved) => {
+    approve.disabled = reject.disabled = reason.disabled = true;
+    try {
+      await decideApproval({ agent: run.agent, sessionId: run.sessionId, correlationId: run.id, callId: call.call_id, approved, reason: reason.value.trim() });
+      outcome.textContent = approved ? "Approved." : "Rejected.";
+      box.classList.add(approved ? "approved" : "rejected");
+    } catch (error) {
+      outcome.textContent = `The decision was not taken: ${error.message}`;
+      approve.disabled = reject.disabled = reason.disabled = false;
+    }
+  };
+  approve.addEventListener("click", () => decide(true));
+  reject.addEventListener("click", () => decide(false));
+  return box;
 }

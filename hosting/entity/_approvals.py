@@ -1,0 +1,156 @@
+"""A turn's pause for tool approvals, as operations of the agent's entity (docs/hosting.md
+"Tool approvals").
+
+A step whose tool calls need a decision does not run (agents._approvals): `pause` records the
+calls waiting in the turn in progress (`data.activeTurn.approvals`), publishes `approval.required`
+and ends the operation without signalling a next step, so nothing runs or waits in a worker
+while people decide. `decide` records one decision; the one that leaves no call of the step
+undecided signals the step again, which then runs with the decisions. `expire_approvals` rejects
+what is still undecided when the approval time is up (hosting.lifecycle._approval_expiry). The
+time the turn spent waiting does not count towards its deadline: its start moves on by it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from agents import AwaitingApproval
+from state import dump_state
+
+from .._errors import InvalidOperation
+from ..lifecycle._ttl import now_iso
+from ..stored import ActiveTurn, UnreadableTurn, active_turn
+from ..stored._approvals import Decision, decided, find, with_requested
+from ..streams import RunEvents
+from ._context import EntityContext, Loaded, cache_load, load, operation_input, store_text
+from ._signals import send_signal
+
+log = logging.getLogger("hosting.entity")
+
+DECIDED, UNCHANGED, CONFLICT = "decided", "unchanged", "conflict"
+UNKNOWN_CALL, NOT_AWAITING = "unknown_call", "not_awaiting"
+"""What a `decide` operation answers (its `outcome`)."""
+
+
+def expired_reason(seconds: float) -> str:
+    """The reason an expired approval is rejected with (the model reads it)."""
+    return f"no decision was made within {seconds:g} seconds, so the call was rejected"
+
+
+class TurnApprovals:
+    """The `decide` and `expire_approvals` operations and a step's pause (a mixin of `AgentEntity`)."""
+
+    name: str
+
+    def _pause(
+        self,
+        context: EntityContext,
+        loaded: Loaded,
+        turn: ActiveTurn,
+        waiting: AwaitingApproval,
+        events: RunEvents,
+    ) -> dict[str, Any]:
+        """Record the calls the turn's next step waits on; no next step is signalled."""
+        state = loaded.state
+        approvals = with_requested(turn.approvals, waiting.calls, turn.progress.steps, now_iso())
+        paused = replace(turn, approvals=approvals)
+        shown = [a.to_json() for a in paused.waiting]
+        events.approval_required({"step": turn.progress.steps, "approvals": shown})
+        state.active_turn = replace(paused, stream_seq=events.seq).to_json()
+        state.last_activity_at = now_iso()
+        text = dump_state(state)
+        store_text(context, text)
+        cache_load(context, Loaded(text, state))
+        cid = turn.correlation_id
+        key = context.entity_key
+        log.info("entity %s@%s run %s: awaiting approval of %d call(s)", self.name, key, cid, len(shown))
+        return {"correlationId": cid, "status": "awaiting_approval", "approvals": shown}
+
+    def _decide(self, context: EntityContext) -> dict[str, Any]:
+        """The `decide` operation: `{correlationId, callId, approved, reason?}`."""
+        value = operation_input(context)
+        ok = isinstance(value, dict) and isinstance(value.get("correlationId"), str)
+        ok = ok and isinstance(value.get("callId"), str) and isinstance(value.get("approved"), bool)
+        reason = value.get("reason") if isinstance(value, dict) else None
+        if not ok or not (reason is None or isinstance(reason, str)):
+            raise InvalidOperation(
+                f"invalid input for {self.name} decide: expected "
+                "{'correlationId': str, 'callId': str, 'approved': bool, 'reason'?: str}"
+            )
+        cid, call_id, approved = value["correlationId"], value["callId"], value["approved"]
+        answer = {"correlationId": cid, "callId": call_id}
+        loaded = load(context)
+        turn = self._paused_turn(context, loaded, cid)
+        if turn is None:
+            return {**answer, "outcome": NOT_AWAITING}
+        approval = find(turn.approvals, call_id)
+        if approval is None:
+            return {**answer, "outcome": UNKNOWN_CALL}
+        if approval.decision is not None:
+            same = approval.decision.same_as(approved, reason)
+            return {**answer, "outcome": UNCHANGED if same else CONFLICT}
+        decision = Decision(approved, now_iso(), reason)
+        turn = replace(turn, approvals=decided(turn.approvals, call_id, decision))
+        resumed = self._store_decided(context, loaded, turn)
+        return {**answer, "outcome": DECIDED, "resumed": resumed}
+
+    def _expire_approvals(self, context: EntityContext) -> dict[str, Any] | None:
+        """The `expire_approvals` operation: `{correlationId, step, seconds}`: what step `step`
+        of the run still waits on is rejected as expired (a later step, or a finished run: nothing)."""
+        value = operation_input(context)
+        if not isinstance(value, dict) or not isinstance(value.get("correlationId"), str):
+            raise InvalidOperation(f"invalid input for {self.name} expire_approvals")
+        seconds = value.get("seconds")
+        loaded = load(context)
+        turn = self._paused_turn(context, loaded, value["correlationId"])
+        if turn is None or turn.progress.steps != value.get("step") or not turn.waiting:
+            return None
+        reason = expired_reason(float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+        approvals = turn.approvals
+        expired = [a.call_id for a in turn.waiting]
+        for call_id in expired:
+            approvals = decided(approvals, call_id, Decision(False, now_iso(), reason, expired=True))
+        self._store_decided(context, loaded, replace(turn, approvals=approvals))
+        return {"correlationId": turn.correlation_id, "expired": expired}
+
+    def _paused_turn(self, context: EntityContext, loaded: Loaded, correlation_id: str) -> ActiveTurn | None:
+        try:
+            turn = active_turn(loaded.state)
+        except UnreadableTurn:
+            log.exception("entity %s@%s: the turn in progress cannot be read", self.name, context.entity_key)
+            return None
+        if turn is None or turn.correlation_id != correlation_id or not turn.approvals:
+            return None
+        return turn
+
+    def _store_decided(self, context: EntityContext, loaded: Loaded, turn: ActiveTurn) -> bool:
+        """Store the turn with its new decisions; when its step waits on nothing more, move its
+        start on by the time it waited and signal the step. Whether it resumed."""
+        resumed = not turn.waiting
+        if resumed:
+            turn = replace(turn, started_at=_shifted(turn))
+        state = loaded.state
+        state.active_turn = turn.to_json()
+        state.last_activity_at = now_iso()
+        text = dump_state(state)
+        store_text(context, text)
+        cache_load(context, Loaded(text, state))
+        if resumed:
+            step = {"correlationId": turn.correlation_id, "step": turn.progress.steps}
+            send_signal(self.name, str(context.entity_key), "step", step)
+        return resumed
+
+
+def _shifted(turn: ActiveTurn) -> str:
+    """The turn's start moved on by how long its step waited for decisions (from the first
+    request of the step to now): waiting for people is not the turn's working time."""
+    asked = [a.requested_at for a in turn.approvals if a.step == turn.progress.steps]
+    try:
+        started = datetime.fromisoformat(turn.started_at)
+        waited = datetime.fromisoformat(now_iso()) - datetime.fromisoformat(min(asked))
+    except ValueError:
+        return turn.started_at
+    return (started + max(waited, timedelta(0))).isoformat()

@@ -1,0 +1,182 @@
+"""Deciding a tool call a run waits on: `POST agents/{agent}/sessions/{session_id}/runs/
+{correlation_id}/approvals` with `{"call_id", "approved", "reason"?}` (docs/hosting.md "Tool
+approvals").
+
+The route checks the decision against the stored turn (the call must be one the run waits or
+waited on), then signals the entity's `decide` operation, which records it in order with every
+other operation of the session; the decision that leaves nothing of the step undecided resumes
+the turn. The same decision again changes nothing (200 `unchanged`); another one on a decided
+call is a 409 `approval_conflict`. The route then reads the session until the decision is
+stored (a few seconds at most): a decision that lost a race with another is a 409 as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+
+import azure.durable_functions as df
+import azure.functions as func
+from pydantic import ValidationError
+
+from agents import Agent
+
+from .._errors import ProblemCode, ProblemError
+from .._ids import entity_name
+from ..client._binding import DurableClient
+from ..client._outcome import RunOutcome
+from ..client._read import read_session, state_problem
+from ..client._waiting import wait_for_run
+from ..lifecycle._approval_expiry import start_approval_expiry
+from ..stored import Approval, approvals_of
+from ._answers import Answers
+from ._lookup import hosted_agent
+from ._models import ApprovalDecisionBody, ApprovalDecisionRequest
+from ._problems import json_response, validation_problem
+from ._refusals import no_session, unreadable
+from ._requests import check_id, parse_json_object
+from ._users import caller_user
+
+DECIDE_OPERATION = "decide"
+RECORD_WAIT_SECONDS = 5.0
+"""How long the route reads the session for its decision to be stored before it answers 202."""
+
+
+def parse_decision(req: func.HttpRequest) -> ApprovalDecisionRequest:
+    """The body as a decision; a 400 naming the field otherwise."""
+    raw = parse_json_object(req)
+    try:
+        return ApprovalDecisionRequest.model_validate(raw)
+    except ValidationError as error:
+        raise validation_problem(error) from error
+
+
+async def decide_approval(
+    req: func.HttpRequest,
+    client: DurableClient,
+    agents: Mapping[str, Agent],
+    answers: Answers,
+    refuse: Callable[[RunOutcome, str, str, str], None],
+) -> func.HttpResponse:
+    """200 `decided` once stored (202 `decision_requested` when not seen stored yet), 200
+    `unchanged` for the same decision again; 404, 409 and 400 problems (nothing is stored)."""
+    agent = hosted_agent(agents, req)
+    session_id = check_id(req.route_params.get("session_id", ""), "session_id")
+    cid = check_id(
+        req.route_params.get("correlation_id", ""), "correlation_id", ProblemCode.INVALID_CORRELATION_ID
+    )
+    user = caller_user(req)
+    decision = parse_decision(req)
+    entity_id = df.EntityId(entity_name(agent.name), session_id)
+    snapshot = await read_session(client, entity_id)
+    if not snapshot.exists or not snapshot.stored.visible_to(user):
+        raise no_session(agent.name, session_id)  # another user's session is no session to them
+    reason = state_problem(snapshot.document)
+    if reason is not None:
+        raise unreadable(agent.name, session_id, reason)
+    outcome = await wait_for_run(
+        client, entity_id, agent=agent.name, session_id=session_id, correlation_id=cid,
+        timeout=0, state_checked=True, user=user,
+    )
+    refuse(outcome, agent.name, session_id, cid)  # discarded, archived and unreadable
+    location = answers.run_location(agent.name, session_id, cid)
+    paused = approvals_of(snapshot.document, cid)
+    if outcome.run is None and paused is None and cid not in snapshot.stored.waiting_ids():
+        raise ProblemError(
+            ProblemCode.RUN_NOT_FOUND,
+            f"session {session_id!r} of agent {agent.name!r} has no run {cid!r} in progress",
+            field="correlation_id",
+        )
+    if outcome.run is not None or paused is None or not paused.approvals:
+        state = "has finished" if outcome.run is not None else "waits on no tool call"
+        raise ProblemError(
+            ProblemCode.RUN_NOT_AWAITING_APPROVAL, f"run {cid!r} {state}; there is nothing to decide",
+            location=location,
+        )
+    approval = next((a for a in paused.approvals if a.call_id == decision.call_id), None)
+    if approval is None:
+        known = ", ".join(a.call_id for a in paused.waiting) or "none"
+        raise ProblemError(
+            ProblemCode.APPROVAL_NOT_FOUND,
+            f"run {cid!r} waits on no call {decision.call_id!r} (waiting: {known})",
+            field="call_id",
+        )
+    answer = _answer_of(agent.name, session_id, cid, decision, location)
+    if approval.decision is not None:
+        return _settled(approval, decision, answer, location)
+    operation = {"correlationId": cid, "callId": decision.call_id, "approved": decision.approved}
+    if decision.reason is not None:
+        operation["reason"] = decision.reason
+    await client.signal_entity(entity_id, DECIDE_OPERATION, operation)
+    await start_approval_expiry(client, agent.name, session_id, cid, paused)
+    stored = await _recorded(client, entity_id, cid, decision.call_id)
+    if stored is None:
+        return json_response(answer("decision_requested"), 202, {"Location": location})
+    if stored is _MOVED_ON:
+        return json_response(answer("decided"), 200, {"Location": location})
+    return _settled(stored, decision, answer, location, fresh=True)
+
+
+def _answer_of(
+    agent: str, session_id: str, cid: str, decision: ApprovalDecisionRequest, location: str
+) -> Callable[[str], ApprovalDecisionBody]:
+    def body(status: str) -> ApprovalDecisionBody:
+        return ApprovalDecisionBody.model_validate(
+            {
+                "agent": agent,
+                "session_id": session_id,
+                "correlation_id": cid,
+                "call_id": decision.call_id,
+                "approved": decision.approved,
+                "status": status,
+                "location": location,
+            }
+        )
+
+    return body
+
+
+def _settled(
+    approval: Approval,
+    decision: ApprovalDecisionRequest,
+    answer: Callable[[str], ApprovalDecisionBody],
+    location: str,
+    fresh: bool = False,
+) -> func.HttpResponse:
+    """The answer once the call has a stored decision: this one (200) or another (409)."""
+    stored = approval.decision
+    assert stored is not None
+    if stored.same_as(decision.approved, decision.reason):
+        return json_response(answer("decided" if fresh else "unchanged"), 200, {"Location": location})
+    how = "expired" if stored.expired else "approved" if stored.approved else "rejected"
+    raise ProblemError(
+        ProblemCode.APPROVAL_CONFLICT,
+        f"call {approval.call_id!r} was {how} already ({stored.decided_at}); a decision cannot change",
+        field="approved",
+        location=location,
+    )
+
+
+_MOVED_ON = Approval("", "", {}, "", 0)
+"""The run ended meanwhile: it only goes on once every call of its step is decided."""
+
+
+async def _recorded(
+    client: DurableClient, entity_id: df.EntityId, cid: str, call_id: str
+) -> Approval | None:
+    """The call's approval once it has a stored decision; `_MOVED_ON` when the run ended (which
+    it does only once the call is decided); None when neither is seen within the wait."""
+    deadline = time.monotonic() + RECORD_WAIT_SECONDS
+    delay = 0.005  # a decision is stored within a few milliseconds on an idle session
+    while time.monotonic() < deadline:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.25)
+        snapshot = await read_session(client, entity_id)
+        paused = approvals_of(snapshot.document, cid) if snapshot.exists else None
+        if paused is None:
+            return _MOVED_ON
+        approval = next((a for a in paused.approvals if a.call_id == call_id), None)
+        if approval is not None and approval.decision is not None:
+            return approval
+    return None

@@ -1,0 +1,99 @@
+"""An undecided tool approval expires as rejected (docs/hosting.md "Tool approvals").
+
+`dafx_approval_expiry` (instance `dafx-approval-{agent}-{session}-{step}-{run}`) sleeps on a
+durable timer until the step's approvals are due, then signals the entity `expire_approvals`,
+which rejects what is still undecided and resumes the turn (a step decided meanwhile: nothing
+happens). The entity cannot start an orchestration itself (the Python SDK's entity context has
+no such call, and the out-of-process batch answer carries only state, results and signals:
+azure-functions-durable-extension `OutOfProcResult`), so the API side starts it when it first sees
+the turn paused: the waiting `POST .../run`, the run resource, the decision route, the MCP
+tool and a stream reader at `approval.required`. The start is idempotent by its instance id;
+the agent's sweeper purges finished ones (hosting.lifecycle._purge). Durable timers and entity
+signals are what the extension documents for Python, so this works the same on Azure and on the
+local host.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Generator, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+import azure.durable_functions as df
+
+from .._ids import entity_name
+from .._numbers import number_setting
+from ..client._binding import DurableClient
+from ..stored import RunApprovals
+from ._names import APPROVAL_EXPIRY, approval_instance
+
+log = logging.getLogger("hosting.lifecycle")
+
+APPROVAL_TIMEOUT_SETTING = "DURABLE_AGENTS_APPROVAL_TIMEOUT_SECONDS"
+DEFAULT_APPROVAL_TIMEOUT_SECONDS = 86400.0
+"""A day: long enough for a person to answer, short enough that a forgotten turn ends."""
+MAX_APPROVAL_TIMEOUT_SECONDS = 30 * 86400.0
+
+
+def approval_timeout(environ: Mapping[str, str] | None = None) -> float:
+    """How long a call waits for its decision before it expires as rejected (seconds)."""
+    value = number_setting(
+        os.environ if environ is None else environ,
+        APPROVAL_TIMEOUT_SETTING,
+        low=1,
+        high=MAX_APPROVAL_TIMEOUT_SECONDS,
+        unit="seconds",
+    )
+    return DEFAULT_APPROVAL_TIMEOUT_SECONDS if value is None else value
+
+
+def approval_expiry_orchestrator(context: df.DurableOrchestrationContext) -> Generator[Any, Any, str]:
+    """Sleep until the step's approvals are due, then ask the entity to expire what is left."""
+    spec = context.get_input()
+    yield context.create_timer(datetime.fromisoformat(spec["dueAt"]))
+    entity = df.EntityId(entity_name(spec["agent"]), spec["session"])
+    operation = {"correlationId": spec["correlationId"], "step": spec["step"], "seconds": spec["seconds"]}
+    context.signal_entity(entity, "expire_approvals", operation)
+    return "signalled"
+
+
+async def start_approval_expiry(
+    client: DurableClient, agent: str, session_id: str, correlation_id: str, paused: RunApprovals
+) -> None:
+    """Start the expiry of the step's approvals unless it runs already (once per process and
+    step: each process that sees the turn paused asks once)."""
+    waiting = paused.waiting
+    if not waiting:
+        return
+    seconds = approval_timeout()
+    try:
+        first = min(datetime.fromisoformat(a.requested_at) for a in waiting)
+    except ValueError:
+        return
+    spec = {
+        "agent": agent,
+        "session": session_id,
+        "correlationId": correlation_id,
+        "step": paused.step,
+        "seconds": seconds,
+        "dueAt": (first + timedelta(seconds=seconds)).isoformat(),
+    }
+    instance = approval_instance(agent, session_id, correlation_id, paused.step)
+    if instance in _started:
+        return
+    try:
+        # The backend refuses a second start while one runs; one that finished and starts
+        # again only signals a step that is decided by then, which changes nothing.
+        await client.start_new(APPROVAL_EXPIRY, instance, spec)
+    except Exception as error:  # running already (the usual case), or refused
+        log.debug("approval expiry %s not started: %s", instance, error)
+    _started[instance] = None
+    while len(_started) > _REMEMBERED:
+        _started.pop(next(iter(_started)))
+
+
+_REMEMBERED = 10_000
+_started: dict[str, None] = {}
+"""The expiries this process started or saw running (oldest first): not asked again."""

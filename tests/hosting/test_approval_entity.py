@@ -1,0 +1,156 @@
+"""Tool approvals through the entity function and the Durable JSON batch protocol: a tool step
+that needs a decision pauses the turn without signalling a next step, `decide` records decisions
+(the last one signals the step), `expire_approvals` rejects what is left, and a turn that never
+paused is stored exactly as before approvals existed."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import azure.durable_functions as df
+import pytest
+from hosting_support import batch_request, functions, run_op
+
+from agents import Agent, ModelSettings, RetryPolicy, tool
+from agents.testing import ModelServer, Reply
+from hosting import build_app
+from hosting.stored import ActiveTurn
+from state import load_state
+
+ENTITY = "dafx-payer"
+CHARGED: list[int] = []
+
+
+@tool(requires_approval=lambda args: args.get("amount", 0) > 100)
+def charge(amount: int) -> str:
+    """Charge the card."""
+    CHARGED.append(amount)
+    return f"charged {amount}"
+
+
+@pytest.fixture(scope="module")
+def approvals_app(model_server: ModelServer) -> df.DFApp:
+    settings = ModelSettings(
+        model="test-model", base_url=model_server.base_url, api_key="k", retry=RetryPolicy(max_attempts=1)
+    )
+    payer = Agent(name="payer", instructions="Pay.", model=settings, tools=[charge])
+    return build_app([payer], console=False)
+
+
+def _batch(app: df.DFApp, state: str | None, operations: list[tuple[str, Any]]) -> dict[str, Any]:
+    handle = functions(app)[ENTITY].get_user_function()
+    output: dict[str, Any] = json.loads(handle(json.dumps(batch_request(ENTITY, "s", state, operations))))
+    return output
+
+
+def _result(output: dict[str, Any], index: int = 0) -> Any:
+    return json.loads(output["results"][index]["result"])
+
+
+def _signals(output: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [(s["name"], json.loads(s["input"])) for s in output["signals"]]
+
+
+def _paused(app: df.DFApp, model: ModelServer, *amounts: int) -> dict[str, Any]:
+    """Run the turn to its tool step, which pauses (each amount is one call)."""
+    CHARGED.clear()
+    calls = [("charge", {"amount": a}, f"call-{a}") for a in amounts]
+    model.script(Reply.tool_calls(calls), Reply.text("done"))
+    first = _batch(app, None, [("run", run_op("pay", "pay-1"))])
+    tools = _batch(app, first["entityState"], [("step", {"correlationId": "pay-1", "step": 1})])
+    return tools
+
+
+def test_a_tool_step_that_needs_a_decision_pauses_the_turn(
+    approvals_app: df.DFApp, model: ModelServer
+) -> None:
+    tools = _paused(approvals_app, model, 500, 5)
+    answer = _result(tools)
+    assert answer["status"] == "awaiting_approval"
+    assert [a["callId"] for a in answer["approvals"]] == ["call-500"]  # 5 needs no approval
+    assert tools["signals"] == [] and CHARGED == []  # the whole step waits, nothing is signalled
+    turn = ActiveTurn.from_json(load_state(tools["entityState"]).active_turn)
+    assert turn.progress.steps == 1 and [a.call_id for a in turn.waiting] == ["call-500"]
+    # A step signal redelivered meanwhile changes nothing (not even the turn's deadline passing
+    # while people decide could fail it).
+    again = _batch(approvals_app, tools["entityState"], [("step", {"correlationId": "pay-1", "step": 1})])
+    assert _result(again) is None and again["signals"] == [] and CHARGED == []
+    assert again["entityState"] == tools["entityState"]
+
+
+def test_decisions_are_recorded_and_the_last_one_resumes(approvals_app: df.DFApp, model: ModelServer) -> None:
+    tools = _paused(approvals_app, model, 500, 700)
+    decide = {"correlationId": "pay-1", "callId": "call-500", "approved": True}
+    one = _batch(approvals_app, tools["entityState"], [("decide", decide)])
+    ids = {"correlationId": "pay-1", "callId": "call-500"}
+    assert _result(one) == {**ids, "outcome": "decided", "resumed": False}
+    assert one["signals"] == []
+    same = _batch(approvals_app, one["entityState"], [("decide", decide)])
+    assert _result(same)["outcome"] == "unchanged" and same["entityState"] == one["entityState"]
+    other = _batch(approvals_app, one["entityState"], [("decide", {**decide, "approved": False})])
+    assert _result(other)["outcome"] == "conflict" and other["entityState"] == one["entityState"]
+    unknown = _batch(approvals_app, one["entityState"], [("decide", {**decide, "callId": "nope"})])
+    assert _result(unknown)["outcome"] == "unknown_call" and unknown["entityState"] == one["entityState"]
+    reject = {"correlationId": "pay-1", "callId": "call-700", "approved": False, "reason": "too much"}
+    two = _batch(approvals_app, one["entityState"], [("decide", reject)])
+    assert _result(two)["resumed"] is True
+    assert _signals(two) == [("step", {"correlationId": "pay-1", "step": 1})]
+    ran = _batch(approvals_app, two["entityState"], [("step", {"correlationId": "pay-1", "step": 1})])
+    assert CHARGED == [500]
+    assert _signals(ran) == [("step", {"correlationId": "pay-1", "step": 2})]
+    progress = ActiveTurn.from_json(load_state(ran["entityState"]).active_turn).progress
+    results = progress.messages[-1]["contents"]
+    assert "too much" in results[1]["result"] and results[1]["isError"] is True
+
+
+def test_expiry_rejects_what_is_undecided_and_resumes(approvals_app: df.DFApp, model: ModelServer) -> None:
+    tools = _paused(approvals_app, model, 500)
+    earlier = {"correlationId": "pay-1", "step": 0, "seconds": 60}
+    stale = _batch(approvals_app, tools["entityState"], [("expire_approvals", earlier)])
+    assert _result(stale) is None and stale["signals"] == []
+    expire = {"correlationId": "pay-1", "step": 1, "seconds": 60}
+    gone = _batch(approvals_app, tools["entityState"], [("expire_approvals", expire)])
+    assert _result(gone) == {"correlationId": "pay-1", "expired": ["call-500"]}
+    assert _signals(gone) == [("step", {"correlationId": "pay-1", "step": 1})]
+    [approval] = ActiveTurn.from_json(load_state(gone["entityState"]).active_turn).approvals
+    assert approval.decision is not None and approval.decision.expired and not approval.decision.approved
+    assert "60 seconds" in (approval.decision.reason or "")
+
+
+def test_the_wait_does_not_count_towards_the_turn_time(approvals_app: df.DFApp, model: ModelServer) -> None:
+    tools = _paused(approvals_app, model, 500)
+    document = json.loads(tools["entityState"])
+    turn = document["data"]["activeTurn"]
+    hour_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    turn["startedAt"] = hour_ago
+    turn["approvals"][0]["requestedAt"] = hour_ago  # the whole hour was spent waiting
+    decide = {"correlationId": "pay-1", "callId": "call-500", "approved": True}
+    resumed = _batch(approvals_app, json.dumps(document), [("decide", decide)])
+    active = load_state(resumed["entityState"]).active_turn
+    assert active is not None
+    started = datetime.fromisoformat(active["startedAt"])
+    assert datetime.now(UTC) - started < timedelta(minutes=1)
+
+
+def test_a_session_awaiting_approval_is_not_idle(
+    approvals_app: df.DFApp, model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DURABLE_AGENTS_SESSION_TTL", "60")
+    tools = _paused(approvals_app, model, 500)
+    aged = json.loads(tools["entityState"])
+    aged["data"]["lastActivityAt"] = "2020-01-01T00:00:00+00:00"
+    kept = _batch(approvals_app, json.dumps(aged), [("expire", None)])
+    assert _result(kept)["expired"] is False and kept["entityExists"] is True
+
+
+def test_a_turn_that_never_paused_is_stored_as_before(approvals_app: df.DFApp, model: ModelServer) -> None:
+    CHARGED.clear()
+    model.script(Reply.tool_call("charge", {"amount": 5}, call_id="call-1"), Reply.text("done"))
+    first = _batch(approvals_app, None, [("run", run_op("pay 5", "pay-2"))])
+    tools = _batch(approvals_app, first["entityState"], [("step", {"correlationId": "pay-2", "step": 1})])
+    assert CHARGED == [5]
+    assert set(json.loads(tools["entityState"])["data"]["activeTurn"]) == {
+        "request", "progress", "startedAt", "streamSeq"
+    }
