@@ -6,12 +6,13 @@ idle) or after it (and runs on a fresh session)."""
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agents import ended_session
 from state import AgentState, StateError, archive_info
 
+from ..lifecycle._approval_expiry import approval_timeout
 from ..lifecycle._ttl import due_at, now_iso, ttl_for
 from ..stored import StoredDocument, UnreadableTurn, active_turn, tombstone_text
 from ._context import EntityContext, cache_load, load, store_text, stored_text
@@ -86,10 +87,12 @@ def expire(context: EntityContext, entity: str, agent: str, *, capture: bool = F
         context.set_result({"expired": False, "dueAt": None})
         return
     due = due_at(loaded.state.to_document(), ttl_for(agent))
-    if _awaits_approval(loaded.state):
+    paused = _paused_approvals(loaded.state)
+    if paused is not None:
         # A person is to decide; the approval's own expiry resumes the turn, and the idle clock
-        # starts again from there.
-        context.set_result({"expired": False, "dueAt": None})
+        # starts again from there. The check answers when that expiry is due, so that it runs
+        # even for a run nobody has read since it paused (whoever reads it starts the expiry).
+        context.set_result({"expired": False, "dueAt": None, "approvals": paused})
         return
     if due is None or due > datetime.now(UTC):
         context.set_result({"expired": False, "dueAt": None if due is None else due.isoformat()})
@@ -107,9 +110,23 @@ def expire(context: EntityContext, entity: str, agent: str, *, capture: bool = F
     cache_load(context, None)
 
 
-def _awaits_approval(state: AgentState) -> bool:
+def _paused_approvals(state: AgentState) -> dict[str, Any] | None:
+    """The paused step's expiry (`{correlationId, step, seconds, dueAt}`, as
+    `expire_approvals` takes it), or None for a session that waits on no decision."""
     try:
         turn = active_turn(state)
     except UnreadableTurn:
-        return False
-    return turn is not None and bool(turn.waiting)
+        return None
+    if turn is None or not turn.waiting:
+        return None
+    seconds = approval_timeout()
+    try:
+        first = min(datetime.fromisoformat(a.requested_at) for a in turn.waiting)
+    except ValueError:
+        first = datetime.now(UTC)
+    return {
+        "correlationId": turn.correlation_id,
+        "step": turn.progress.steps,
+        "seconds": seconds,
+        "dueAt": (first + timedelta(seconds=seconds)).isoformat(),
+    }

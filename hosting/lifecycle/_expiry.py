@@ -60,6 +60,15 @@ def expiry_orchestrator(context: df.DurableOrchestrationContext) -> Generator[An
         if result.get("epoch"):
             yield context.call_activity(FORGET, {**spec, "epoch": result["epoch"]})
         return "expired"
+    paused = result.get("approvals")
+    if isinstance(paused, dict) and isinstance(paused.get("dueAt"), str):
+        # The session waits on a person: its run has a terminal answer at the latest when the
+        # approvals expire, even if nobody read the run since it paused (docs/hosting.md "Tool
+        # approvals"). A step decided meanwhile makes the signal change nothing.
+        yield context.create_timer(datetime.fromisoformat(paused["dueAt"]))
+        step = {k: paused.get(k) for k in ("correlationId", "step", "seconds")}
+        context.signal_entity(_entity(spec), "expire_approvals", step)
+        return "approvals expired"
     due = result.get("dueAt")
     if spec.get("once") or not isinstance(due, str):
         return "not idle" if isinstance(due, str) else "never"

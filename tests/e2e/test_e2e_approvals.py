@@ -267,3 +267,30 @@ async def test_a_run_only_streamed_expires_too(
     assert "approval.required" in kinds and kinds[-1] == "run.completed", kinds
     [result] = tool_results(model, 1)
     assert "no decision was made within 2 seconds" in result, result
+
+
+async def test_a_run_nobody_reads_expires_at_the_session_check(
+    http: Any, model_server: ModelServer, model: ModelServer, tmp_path: Any
+) -> None:
+    # Sent without waiting and never read: no caller sees the pause, so no caller starts the
+    # approvals' expiry. The sweeper's check of the idle session (TTL 1 s) finds the session
+    # waiting on a person and lets the approvals expire when they are due.
+    env = {"DURABLE_AGENTS_APPROVAL_TIMEOUT_SECONDS": "3", "DURABLE_AGENTS_SESSION_TTL": "1"}
+    host = HostProcess(tmp_path / "data", model_server.base_url, tmp_path / "host.log", extra_env=env).start()
+    try:
+        client = Client(http, host.url)
+        model.script(Reply.tool_call("book_hotel", BOOK, call_id="call-1"), Reply.text("Nobody answered."))
+        session, run = "approve-unread", "approve-unread-run"
+        sent = await client.run(AGENT, "book it", session, correlation_id=run, wait_for_response=False)
+        assert sent.status == 202, sent.body
+
+        async def resumed() -> bool | None:
+            return True if len(model.requests) >= 2 else None
+
+        await eventually(resumed, "the model asked again after the approvals expired", timeout=30)
+        [result] = tool_results(model, 1)
+        assert "no decision was made within 3 seconds" in result, result
+        done = await client.get(run_path(session, run) + "?wait=20")
+        assert done.json()["status"] == "succeeded", done.body
+    finally:
+        host.stop()
