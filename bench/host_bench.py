@@ -94,8 +94,10 @@ class Host:
         model_url: str,
         log: pathlib.Path,
         extra_env: dict[str, str] | None = None,
+        tree: pathlib.Path = ROOT,
     ) -> None:
         self.data_dir, self.model_url, self.log = data_dir, model_url, log
+        self.tree = tree  # the checkout whose `devhost` and app run
         self.extra_env = dict(extra_env or {})
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -114,7 +116,7 @@ class Host:
             OPENAI_CHAT_MODEL_ID="bench-model",
             DURABLE_AGENTS_ALLOW_MODEL_REQUESTS="0",
             PYTHON_ENABLE_INIT_INDEXING="1",
-            PYTHONPATH=str(ROOT),
+            PYTHONPATH=str(self.tree),
         )
         # As the app is deployed and `make run` runs it (local.settings.sample.json): the worker's
         # default, min(32, cores + 4) threads, would run only that many turns at once.
@@ -123,7 +125,7 @@ class Host:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "devhost", "--port", str(self.port), "--data-dir", str(self.data_dir)],
-                cwd=ROOT,
+                cwd=self.tree,
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

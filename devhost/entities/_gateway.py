@@ -10,6 +10,7 @@ operations whose turn was not committed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -289,17 +290,22 @@ class EntityGateway:
     async def _worker(self, entity_id: str) -> None:
         try:
             name, key = parse_entity_id(entity_id)
-            state = await self._store.run(self._store.load_state, entity_id)
+            state: str | None = None
+            loaded = False
             while not self._stopping:
                 self._dirty.discard(entity_id)
-                messages = await self._store.run(
-                    self._store.fetch_due, entity_id, time.time(), self.max_batch
+                # One trip to the database thread per batch: each trip is two thread wakeups on
+                # the path from a signal to its batch (and from a commit to the next read).
+                stored, messages, next_due = await self._store.run(
+                    functools.partial(self._store.next_batch, with_state=not loaded),
+                    entity_id, time.time(), self.max_batch,
                 )
+                if not loaded:
+                    state, loaded = stored, True
                 if not messages:
                     if entity_id in self._dirty:
                         continue
-                    next_due = await self._store.run(self._store.next_due, entity_id)
-                    if next_due is not None and entity_id not in self._dirty:
+                    if next_due is not None:
                         self._workers.pop(entity_id, None)
                         self._schedule(entity_id, next_due)
                         return

@@ -157,6 +157,16 @@ class EntityStore:
         ).fetchall()
         return [Message(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7]) for r in rows]
 
+    def next_batch(
+        self, entity_id: str, now: float, limit: int, *, with_state: bool = False
+    ) -> tuple[str | None, list[Message], float | None]:
+        """What an entity's worker reads before each batch, in one trip to the database thread:
+        the committed state (``with_state``, else None), the due messages (``fetch_due``) and,
+        when none is due, the earliest later due time (``next_due``)."""
+        state = self.load_state(entity_id) if with_state else None
+        messages = self.fetch_due(entity_id, now, limit)
+        return state, messages, (self.next_due(entity_id) if not messages else None)
+
     def pending_entities(self) -> list[tuple[str, float]]:
         """Every entity with queued messages and its earliest due time, oldest first."""
         rows = self.conn.execute(

@@ -479,3 +479,31 @@ async def test_the_backend_decides_which_setting_caps_entity_batches(
         assert all(ok for ok, _ in await running)
     finally:
         await server.stop()
+
+
+async def test_a_batch_reads_the_queue_in_one_trip_to_the_database_thread(
+    host: LocalHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before a batch, its entity's worker reads the state and the due messages together, and
+    once the queue is drained the next due time with them: each trip to the database thread is
+    two thread wakeups on the path from a signal to its batch."""
+    from devhost.entities._store import EntityStore
+
+    gateway = host.entities
+    assert gateway is not None
+    trips: list[str] = []
+    run = EntityStore.run
+
+    async def counted(self: EntityStore, fn: Any, *args: Any) -> Any:
+        trips.append(getattr(fn, "func", fn).__name__)
+        return await run(self, fn, *args)
+
+    monkeypatch.setattr(EntityStore, "run", counted)
+    await gateway.signal("@counter@trips", "add", 1)
+    deadline = time.monotonic() + 30
+    while trips.count("next_batch") + trips.count("fetch_due") < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)  # a trip after the drained read would show here
+    assert trips == ["enqueue", "next_batch", "commit_turn", "next_batch"]
+    monkeypatch.undo()
+    assert await gateway.read_state("@counter@trips") == (True, json.dumps({"total": 1, "log": [1]}))
