@@ -30,11 +30,11 @@ import sys
 from typing import Any, Literal
 
 from .._context import ContextAdditions, ContextProvider, ProviderContext
-from .._embeddings import Embedder, EmbeddingError, embedder_from_env
+from .._embeddings import Embedder
 from .._errors import AgentConfigurationError
 from .._memory import MemoryProvider, MemoryState
 from .._tools import FunctionTool
-from ._settings import memory_store_from_env
+from ._backed import StoreBacked
 from ._store import InvalidMemory, MemoryFull, MemoryHit, MemoryNamespace, MemoryStore, checked_part
 
 log = logging.getLogger("agents.memory")
@@ -85,7 +85,7 @@ def quoted_facts(hits: list[MemoryHit]) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-class UserMemoryProvider(ContextProvider):
+class UserMemoryProvider(StoreBacked, ContextProvider):
     """Long-term memory per user (see the module). `store`: where (default: the app's, from its
     settings, `memory_store_from_env`); `per_agent`: each agent of the user keeps its own
     facts (default: the user's agents share them); at most `max_facts` facts and
@@ -109,8 +109,7 @@ class UserMemoryProvider(ContextProvider):
         super().__init__(source_id)
         if max_facts < 1 or max_chars < 1:
             raise AgentConfigurationError("UserMemoryProvider.max_facts and max_chars must be positive")
-        self._store = store
-        self._embedder = embedder
+        self._back(store, embedder)
         self.per_agent = per_agent
         self.max_facts = max_facts
         self.max_chars = max_chars
@@ -121,31 +120,6 @@ class UserMemoryProvider(ContextProvider):
             FunctionTool.from_function(self.recall),
             FunctionTool.from_function(self.forget),
         )
-
-    @property
-    def store(self) -> MemoryStore:
-        if self._store is None:
-            self._store = memory_store_from_env()
-        return self._store
-
-    @property
-    def embedder(self) -> Embedder | None:
-        if self._embedder == "env":
-            self._embedder = embedder_from_env()
-        return self._embedder
-
-    async def _embedded(self, text: str) -> tuple[float, ...] | None:
-        """The text's embedding; None without an embedder, for an empty text, or when the model
-        fails (logged: the caller goes on by words)."""
-        embedder = self.embedder
-        if embedder is None or not text.strip():
-            return None
-        try:
-            [vector] = await embedder.embed([text])
-        except EmbeddingError as error:
-            log.warning("memory: no embedding from %s, searching by words: %s", embedder.model, error)
-            return None
-        return vector
 
     async def _turn_vector(self, ctx: ProviderContext, asked: str) -> tuple[float, ...] | None:
         """The turn's request embedded, once a turn: kept in the turn's state for its later steps."""

@@ -20,10 +20,10 @@ import logging
 from typing import Literal
 
 from .._context import ContextAdditions, ContextProvider, ProviderContext, SessionEnd
-from .._embeddings import Embedder, EmbeddingError, embedder_from_env
+from .._embeddings import Embedder
 from .._errors import AgentConfigurationError
+from ._backed import StoreBacked
 from ._provider import _packed, _unpacked, quoted_facts
-from ._settings import memory_store_from_env
 from ._store import MAX_TEXT_CHARS, MemoryHit, MemoryNamespace, MemoryStore
 
 log = logging.getLogger("agents.memory")
@@ -46,7 +46,7 @@ _DATA_NOTE = (
 )
 
 
-class ConversationMemoryProvider(ContextProvider):
+class ConversationMemoryProvider(StoreBacked, ContextProvider):
     """Summaries of a user's ended conversations, recalled in their later ones (see the module).
 
     `store`: where (default: the app's, `memory_store_from_env`); `per_agent`: each agent keeps its
@@ -71,42 +71,18 @@ class ConversationMemoryProvider(ContextProvider):
             raise AgentConfigurationError("ConversationMemoryProvider limits must be positive")
         if summary_chars > MAX_TEXT_CHARS:
             raise AgentConfigurationError(f"summary_chars must be at most {MAX_TEXT_CHARS}")
-        self._store = store
-        self._embedder = embedder
+        self._back(store, embedder)
         self.per_agent = per_agent
         self.max_summaries = max_summaries
         self.max_chars = max_chars
         self.summary_chars = summary_chars
         self.max_transcript_chars = max_transcript_chars
 
-    @property
-    def store(self) -> MemoryStore:
-        if self._store is None:
-            self._store = memory_store_from_env()
-        return self._store
-
-    @property
-    def embedder(self) -> Embedder | None:
-        if self._embedder == "env":
-            self._embedder = embedder_from_env()
-        return self._embedder
-
     def namespace(self, user_id: str | None, agent: str) -> MemoryNamespace | None:
         """The user's summaries (None for a session of no one in particular)."""
         if user_id is None:
             return None
         return MemoryNamespace(user_id, f"{agent}~summaries" if self.per_agent else "~summaries")
-
-    async def _embedded(self, text: str) -> tuple[float, ...] | None:
-        embedder = self.embedder
-        if embedder is None or not text.strip():
-            return None
-        try:
-            [vector] = await embedder.embed([text])
-        except EmbeddingError as error:
-            log.warning("summaries: no embedding from %s, by words: %s", embedder.model, error)
-            return None
-        return vector
 
     def transcript(self, session: SessionEnd) -> str:
         """The conversation as `role: text` lines, its latest `max_transcript_chars` characters."""
