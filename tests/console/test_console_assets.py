@@ -136,7 +136,7 @@ def test_phone_width_and_keyboard(phone: BrowserPage, model: ModelServer) -> Non
     expect(view.locator(".cards .card")).to_have_count(4)
     concierge = view.locator(".card", has_text="A travel concierge")
     expect(concierge).to_contain_text("get_weather — Get today's weather for a city")
-    expect(concierge).to_contain_text("memory, history-reducer")
+    expect(concierge).to_contain_text("memory, conversations, history-reducer")
     assert view.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     phone.shot("phone-agents")
     # Keyboard only: the first Tab reaches the skip link, which moves focus to the content.
