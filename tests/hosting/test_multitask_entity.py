@@ -83,6 +83,47 @@ def test_an_unknown_strategy_fails_the_operation_and_stores_nothing(
     steps_app: df.DFApp, model: ModelServer  # noqa: F811
 ) -> None:
     busy = _busy(steps_app, model)
-    out = _batch(steps_app, busy, [("run", run_op("three", "three", multitaskStrategy="steer"))])
+    out = _batch(steps_app, busy, [("run", run_op("three", "three", multitaskStrategy="bogus"))])
     assert out["results"][0]["isError"] is True
     assert out["entityState"] == busy and out["signals"] == []
+
+
+def test_steer_joins_the_running_turn_at_its_next_model_step(
+    steps_app: df.DFApp, model: ModelServer  # noqa: F811
+) -> None:
+    model.script(Reply.tool_call("charge", {"amount": 1}, call_id="c"))
+    first = _batch(steps_app, None, [("run", run_op("one", "one"))])
+    op = run_op("also this", "two", multitaskStrategy="steer")
+    out = _batch(steps_app, first["entityState"], [("run", op)])
+    answer = json.loads(out["results"][0]["result"])
+    assert answer == {"correlationId": "two", "status": "steered", "steeredInto": "one"}, answer
+    stored = load_state(out["entityState"])
+    assert stored.queued_runs == [] and out["signals"] == []
+    assert stored.active_turn is not None
+    assert [s["correlationId"] for s in stored.active_turn["steered"]] == ["two"]
+    # Redelivered: nothing changes.
+    again = _batch(steps_app, out["entityState"], [("run", op)])
+    assert json.loads(again["results"][0]["result"]) == answer and again["entityState"] == out["entityState"]
+    # The tool step runs first (the tool result must follow its call); the steer waits.
+    tool = _batch(steps_app, out["entityState"], [("step", {"correlationId": "one", "step": 1})])
+    after_tool = load_state(tool["entityState"]).active_turn
+    assert after_tool is not None and len(after_tool["steered"]) == 1
+    assert len(model.requests) == 1
+    model.script(Reply.text("done"))
+    last = _batch(steps_app, tool["entityState"], [("step", {"correlationId": "one", "step": 2})])
+    assert json.loads(last["results"][0]["result"])["status"] == "succeeded"
+    sent = model.requests[-1].messages
+    assert [m.role for m in sent][-2:] == ["tool", "user"] and sent[-1].text == "also this"
+    state = load_state(last["entityState"])
+    assert state.active_turn is None and state.find_run("two") is None
+    [_request, response] = [e for e in state.entries if e.correlation_id == "one"]
+    assert [(m.role, m.text) for m in response.messages if m.role == "user"] == [("user", "also this")]
+
+
+def test_steer_with_no_turn_in_progress_runs_as_an_ordinary_run(
+    steps_app: df.DFApp, model: ModelServer  # noqa: F811
+) -> None:
+    model.script(Reply.text("hello"))
+    out = _batch(steps_app, None, [("run", run_op("hi", "one", multitaskStrategy="steer"))])
+    answer = json.loads(out["results"][0]["result"])
+    assert answer["status"] == "succeeded" and answer["text"] == "hello", answer
