@@ -6,12 +6,14 @@ either changes nothing."""
 from __future__ import annotations
 
 import json
+import pathlib
 
 import azure.durable_functions as df
 from hosting_support import run_op
 from test_turn_steps import _batch, _signalled, steps_app  # noqa: F401 (the app fixture)
 
 from agents.testing import ModelServer, Reply
+from hosting.stored import StoredDocument, active_turn
 from state import load_state
 
 
@@ -127,3 +129,14 @@ def test_steer_with_no_turn_in_progress_runs_as_an_ordinary_run(
     out = _batch(steps_app, None, [("run", run_op("hi", "one", multitaskStrategy="steer"))])
     answer = json.loads(out["results"][0]["result"])
     assert answer["status"] == "succeeded" and answer["text"] == "hello", answer
+
+
+def test_the_1_7_0_fixture_names_the_run_a_steered_run_joined() -> None:
+    fixture = pathlib.Path(__file__).parents[1] / "state" / "fixtures" / "state-1.7.0-awaiting-approval.json"
+    state = load_state(fixture.read_bytes())
+    turn = active_turn(state)
+    assert turn is not None and [s.correlation_id for s in turn.steered] == ["run-3"]
+    assert turn.waiting  # awaiting approval: its next step runs tools, the steer waits for the one after
+    assert turn.with_steered_applied() is turn
+    document = StoredDocument.of_state(state)
+    assert document.steered_into("run-3") == "run-2" and document.steered_into("run-2") is None
