@@ -28,6 +28,7 @@ from ._errors import AgentRunFailed, InvalidOperation, ProblemCode
 from ._ids import id_problem
 from ._telemetry import orchestration_trace_context
 from .client._submit import RUN_OPERATION, session_entity
+from .stored._approvals import DECIDED_EVENT
 
 STATUS_OPERATION = "run_status"
 """The entity operation that answers a run's result, or where it is (hosting.entity._approvals)."""
@@ -45,6 +46,10 @@ class OrchestrationContext(Protocol):
     def current_utc_datetime(self) -> datetime: ...
 
     def create_timer(self, fire_at: datetime) -> Any: ...
+
+    def wait_for_external_event(self, name: str) -> Any: ...
+
+    def task_any(self, activities: list[Any]) -> Any: ...
 
     def call_entity(self, entityId: df.EntityId, operationName: str, operationInput: Any = None) -> Any: ...
 
@@ -136,11 +141,21 @@ class AgentHandle:
             if due is not None and step not in expired:
                 if due <= now:
                     expired.add(step)
-                    expire = {"correlationId": correlation_id, "step": step, "seconds": answer.get("seconds")}
+                    expire = {"correlationId": correlation_id, "step": step, "seconds": answer["seconds"]}
                     self._context.signal_entity(entity_id, "expire_approvals", expire)
                 else:
                     wake = min(wake, due)
-            yield self._context.create_timer(wake)
+            timer = self._context.create_timer(wake)
+            if answer.get("status") == "awaiting_approval":
+                # A decision over HTTP raises this event (hosting.http._approvals): no need to
+                # sleep out the interval. The timer stays the safety net for a lost event.
+                decided = self._context.wait_for_external_event(DECIDED_EVENT)
+                winner = yield self._context.task_any([timer, decided])
+                if winner is decided:
+                    timer.cancel()
+                    interval = FIRST_POLL_SECONDS / 2  # the turn goes on now: read it soon again
+            else:
+                yield timer
             before = (answer.get("status"), step)
             asked = {"correlationId": correlation_id}
             answer = yield self._context.call_entity(entity_id, STATUS_OPERATION, asked)

@@ -159,6 +159,11 @@ async def test_an_orchestration_waits_for_the_decision_of_its_turn(
             assert "too expensive this week" in result and "BK-" not in result
         done = await client.get(run_path(session, run))
         assert done.json()["status"] == "succeeded", done.body
+        # The decision woke the waiting orchestration with an event, not only its next poll.
+        history = (await client.get(f"{WEBHOOKS}/instances/{instance}?showHistory=true")).json()
+        # (Entity answers arrive as events too, named by their request id.)
+        raised = [e.get("Name") for e in history["historyEvents"] if e.get("EventType") == "EventRaised"]
+        assert raised.count("dafx_approval_decided") == 1, raised
     finally:
         host.stop()
 
