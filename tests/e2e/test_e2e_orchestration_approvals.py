@@ -188,6 +188,29 @@ async def test_an_orchestration_decides_a_call_by_signal(
         host.stop()
 
 
+async def test_a_reset_while_an_orchestration_waits_fails_its_run(
+    tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
+) -> None:
+    model.script(Reply.tool_call("book_hotel", BOOK, call_id="call-1"))
+    host = _host(tmp_path, model).start()
+    try:
+        client = Client(http, host.url)
+        session = "orch-approval-reset"
+        instance, _ = await _paused_trip(client, session)
+        reset = await client.post(f"/api/agents/{AGENT}/sessions/{session}/reset")
+        assert reset.status in (200, 202), reset.body
+
+        async def ended() -> dict[str, Any] | None:
+            body = await _status(client, instance)
+            return body if body["runtimeStatus"] not in ("Running", "Pending") else None
+
+        body = await eventually(ended, "the orchestration's end", timeout=60)
+        assert body["runtimeStatus"] == "Failed" and "run_discarded" in json.dumps(body["output"]), body
+        assert not (tmp_path / "bookings.txt").exists()
+    finally:
+        host.stop()
+
+
 async def test_an_orchestration_s_undecided_call_expires_as_rejected(
     tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
 ) -> None:
