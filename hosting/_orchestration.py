@@ -4,21 +4,34 @@ An orchestrator is replayed from its history, so everything here is derived from
 orchestration context: correlation ids come from `context.new_uuid()` (the same on every replay)
 and the turn itself runs in the agent's entity, never in the orchestrator. A turn is addressed and
 encoded as every submission is (hosting.client._submit), through the orchestration context.
+
+A turn that may pause for tool approvals (docs/hosting.md "Tool approvals") answers the `run`
+call before it ends; `run` then waits for its end on durable timers, reading the entity's
+`run_status` after each (every 2 s at first, doubling up to a minute; back to 2 s when the run moves
+on), and rejects what is still undecided when the approvals are due. Timers and entity calls are
+what the Durable extension documents for Python orchestrators, and both are replayed from the
+history, so the wait is deterministic; the first call is the one `run` always made, so an
+orchestration already past it replays unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import azure.durable_functions as df
 
-from agents import InputMessage, InvalidTurnRequest, TurnRequest, TurnResult
+from agents import InputMessage, InvalidTurnRequest, TurnRequest, TurnResult, failure
 
-from ._errors import AgentRunFailed, InvalidOperation
+from ._errors import AgentRunFailed, InvalidOperation, ProblemCode
 from ._ids import id_problem
 from ._telemetry import orchestration_trace_context
 from .client._submit import RUN_OPERATION, session_entity
+from .stored._approvals import DECIDED_EVENT
+
+STATUS_OPERATION = "run_status"
+"""The entity operation that answers a run's result, or where it is (hosting.entity._approvals)."""
 
 
 class OrchestrationContext(Protocol):
@@ -29,9 +42,29 @@ class OrchestrationContext(Protocol):
 
     def new_uuid(self) -> str: ...
 
+    @property
+    def current_utc_datetime(self) -> datetime: ...
+
+    def create_timer(self, fire_at: datetime) -> Any: ...
+
+    def wait_for_external_event(self, name: str) -> Any: ...
+
+    def task_any(self, activities: list[Any]) -> Any: ...
+
     def call_entity(self, entityId: df.EntityId, operationName: str, operationInput: Any = None) -> Any: ...
 
     def signal_entity(self, entityId: df.EntityId, operationName: str, operationInput: Any = None) -> Any: ...
+
+
+UNFINISHED = frozenset({"pending", "running", "awaiting_approval"})
+"""The statuses a `run` or `run_status` answer has while the turn has not ended."""
+FIRST_POLL_SECONDS, LAST_POLL_SECONDS = 2.0, 60.0
+"""How long a waiting orchestration sleeps between two reads of its run: short at first (a turn
+that goes on ends soon), doubling up to a minute (a person may take a day to decide)."""
+
+
+def _unfinished(answer: Any) -> bool:
+    return isinstance(answer, dict) and answer.get("status") in UNFINISHED
 
 
 class AgentHandle:
@@ -79,14 +112,73 @@ class AgentHandle:
         """One turn on the agent's session entity; use as ``result = yield from agent.run(...)``.
 
         Returns the `TurnResult`; raises `AgentRunFailed` when the turn failed (the failure is in
-        the session's history as well).
+        the session's history as well). A turn that waits for tool approvals keeps the
+        orchestration waiting (Running) until it is decided, or its approvals expire as rejected.
         """
         entity_id, operation = self._operation(message, session_id, response_format, role, options)
         raw = yield self._context.call_entity(entity_id, RUN_OPERATION, operation.to_json())
+        if _unfinished(raw):
+            # A stepped turn (its agent has tools that need approval): wait for its end.
+            raw = yield from self._wait(entity_id, session_id, operation.correlation_id, raw)
         result = TurnResult.from_json(raw)
         if result.error is not None:
             raise AgentRunFailed(self.name, session_id, operation.correlation_id, result.error)
         return result
+
+    def _wait(
+        self, entity_id: df.EntityId, session_id: str, correlation_id: str, answer: Any
+    ) -> Generator[Any, Any, Any]:
+        """Sleep and read the run's status until it has ended; its result. Approvals due and
+        still undecided are expired here (the entity cannot start the expiry orchestration,
+        and this orchestration is waiting anyway)."""
+        interval = FIRST_POLL_SECONDS
+        expired: set[Any] = set()
+        while _unfinished(answer):
+            now = self._context.current_utc_datetime
+            wake = now + timedelta(seconds=interval)
+            due = _due(answer)
+            step = answer.get("step")
+            if due is not None and step not in expired:
+                if due <= now:
+                    expired.add(step)
+                    expire = {"correlationId": correlation_id, "step": step, "seconds": answer["seconds"]}
+                    self._context.signal_entity(entity_id, "expire_approvals", expire)
+                else:
+                    wake = min(wake, due)
+            timer = self._context.create_timer(wake)
+            if answer.get("status") == "awaiting_approval":
+                # A decision over HTTP raises this event (hosting.http._approvals): no need to
+                # sleep out the interval. The timer stays the safety net for a lost event.
+                decided = self._context.wait_for_external_event(DECIDED_EVENT)
+                winner = yield self._context.task_any([timer, decided])
+                if winner is decided:
+                    timer.cancel()
+                    interval = FIRST_POLL_SECONDS / 2  # the turn goes on now: read it soon again
+            else:
+                yield timer
+            before = (answer.get("status"), step)
+            asked = {"correlationId": correlation_id}
+            answer = yield self._context.call_entity(entity_id, STATUS_OPERATION, asked)
+            if answer is None:
+                gone = failure(ProblemCode.RUN_DISCARDED, "a reset or delete discarded the run")
+                raise AgentRunFailed(self.name, session_id, correlation_id, gone)
+            moved = (answer.get("status"), answer.get("step")) != before if isinstance(answer, dict) else True
+            interval = FIRST_POLL_SECONDS if moved else min(interval * 2, LAST_POLL_SECONDS)
+        return answer
+
+    def decide(
+        self, session_id: str, correlation_id: str, call_id: str, approved: bool, reason: str | None = None
+    ) -> None:
+        """Decide a call the run `correlation_id` waits on, as `POST .../runs/{id}/approvals` does
+        (a signal: the decision is recorded when the entity runs it; a call decided already, or
+        a run that waits on nothing, is left as it is)."""
+        problem = id_problem(session_id)
+        if problem is not None:
+            raise InvalidOperation(f"session_id {session_id!r} {problem}")
+        decision: dict[str, Any] = {"correlationId": correlation_id, "callId": call_id, "approved": approved}
+        if reason is not None:
+            decision["reason"] = reason
+        self._context.signal_entity(session_entity(self.name, session_id), "decide", decision)
 
     def signal(
         self,
@@ -102,6 +194,15 @@ class AgentHandle:
         entity_id, operation = self._operation(message, session_id, response_format, role, options)
         self._context.signal_entity(entity_id, RUN_OPERATION, operation.to_json())
         return operation.correlation_id
+
+
+def _due(answer: dict[str, Any]) -> datetime | None:
+    """When the approvals a `run_status` answer shows are due (None: it waits on none)."""
+    due = answer.get("dueAt")
+    try:
+        return datetime.fromisoformat(due) if isinstance(due, str) else None
+    except ValueError:
+        return None
 
 
 def get_agent(context: OrchestrationContext, name: str) -> AgentHandle:

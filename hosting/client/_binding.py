@@ -47,6 +47,8 @@ class DurableClient(Protocol):
 
     async def purge_instance_history(self, instance_id: str) -> Any: ...
 
+    async def raise_event(self, instance_id: str, event_name: str, event_data: Any = None) -> None: ...
+
 
 class BoundClient(df.DurableOrchestrationClient):
     """The SDK's durable client, with the base URL of the extension's HTTP API it is bound to."""

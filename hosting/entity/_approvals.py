@@ -17,12 +17,21 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from agents import AwaitingApproval
+from agents import AwaitingApproval, TurnResult
 from state import dump_state
 
 from .._errors import InvalidOperation
+from ..lifecycle._approval_expiry import approval_timeout
 from ..lifecycle._ttl import now_iso
-from ..stored import ActiveTurn, UnreadableTurn, active_turn
+from ..stored import (
+    ActiveTurn,
+    StoredDocument,
+    UnreadableTurn,
+    active_turn,
+    queued_requests,
+    refused_result,
+    unrecorded_run,
+)
 from ..stored._approvals import Decision, decided, find, with_requested
 from ..streams import RunEvents
 from ._context import EntityContext, Loaded, cache_load, load, operation_input, store_text
@@ -115,6 +124,43 @@ class TurnApprovals:
             approvals = decided(approvals, call_id, Decision(False, now_iso(), reason, expired=True))
         self._store_decided(context, loaded, replace(turn, approvals=approvals))
         return {"correlationId": turn.correlation_id, "expired": expired}
+
+    def _run_status(self, context: EntityContext) -> dict[str, Any] | None:
+        """The `run_status` operation: `{correlationId}`: the run's result once it has one, else
+        where it is (`pending`, `running`, or `awaiting_approval` with the calls waiting and when
+        they are due); None for a run the session does not hold (never sent, or discarded by a
+        reset). What an orchestration waiting for its turn reads (hosting._orchestration)."""
+        value = operation_input(context)
+        cid = value.get("correlationId") if isinstance(value, dict) else None
+        if not isinstance(cid, str):
+            expected = "{'correlationId': str}"
+            raise InvalidOperation(f"invalid input for {self.name} run_status: expected {expected}")
+        loaded = load(context)
+        recorded = TurnResult.from_state(loaded.state, cid)
+        if recorded is not None:
+            return recorded.to_json()
+        unrecorded = unrecorded_run(StoredDocument.of_state(loaded.state), cid)
+        if unrecorded is not None:
+            return None if unrecorded.discarded else refused_result(cid).to_json()
+        try:
+            turn = active_turn(loaded.state)
+            queued = queued_requests(loaded.state)
+        except UnreadableTurn:
+            log.exception("entity %s@%s: the turn in progress cannot be read", self.name, context.entity_key)
+            return None
+        if turn is not None and turn.correlation_id == cid:
+            answer: dict[str, Any] = {"correlationId": cid, "step": turn.progress.steps}
+            if not turn.waiting:
+                return {**answer, "status": "running"}
+            seconds = approval_timeout()
+            first = min(datetime.fromisoformat(a.requested_at) for a in turn.waiting)
+            due = (first + timedelta(seconds=seconds)).isoformat()
+            shown = [a.to_json() for a in turn.waiting]
+            waiting = {"status": "awaiting_approval", "approvals": shown, "dueAt": due, "seconds": seconds}
+            return {**answer, **waiting}
+        if any(q.correlation_id == cid for q in queued):
+            return {"correlationId": cid, "status": "pending"}
+        return None
 
     def _paused_turn(self, context: EntityContext, loaded: Loaded, correlation_id: str) -> ActiveTurn | None:
         try:

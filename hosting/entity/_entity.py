@@ -61,7 +61,7 @@ from ._steps import TurnSteps
 log = logging.getLogger("hosting.entity")
 
 OPERATIONS = (
-    "run", "step", "cancel", "decide", "expire_approvals",
+    "run", "step", "cancel", "decide", "expire_approvals", "run_status",
     "reset", "delete", "get", "expire", "archive_epoch",
 )
 """The operations every agent entity understands."""
@@ -122,6 +122,11 @@ class AgentEntity(TurnApprovals, TurnSteps):
         """Where runs' events are published while they run (hosting.streams); None: not at all."""
 
     @property
+    def may_pause(self) -> bool:
+        """Some tool of the agent may need approval, so its turns may wait for decisions."""
+        return any(t.requires_approval is not False for t in self.agent.all_tools)
+
+    @property
     def archive(self) -> HistoryArchive:
         """Where this entity archives older history (the app's default unless one was given)."""
         if self._archive is None:
@@ -152,6 +157,9 @@ class AgentEntity(TurnApprovals, TurnSteps):
             context.set_result(self._decide(context))
         elif operation == "expire_approvals":
             context.set_result(self._expire_approvals(context))
+        elif operation == "run_status":
+            # A waiting orchestration reads where its run is (hosting._orchestration).
+            context.set_result(self._run_status(context))
         elif operation == "reset":
             # The answer names the archive the reset left behind (deleted after this commits).
             epoch = archive_epoch(context)
@@ -232,9 +240,11 @@ class AgentEntity(TurnApprovals, TurnSteps):
             loaded = Loaded(revived, load_state(revived))
         if unfinished is not None:
             return self._record_failure(context, loaded, request, unfinished)
-        if request.orchestration_id is None:
+        if request.orchestration_id is None or self.may_pause:
             # A turn of steps, each its own operation (docs/hosting.md "Durable turns"). An
-            # orchestration's call awaits the operation's result, so its turn stays one operation.
+            # orchestration's call awaits the operation's result, so its turn stays one operation,
+            # unless a tool may need approval: then it is stepped too and can pause, and the
+            # orchestration waits for its end (hosting._orchestration).
             return self._submit(context, loaded, request, run_strategy(run_input))
         key = StreamKey(self.agent.name, str(context.entity_key), request.correlation_id)
         events = RunEvents(self.streams, key)

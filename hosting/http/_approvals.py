@@ -13,6 +13,7 @@ stored (a few seconds at most): a decision that lost a race with another is a 40
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 
@@ -29,7 +30,8 @@ from ..client._outcome import RunOutcome
 from ..client._read import read_session, state_problem
 from ..client._waiting import wait_for_run
 from ..lifecycle._approval_expiry import start_approval_expiry
-from ..stored import Approval, approvals_of
+from ..stored import Approval, RunApprovals, approvals_of
+from ..stored._approvals import DECIDED_EVENT
 from ._answers import Answers
 from ._lookup import hosted_agent
 from ._models import ApprovalDecisionBody, ApprovalDecisionRequest
@@ -111,11 +113,22 @@ async def decide_approval(
     await client.signal_entity(entity_id, DECIDE_OPERATION, operation)
     await start_approval_expiry(client, agent.name, session_id, cid, paused)
     stored = await _recorded(client, entity_id, cid, decision.call_id)
+    await _wake(client, paused, cid)
     if stored is None:
         return json_response(answer("decision_requested"), 202, {"Location": location})
     if stored is _MOVED_ON:
         return json_response(answer("decided"), 200, {"Location": location})
     return _settled(stored, decision, answer, location, fresh=True)
+
+
+async def _wake(client: DurableClient, paused: RunApprovals, cid: str) -> None:
+    """Tell the orchestration waiting for the run, if one is, that it was decided (documented
+    for Python clients: `DurableOrchestrationClient.raise_event`). Its wait has a timer as well,
+    so an event that fails or is lost only delays it."""
+    if paused.orchestration_id is None:
+        return
+    with contextlib.suppress(Exception):  # finished, purged, or the backend unreachable
+        await client.raise_event(paused.orchestration_id, DECIDED_EVENT, {"correlationId": cid})
 
 
 def _answer_of(

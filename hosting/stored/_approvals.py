@@ -126,12 +126,19 @@ def read_approvals(raw: Any) -> list[Approval]:
     return [Approval.from_json(item) for item in raw]
 
 
+DECIDED_EVENT = "dafx_approval_decided"
+"""The external event a decision raises to the orchestration whose turn it decides: it wakes the
+orchestration's wait (hosting._orchestration) instead of leaving it to its next poll."""
+
+
 @dataclass(frozen=True)
 class RunApprovals:
     """The approvals of a turn in progress, and the step it stands at."""
 
     approvals: list[Approval]
     step: int
+    orchestration_id: str | None = None
+    """The orchestration that started the turn and waits for its end (hosting._orchestration)."""
 
     @property
     def waiting(self) -> list[Approval]:
@@ -155,6 +162,8 @@ def approvals_of(document: Mapping[str, Any], correlation_id: str) -> RunApprova
     if not isinstance(step, int):
         return None
     try:
-        return RunApprovals(read_approvals(active.get("approvals")), step)
+        waiter = request.get("orchestrationId")
+        orchestration = waiter if isinstance(waiter, str) else None
+        return RunApprovals(read_approvals(active.get("approvals")), step, orchestration)
     except UnreadableApproval:
         return None

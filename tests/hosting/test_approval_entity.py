@@ -154,3 +154,38 @@ def test_a_turn_that_never_paused_is_stored_as_before(approvals_app: df.DFApp, m
     assert set(json.loads(tools["entityState"])["data"]["activeTurn"]) == {
         "request", "progress", "startedAt", "streamSeq"
     }
+
+
+def test_run_status_answers_where_an_orchestration_s_run_is(
+    approvals_app: df.DFApp, model: ModelServer
+) -> None:
+    CHARGED.clear()
+    model.script(Reply.tool_call("charge", {"amount": 500}, call_id="call-500"), Reply.text("paid"))
+    # An orchestration's turn on an agent whose tool may need approval is stepped: `run` answers
+    # after its first step instead of running the whole turn.
+    first = _batch(approvals_app, None, [("run", run_op("pay", "orch-1", orchestrationId="wf-1"))])
+    assert _result(first) == {"correlationId": "orch-1", "status": "running", "step": 1}
+    assert _signals(first) == [("step", {"correlationId": "orch-1", "step": 1})]
+    status = _batch(approvals_app, first["entityState"], [("run_status", {"correlationId": "orch-1"})])
+    assert _result(status) == {"correlationId": "orch-1", "status": "running", "step": 1}
+    tools = _batch(approvals_app, first["entityState"], [("step", {"correlationId": "orch-1", "step": 1})])
+    paused = _batch(approvals_app, tools["entityState"], [("run_status", {"correlationId": "orch-1"})])
+    answer = _result(paused)
+    assert answer["status"] == "awaiting_approval" and answer["step"] == 1 and answer["seconds"] == 86400
+    [waiting] = answer["approvals"]
+    due = datetime.fromisoformat(waiting["requestedAt"]) + timedelta(days=1)
+    assert waiting["callId"] == "call-500" and datetime.fromisoformat(answer["dueAt"]) == due
+    assert paused["entityState"] == tools["entityState"]  # a read changes nothing stored
+    unknown = _batch(approvals_app, tools["entityState"], [("run_status", {"correlationId": "nope"})])
+    assert _result(unknown) is None
+    decided = _batch(
+        approvals_app, tools["entityState"],
+        [("decide", {"correlationId": "orch-1", "callId": "call-500", "approved": True})],
+    )
+    done = _batch(approvals_app, decided["entityState"], [("step", {"correlationId": "orch-1", "step": 1})])
+    last = _batch(approvals_app, done["entityState"], [("step", {"correlationId": "orch-1", "step": 2})])
+    ended = _batch(approvals_app, last["entityState"], [("run_status", {"correlationId": "orch-1"})])
+    assert _result(ended)["status"] == "succeeded" and _result(ended)["text"] == "paid"
+    assert CHARGED == [500]
+    bad = _batch(approvals_app, last["entityState"], [("run_status", {"id": "orch-1"})])
+    assert "run_status" in json.dumps(bad["results"][0])
