@@ -197,8 +197,11 @@ class _Turn:
         # What the service has not seen yet (service-side history): the request, or the last
         # tool results after a resumed step.
         pending = [*extra_messages, *self.request_messages]
-        if self.messages and self.messages[-1].role == "tool":
-            pending = [self.messages[-1]]
+        if self.messages and self.messages[-1].role != "assistant":
+            # A resumed step: what followed the model's last answer (its tool results, then any
+            # messages a host added to the turn before this model call).
+            last = max((i for i, m in enumerate(self.messages) if m.role == "assistant"), default=-1)
+            pending = self.messages[last + 1 :]
         while True:
             calls = _unanswered_calls(self.messages)
             if calls:

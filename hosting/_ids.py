@@ -48,7 +48,7 @@ STRATEGY_KEY = "multitaskStrategy"
 """Where a `run` operation's input names what to do when the session is busy (absent: enqueue;
 docs/hosting.md "Runs sent to a busy session")."""
 
-MULTITASK_STRATEGIES = ("enqueue", "reject", "interrupt")
+MULTITASK_STRATEGIES = ("enqueue", "reject", "interrupt", "steer")
 """What a run may ask when its session has a turn running or runs queued."""
 
 USER_KEY = "userId"

@@ -21,7 +21,8 @@ CHANGELOG: dict[str, str] = {
     "1.4.0": "optional data.refusedRuns (refused turns by id), data.deletedAt (a deleted session tombstone)",
     "1.5.0": "optional data.userId (the user the session belongs to)",
     "1.6.0": "optional data.activeTurn (the turn in progress and its finished steps), data.queuedRuns",
-    "1.7.0": "optional data.activeTurn.approvals (tool calls the turn in progress waits on, with decisions)",
+    "1.7.0": "optional data.activeTurn.approvals (tool calls the turn in progress waits on, with decisions) "
+    "and data.activeTurn.steered (runs sent with steer, waiting for the turn's next model call)",
 }
 
 SUPPORTED_MAJOR = 1

@@ -38,11 +38,13 @@ class RunOutcome:
     """The session belongs to another user than the caller's: to them there is no such session."""
     awaiting: RunApprovals | None = None
     """Still pending, and paused: its next step waits for decisions on tool calls."""
+    steered_into: str | None = None
+    """The run was sent with `steer` and joined this running run: the other fields are that run's."""
 
     @property
     def pending(self) -> bool:
         """No outcome yet (a run awaiting approval is pending too)."""
-        return replace(self, awaiting=None) == PENDING
+        return replace(self, awaiting=None, steered_into=None) == PENDING
 
 
 PENDING = RunOutcome()

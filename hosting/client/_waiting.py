@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import replace
 
 import azure.durable_functions as df
 
@@ -49,6 +50,7 @@ async def wait_for_run(
     """
     deadline = time.monotonic() + max(0.0, timeout)
     checked = state_checked
+    steered: str | None = None
     with contextlib.ExitStack() as stack:
         pace = pacer if pacer is not None else stack.enter_context(read_pacer(entity_id.name, entity_id.key))
         if pace.just_sent:
@@ -65,13 +67,19 @@ async def wait_for_run(
                 check_state=not checked,
                 user=user,
             )
+            into = snapshot.stored.steered_into(correlation_id) if outcome.pending else None
+            if into is not None and into != correlation_id:
+                # Sent with `steer`, it joined a running run: its answer is that run's.
+                correlation_id, asked, steered = into, None, into
+                continue
+            outcome = replace(outcome, steered_into=steered)
             if not outcome.pending or outcome.awaiting is not None:
                 return outcome
             # Once per wait: what the entity writes afterwards it could read itself.
             checked = checked or snapshot.exists
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return PENDING
+                return outcome
             await pace.pause(remaining)
 
 

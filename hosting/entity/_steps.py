@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import replace
 from typing import Any
 
 from agents import (
@@ -30,7 +31,7 @@ from .._loop import DeadlinePassed, run_sync
 from .._telemetry import traced_entity_run
 from ..archive import HistoryArchive, SessionHistory
 from ..lifecycle._ttl import now_iso
-from ..stored import ActiveTurn, UnreadableTurn, active_turn, queued_requests
+from ..stored import ActiveTurn, Steer, StoredDocument, UnreadableTurn, active_turn, queued_requests
 from ..streams import RunCancelled, RunEvents, StreamKey, StreamStore
 from ._context import EntityContext, Loaded, cache_load, load, operation_input, store_text
 from ._deadline import StepTime, TimeLimits, step_time, timeout_failure
@@ -129,6 +130,9 @@ class TurnSteps:
             bug = failure(ProblemCode.INTERNAL_ERROR, str(error))
             return self._record_failure(context, loaded, request, bug)
         cid = request.correlation_id
+        joined = StoredDocument.of_state(state).steered_into(cid) if strategy == "steer" else None
+        if joined is not None and joined != cid:
+            return steered(cid, joined)  # sent again after it joined a turn: never runs on its own
         if current is None and not queued:
             return self._step(context, loaded, ActiveTurn(request, TurnProgress(), now_iso()))
         running = [current.request] if current is not None else []
@@ -144,6 +148,8 @@ class TurnSteps:
             return result
         if strategy == "interrupt":
             return self._interrupt(context, request)
+        if strategy == "steer" and current is not None:
+            return self._steer(context, loaded, current, request)
         refused = self._over_limit(loaded, request)
         if refused is not None:
             return self._record_failure(context, loaded, request, refused)
@@ -152,6 +158,22 @@ class TurnSteps:
         store_text(context, text)
         cache_load(context, Loaded(text, state))
         return {"correlationId": cid, "status": "pending"}
+
+    def _steer(
+        self, context: EntityContext, loaded: Loaded, current: ActiveTurn, request: TurnRequest
+    ) -> dict[str, Any]:
+        """Store the messages of `request` in the turn in progress, for its next model step; its
+        answer is the running run's (docs/hosting.md "Runs sent to a busy session")."""
+        refused = self._over_limit(loaded, request)
+        if refused is not None:
+            return self._record_failure(context, loaded, request, refused)
+        state = loaded.state
+        joined = replace(current, steered=[*current.steered, Steer.of(request, now_iso())])
+        state.active_turn = joined.to_json()
+        text = dump_state(state)
+        store_text(context, text)
+        cache_load(context, Loaded(text, state))
+        return steered(request.correlation_id, current.correlation_id)
 
     def _interrupt(self, context: EntityContext, request: TurnRequest) -> dict[str, Any]:
         """Cancel every run the session holds (the queued ones first, so that no cancel starts
@@ -257,6 +279,8 @@ class TurnSteps:
         self, context: EntityContext, loaded: Loaded, turn: ActiveTurn, events: RunEvents, time: StepTime
     ) -> dict[str, Any]:
         request = turn.request
+        # Runs steered into the turn join it here when this step is a model call.
+        turn = turn.with_steered_applied()
         refused = self._over_limit(loaded, request) if turn.progress.steps == 0 else None
         if refused is not None:
             # The turn stores at least the asked text: refuse it before paying for a model call.
@@ -294,7 +318,7 @@ class TurnSteps:
         state.last_activity_at = now_iso()  # a turn in progress is activity: never idle-expired
         if isinstance(outcome, TurnProgress):
             # The approvals stay with the turn until it ends: a decision sent again is recognised.
-            going_on = ActiveTurn(request, outcome, turn.started_at, events.seq, turn.approvals)
+            going_on = ActiveTurn(request, outcome, turn.started_at, events.seq, turn.approvals, turn.steered)
             state.active_turn = going_on.to_json()
         else:
             state.active_turn = None
@@ -373,3 +397,8 @@ def cancelled() -> TurnFailure:
         FailureCode.CANCELLED,
         "the run was cancelled; the steps it finished before are kept in its record",
     )
+
+
+def steered(correlation_id: str, running: str) -> dict[str, Any]:
+    """The answer of a run that joined the running run `running` (its answer is that run's)."""
+    return {"correlationId": correlation_id, "status": "steered", "steeredInto": running}

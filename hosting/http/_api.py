@@ -165,6 +165,14 @@ class Api:
         signalled: asyncio.Event,
     ) -> func.HttpResponse | StarletteResponse:
         streams = self.streams if wants_event_stream(req) else None
+        if streams is not None and call.multitask_strategy == "steer":
+            # Its events would be the running run's, which it cannot know before the entity decides.
+            raise ProblemError(
+                ProblemCode.INVALID_FIELD,
+                "multitask_strategy 'steer' is answered as JSON only: send it without "
+                "'Accept: text/event-stream', then follow the running run its answer names",
+                field="multitask_strategy",
+            )
         key = StreamKey(agent.name, call.session_id, call.correlation_id)
         after = resume_after(req) if streams is not None else 0
 
@@ -240,16 +248,15 @@ class Api:
                     pacer=pace,
                     user=call.user_id,
                 )
-                self._refuse(outcome, agent.name, call.session_id, call.correlation_id)
+                # A run that joined a running run (`steer`) is answered as that run.
+                target = outcome.steered_into or call.correlation_id
+                self._refuse(outcome, agent.name, call.session_id, target)
                 if outcome.run is not None:
                     return self._finished(agent.name, call.session_id, outcome.run)
                 if outcome.awaiting is not None:
-                    await start_approval_expiry(
-                        client, agent.name, call.session_id, call.correlation_id, outcome.awaiting
-                    )
-                    return self.answers.accepted(
-                        call.agent, call.session_id, call.correlation_id, outcome.awaiting
-                    )
+                    await start_approval_expiry(client, agent.name, call.session_id, target, outcome.awaiting)
+                    return self.answers.accepted(call.agent, call.session_id, target, outcome.awaiting)
+                return self.answers.accepted(call.agent, call.session_id, target)
         return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
 
     async def run_status(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
@@ -270,6 +277,8 @@ class Api:
             timeout=wait,
             user=user,
         )
+        # A run sent with `steer` that joined a running run answers as that run (named in the body).
+        correlation_id = outcome.steered_into or correlation_id
         self._refuse(outcome, agent.name, session_id, correlation_id)
         result = None if outcome.run is None else outcome.run.result()
         if outcome.awaiting is not None:

@@ -10,7 +10,7 @@ from state import JSON
 
 from .._ids import ID_PATTERN_TEXT, MAX_ID_LENGTH
 
-MultitaskStrategy = Literal["enqueue", "reject", "interrupt"]
+MultitaskStrategy = Literal["enqueue", "reject", "interrupt", "steer"]
 """What a run asks when its session is busy (hosting._ids.MULTITASK_STRATEGIES)."""
 
 RunStatus = Literal["pending", "awaiting_approval", "succeeded", "failed", "cancelled"]
@@ -77,7 +77,9 @@ class RunRequestBody(_Body):
         default=None,
         description="What to do when the session has a turn running or runs queued (also the "
         "`multitask_strategy` query parameter): `enqueue` (the default) waits its turn; `reject` "
-        "answers 409 session_busy; `interrupt` cancels the running and queued runs, then runs.",
+        "answers 409 session_busy; `interrupt` cancels the running and queued runs, then runs; "
+        "`steer` adds its messages to the running turn, which the model sees at its next call, and is "
+        "answered with that run's answer (JSON only).",
     )
     user_id: str | None = Field(
         default=None,

@@ -24,7 +24,7 @@ from ._marks import (
     unrecorded_run,
     with_refused,
 )
-from ._turn import ActiveTurn, UnreadableTurn, active_turn, forget_waiting, queued_requests
+from ._turn import ActiveTurn, Steer, UnreadableTurn, active_turn, forget_waiting, queued_requests
 
 __all__ = [
     "INTERNAL",
@@ -36,6 +36,7 @@ __all__ = [
     "Decision",
     "Internal",
     "RunApprovals",
+    "Steer",
     "StoredDocument",
     "StoredRun",
     "TurnEntry",

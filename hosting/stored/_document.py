@@ -32,6 +32,8 @@ DISCARDED_KEY = "discardedRuns"
 REFUSED_KEY = "refusedRuns"
 DELETED_KEY = "deletedAt"
 OWNER_KEY = "userId"
+STEERED_BY = "steerCorrelationId"
+"""(1.7.0) On a message a run sent with `steer` added to another run's turn: that run's id."""
 _HISTORY = "conversationHistory"
 _TYPE = "$type"
 
@@ -259,6 +261,31 @@ class StoredDocument:
                 ids.append(cid)
         return ids
 
+    def steered_into(self, correlation_id: str) -> str | None:
+        """(1.7.0) The run a run sent with `steer` joined: the turn in progress, while its messages
+        wait for the turn's next model step (`activeTurn.steered`), then the run whose stored
+        response holds them (a message marked `steerCorrelationId`); None otherwise."""
+        active = self.data.get("activeTurn")
+        if isinstance(active, dict):
+            steered = active.get("steered")
+            request = active.get("request")
+            for item in steered if isinstance(steered, list) else []:
+                if isinstance(item, dict) and item.get("correlationId") == correlation_id:
+                    running = request.get("correlationId") if isinstance(request, dict) else None
+                    return running if isinstance(running, str) else None
+            progress = active.get("progress")
+            messages = progress.get("messages") if isinstance(progress, dict) else None
+            if _marked(messages, correlation_id) and isinstance(request, dict):
+                running = request.get("correlationId")
+                return running if isinstance(running, str) else None
+        for entry in reversed(self.history):
+            if not isinstance(entry, dict) or entry.get(_TYPE) != "response":
+                continue
+            if _marked(entry.get("messages"), correlation_id):
+                into = entry.get("correlationId")
+                return into if isinstance(into, str) else None
+        return None
+
     def turns(self) -> list[TurnEntry]:
         """The history's turns in order: a request's turn, finished when its response came (a
         response without its request, as older writers left some, is a turn of its own)."""
@@ -345,6 +372,12 @@ class StoredDocument:
             else:
                 data[keys[name]] = value
         return {**self.document, "data": data}
+
+
+def _marked(messages: JSON, correlation_id: str) -> bool:
+    return isinstance(messages, list) and any(
+        isinstance(m, dict) and m.get(STEERED_BY) == correlation_id for m in messages
+    )
 
 
 def response_entry(correlation_id: str, failure: Mapping[str, JSON]) -> dict[str, JSON]:

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents import InvalidTurnRequest, ToolDecision, TurnProgress, TurnRequest
-from state import AgentState
+from state import AgentState, ChatMessage, TextContent
 
 from ._approvals import Approval, UnreadableApproval, decisions, pending, read_approvals
+from ._document import STEERED_BY
 
 
 class UnreadableTurn(ValueError):
@@ -28,6 +29,8 @@ class ActiveTurn:
     stream_seq: int = 0
     approvals: list[Approval] = field(default_factory=list)
     """The calls that needed a decision, since the turn's first pause (1.7.0; hosting.stored._approvals)."""
+    steered: list[Steer] = field(default_factory=list)
+    """Runs sent with `steer` while this turn runs, waiting for its next model step (1.7.0)."""
 
     @property
     def correlation_id(self) -> str:
@@ -52,6 +55,8 @@ class ActiveTurn:
         }
         if self.approvals:  # a turn that never paused is stored as before 1.7.0
             out["approvals"] = [a.to_json() for a in self.approvals]
+        if self.steered:  # likewise a turn nothing was steered into
+            out["steered"] = [s.to_json() for s in self.steered]
         return out
 
     @classmethod
@@ -65,9 +70,77 @@ class ActiveTurn:
             request = TurnRequest.from_json(data.get("request"))  # type: ignore[arg-type]
             progress = TurnProgress.from_json(data.get("progress") or {})
             approvals = read_approvals(data.get("approvals"))
+            steered = _read_steered(data.get("steered", []))
         except (InvalidTurnRequest, UnreadableApproval, ValueError) as error:
             raise UnreadableTurn(f"data.activeTurn: {error}") from None
-        return cls(request, progress, started, seq, approvals)
+        return cls(request, progress, started, seq, approvals, steered)
+
+    def model_step_next(self) -> bool:
+        """Whether its next step is a model call (its last step ran tools): the one place where
+        steered messages may join, since a model's tool calls must be followed by their results."""
+        messages = self.progress.chat_messages()
+        return bool(messages) and messages[-1].role == "tool"
+
+    def with_steered_applied(self) -> ActiveTurn:
+        """The turn with its steered messages appended to its progress as the user's (they are
+        then part of the turn's messages, as the model sees them), when its next step is a model
+        call; itself otherwise."""
+        if not self.steered or not self.model_step_next():
+            return self
+        added = [m for s in self.steered for m in s.messages]
+        progress = replace(self.progress, messages=[*self.progress.messages, *added])
+        return replace(self, progress=progress, steered=[])
+
+
+@dataclass(frozen=True)
+class Steer:
+    """The messages of a run sent with `steer` that joined the turn in progress: they are given to
+    the model at the turn's next model step (docs/hosting.md "Runs sent to a busy session")."""
+
+    correlation_id: str
+    messages: list[dict[str, Any]]
+    """User messages in the state's wire form (camelCase, `$type`), as the turn will store them."""
+    received_at: str
+
+    @classmethod
+    def of(cls, request: TurnRequest, received_at: str) -> Steer:
+        # Each message names the run it came from (an extra property the reference schema allows
+        # on a message), so that run's id still leads to the run it joined once the turn ends.
+        messages = [
+            ChatMessage(
+                role=m.role,
+                contents=[TextContent(text=m.text)],
+                author_name=m.author_name,
+                created_at=received_at,
+                **{STEERED_BY: request.correlation_id},
+            ).model_dump(mode="json", by_alias=True, exclude_none=True)
+            for m in request.messages
+        ]
+        return cls(request.correlation_id, messages, received_at)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "correlationId": self.correlation_id,
+            "messages": self.messages,
+            "receivedAt": self.received_at,
+        }
+
+
+def _read_steered(raw: Any) -> list[Steer]:
+    if not isinstance(raw, list):
+        raise ValueError("steered must be a list")
+    out = []
+    for item in raw:
+        if not isinstance(item, dict):
+            raise ValueError("steered: an entry is not an object")
+        cid, messages, received = item.get("correlationId"), item.get("messages"), item.get("receivedAt")
+        if not isinstance(cid, str) or not isinstance(received, str) or not isinstance(messages, list):
+            raise ValueError("steered: correlationId, messages or receivedAt is not what this host writes")
+        if not messages or not all(isinstance(m, dict) for m in messages):
+            raise ValueError("steered: messages must be a non-empty list of messages")
+        TurnProgress(messages=list(messages)).chat_messages()  # each must be a message
+        out.append(Steer(cid, list(messages), received))
+    return out
 
 
 def active_turn(state: AgentState) -> ActiveTurn | None:

@@ -16,6 +16,7 @@ from agents import (
     InputMessage,
     ModelSettings,
     ProviderContext,
+    TurnProgress,
     TurnRequest,
     current_tool_call,
     tool,
@@ -443,6 +444,29 @@ async def test_service_history_mode_chains_response_ids(
         "user",
     ]
     assert state.service_thread_id not in (None, first_id)
+
+
+async def test_service_mode_sends_what_a_host_added_after_the_tool_results(
+    model: ModelServer, responses_settings: ModelSettings
+) -> None:
+    # A host may add messages to a turn between its steps (hosting's `steer`): with service-side
+    # history, the next model call sends them with the tool results, after them.
+    agent = Agent(name="svc", model=responses_settings, tools=[get_weather], history_mode="service")
+    model.script(Reply.tool_call("get_weather", {"city": "Rome"}, call_id="call_r"), Reply.text("Warm."))
+    state = AgentState.new()
+    request = ask("c1", "Rome?")
+    progress = await agent.run_step(state, request, None)
+    assert isinstance(progress, TurnProgress)
+    progress = await agent.run_step(state, request, progress)  # the tool step
+    assert isinstance(progress, TurnProgress) and progress.messages[-1]["role"] == "tool"
+    added = {"role": "user", "contents": [{"$type": "text", "text": "and Milan?"}]}
+    progress.messages.append(added)
+    result = await agent.run_step(state, request, progress)
+    assert getattr(result, "text", None) == "Warm."
+    assert model.requests[-1].body["input"] == [
+        {"type": "function_call_output", "call_id": "call_r", "output": '{"city": "Rome", "temp": 18}'},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "and Milan?"}]},
+    ]
 
 
 async def test_service_mode_failed_turn_keeps_the_thread_id(

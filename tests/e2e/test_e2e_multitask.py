@@ -1,7 +1,8 @@
 """Runs sent to a busy session on the real host over real sockets, under concurrent requests:
 `multitask_strategy` `enqueue` waits its turn, `reject` is answered 409 session_busy at once (by
 the edge from the stored state, or by the entity when the state did not show it yet),
-`interrupt` cancels the running and queued runs and then runs; an unknown strategy is a 400."""
+`interrupt` cancels the running and queued runs and then runs (`steer`: tests/e2e/test_e2e_steer.py);
+an unknown strategy is a 400."""
 
 from __future__ import annotations
 
@@ -199,9 +200,9 @@ async def test_an_unknown_strategy_is_a_400_naming_the_field(client: Client, mod
         problem = answer.json()
         assert problem["code"] == code and problem["field"] == "multitask_strategy", (url, problem)
     named = await client.post(path + "?multitask_strategy=steer-later", json_body={"message": "x"})
-    assert "'enqueue', 'reject', 'interrupt'" in named.json()["detail"], named.body
+    assert "'enqueue', 'reject', 'interrupt', 'steer'" in named.json()["detail"], named.body
     body_named = await client.post(path, json_body={"message": "x", "multitask_strategy": "rollback"})
-    assert "'enqueue', 'reject' or 'interrupt'" in body_named.json()["detail"], body_named.body
+    assert "'enqueue', 'reject', 'interrupt' or 'steer'" in body_named.json()["detail"], body_named.body
     assert model.requests == []
 
 

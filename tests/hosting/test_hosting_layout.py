@@ -101,6 +101,7 @@ PINNED = {
         "MAX_DISCARDED_RUNS",
         "MAX_REFUSED_BYTES",
         "REFUSED_MESSAGE",
+        "Steer",
         "StoredDocument",
         "StoredRun",
         "TurnEntry",

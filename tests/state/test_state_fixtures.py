@@ -137,7 +137,7 @@ def test_our_1_6_0_fixture_keeps_the_turn_in_progress_apart_from_the_history() -
     assert "activeTurn" not in data and "queuedRuns" not in data
 
 
-def test_our_1_7_0_fixture_keeps_the_approvals_of_the_turn_in_progress() -> None:
+def test_our_1_7_0_fixture_keeps_the_approvals_and_steered_runs_of_the_turn_in_progress() -> None:
     raw = (FIXTURES / "state-1.7.0-awaiting-approval.json").read_bytes()
     state = load_state(raw)
     assert state.schema_version == "1.7.0"
@@ -145,6 +145,10 @@ def test_our_1_7_0_fixture_keeps_the_approvals_of_the_turn_in_progress() -> None
     assert active is not None
     approvals = active["approvals"]
     assert [(a["callId"], "decision" in a) for a in approvals] == [("call-1", True), ("call-2", False)]
+    # A run sent with `steer` while it waits: its message, for the turn's next model call.
+    [steer] = active["steered"]
+    assert steer["correlationId"] == "run-3"
+    assert steer["messages"][0]["contents"][0]["text"] == "Keep old.txt too"
     # Waiting for decisions is no run yet, nor part of what is replayed to a model.
     assert state.find_run("run-2") is None
     assert [m.text for m in state.replay_messages() if m.role == "user"] == ["hello"]
