@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agents import AwaitingApproval, TurnResult
 from state import dump_state
 
 from .._errors import InvalidOperation
-from ..lifecycle._approval_expiry import approval_timeout
+from ..lifecycle._approval_expiry import approval_timeout, approvals_due
 from ..lifecycle._ttl import now_iso
 from ..stored import (
     ActiveTurn,
@@ -153,8 +153,8 @@ class TurnApprovals:
             if not turn.waiting:
                 return {**answer, "status": "running"}
             seconds = approval_timeout()
-            first = min(datetime.fromisoformat(a.requested_at) for a in turn.waiting)
-            due = (first + timedelta(seconds=seconds)).isoformat()
+            when = approvals_due(turn.waiting, seconds) or datetime.now(UTC) + timedelta(seconds=seconds)
+            due = when.isoformat()
             shown = [a.to_json() for a in turn.waiting]
             waiting = {"status": "awaiting_approval", "approvals": shown, "dueAt": due, "seconds": seconds}
             return {**answer, **waiting}

@@ -12,7 +12,7 @@ from typing import Any
 from agents import ended_session
 from state import AgentState, StateError, archive_info
 
-from ..lifecycle._approval_expiry import approval_timeout
+from ..lifecycle._approval_expiry import approval_timeout, approvals_due
 from ..lifecycle._ttl import due_at, now_iso, ttl_for
 from ..stored import StoredDocument, UnreadableTurn, active_turn, tombstone_text
 from ._context import EntityContext, cache_load, load, store_text, stored_text
@@ -120,13 +120,11 @@ def _paused_approvals(state: AgentState) -> dict[str, Any] | None:
     if turn is None or not turn.waiting:
         return None
     seconds = approval_timeout()
-    try:
-        first = min(datetime.fromisoformat(a.requested_at) for a in turn.waiting)
-    except ValueError:
-        first = datetime.now(UTC)
+    # An unreadable request time counts from now: the step still gets its whole approval time.
+    due = approvals_due(turn.waiting, seconds) or datetime.now(UTC) + timedelta(seconds=seconds)
     return {
         "correlationId": turn.correlation_id,
         "step": turn.progress.steps,
         "seconds": seconds,
-        "dueAt": (first + timedelta(seconds=seconds)).isoformat(),
+        "dueAt": due.isoformat(),
     }

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,6 +27,7 @@ from .._ids import entity_name
 from .._numbers import number_setting
 from ..client._binding import DurableClient
 from ..stored import RunApprovals
+from ..stored._approvals import Approval
 from ._names import APPROVAL_EXPIRY, approval_instance
 
 log = logging.getLogger("hosting.lifecycle")
@@ -49,6 +50,16 @@ def approval_timeout(environ: Mapping[str, str] | None = None) -> float:
     return DEFAULT_APPROVAL_TIMEOUT_SECONDS if value is None else value
 
 
+def approvals_due(waiting: Sequence[Approval], seconds: float) -> datetime | None:
+    """When the earliest of the `waiting` calls expires, `seconds` after it was asked for; None
+    when a stored request time cannot be read."""
+    try:
+        first = min(datetime.fromisoformat(a.requested_at) for a in waiting)
+    except ValueError:
+        return None
+    return first + timedelta(seconds=seconds)
+
+
 def approval_expiry_orchestrator(context: df.DurableOrchestrationContext) -> Generator[Any, Any, str]:
     """Sleep until the step's approvals are due, then ask the entity to expire what is left."""
     spec = context.get_input()
@@ -68,9 +79,8 @@ async def start_approval_expiry(
     if not waiting:
         return
     seconds = approval_timeout()
-    try:
-        first = min(datetime.fromisoformat(a.requested_at) for a in waiting)
-    except ValueError:
+    due = approvals_due(waiting, seconds)
+    if due is None:
         return
     spec = {
         "agent": agent,
@@ -78,7 +88,7 @@ async def start_approval_expiry(
         "correlationId": correlation_id,
         "step": paused.step,
         "seconds": seconds,
-        "dueAt": (first + timedelta(seconds=seconds)).isoformat(),
+        "dueAt": due.isoformat(),
     }
     instance = approval_instance(agent, session_id, correlation_id, paused.step)
     if instance in _started:
