@@ -80,6 +80,7 @@ class ReadPacer:
     def _settle(self) -> None:
         # An operation of the session ended here: the host commits its batch right after.
         self.settling = True
+        self.just_sent = False
         self.delay = SETTLE_DELAY / 2
 
     def next_delay(self) -> float:
@@ -117,8 +118,14 @@ class ReadPacer:
             finally:
                 ended.cancel()
                 started.cancel()
-            if self.woken.is_set() or not self.operation_started.is_set():
-                return  # news, or the read is due
+            if self.woken.is_set():
+                # The operation ended here (or its terminal event came): the host commits its
+                # batch only once the answer has crossed back to it, so a read at once would
+                # still see the state before; the first read waits as long as a settled one.
+                await asyncio.sleep(min(SETTLE_DELAY, max(0.0, end - time.monotonic())))
+                return
+            if not self.operation_started.is_set():
+                return  # the read is due
             # An operation of the session started here: its end wakes us; until then only the
             # safety read is due.
             self.operation_started.clear()

@@ -112,6 +112,22 @@ async def test_a_caller_that_just_sent_the_turn_pauses_once_before_polling() -> 
     assert pacer.next_delay() == FIRST_DELAY  # then polling as before
 
 
+async def test_a_sender_woken_by_its_turn_re_reads_within_milliseconds_not_after_the_sent_pause() -> None:
+    # The usual waiting turn: sent, watched, woken by the turn's end before its first read, which
+    # still sees the state before the host's commit. The re-read is the settle delay; the pause a
+    # sender takes when nothing has happened yet is over (it once cost such turns 100 ms).
+    topic = session_topic("dafx-assistant", "s-sent-woken")
+    with waiter(topic) as woken:
+        pacer = ReadPacer(topic, woken, asyncio.Event())
+        pacer.sent()
+        pacer.watched = True
+        assert pacer.next_delay() == RUNNING_DELAY  # the first pause: until the wakeup
+        pacer.watch_ended()  # the run's terminal event
+        pacer.reading()
+        assert pacer.next_delay() == SETTLE_DELAY
+        assert pacer.next_delay() == 2 * SETTLE_DELAY
+
+
 async def test_a_turn_starting_here_during_a_pause_turns_it_into_the_safety_wait() -> None:
     # The turn was queued when the pause began (a poll would be due soon); it starts here, so the
     # pause goes on until its end wakes the caller, with no read in between.
@@ -142,3 +158,17 @@ async def test_a_pause_ends_when_its_read_is_due_without_news() -> None:
         started = time.monotonic()
         await pacer.pause(60.0)
         assert time.monotonic() - started < 0.5 and not pacer.woken.is_set()
+
+
+async def test_a_pause_ended_by_the_operations_end_lets_the_host_commit_before_the_read() -> None:
+    # The entity's end wakes the caller before the host has the batch's answer, let alone its
+    # commit: reading at once would only see the state before (one more read per turn).
+    with read_pacer("dafx-assistant", "s-ended") as pacer:
+        pacer.reading()
+        with session_operation("dafx-assistant", "s-ended"):
+            pause = asyncio.ensure_future(pacer.pause(60.0))
+            await asyncio.sleep(0.01)
+            assert not pause.done()  # the operation runs: only its end (or the safety read) is news
+        ended = time.monotonic()
+        await asyncio.wait_for(pause, 10)
+        assert time.monotonic() - ended >= SETTLE_DELAY and pacer.woken.is_set()
