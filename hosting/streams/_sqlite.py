@@ -3,8 +3,9 @@
 It survives a restart of the local host (the file stays), and readers in the writer's process are
 woken at once. Writers in other processes (the local host's worker processes share the file) are
 seen through one watcher thread per store and process, not by each reader: every `poll_interval`
-it asks SQLite whether the file changed (``PRAGMA data_version``, answered from memory) and only
-then which followed runs have new events, and wakes their readers. An idle reader costs nothing.
+(5 ms) it asks SQLite whether the file changed (``PRAGMA data_version``, answered from memory) and
+only then which followed runs have new events, and wakes their readers. An idle reader costs
+nothing, and the watcher runs only while some reader of this process follows a run.
 For more than one instance use Redis (`_redis.py`).
 """
 
@@ -47,12 +48,21 @@ _UPSERT_STREAM = (
     "ON CONFLICT (key) DO UPDATE SET expires = excluded.expires"
 )
 _PURGE_EVERY = 500
+POLL_INTERVAL = 0.005
+"""Seconds between the watcher's checks of the file: a run finished in another worker process
+wakes its waiting caller this late at most (a waiting JSON turn is answered this much later than
+when its entity runs in the caller's process)."""
+WATCH_SHARE = 0.25
+"""The most of a core the watcher takes while other processes write all the time: after a check
+that took `t`, it sleeps at least `t / WATCH_SHARE - t`."""
 
 
 class SqliteStreamStore:
     """`StreamStore` on a SQLite file (WAL), one connection per thread."""
 
-    def __init__(self, path: str | os.PathLike[str], retention: float, poll_interval: float = 0.2) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], retention: float, poll_interval: float = POLL_INTERVAL
+    ) -> None:
         self.path = Path(path)
         self.retention = retention
         self.poll_interval = poll_interval
@@ -250,16 +260,19 @@ class SqliteStreamStore:
         version = None
         seen: dict[str, tuple[int, int]] = {}
         while True:
-            with self._watch_lock:
-                while not self._followed:
-                    version = None
-                    seen.clear()
-                    self._watch_lock.wait()
-                keys = list(self._followed)
+            if not self._followed:
+                with self._watch_lock:
+                    while not self._followed:
+                        version = None
+                        seen.clear()
+                        self._watch_lock.wait()
+            began = time.perf_counter()
             try:
                 now = db.execute("PRAGMA data_version").fetchone()[0]
                 if now != version:
                     version = now
+                    with self._watch_lock:
+                        keys = list(self._followed)
                     found = self._tails(db, keys)
                     for text in keys:
                         tail = found.get(text, (0, 0))
@@ -271,7 +284,8 @@ class SqliteStreamStore:
                         del seen[text]
             except sqlite3.Error:
                 log.exception("stream watcher of %s: read failed", self.path)
-            time.sleep(self.poll_interval)
+            spent = time.perf_counter() - began
+            time.sleep(max(self.poll_interval, spent / WATCH_SHARE - spent))
 
     @staticmethod
     def _tails(db: sqlite3.Connection, keys: list[str]) -> dict[str, tuple[int, int]]:
