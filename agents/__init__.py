@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._agent import Agent
     from ._approvals import AwaitingApproval, PendingCall, ToolDecision
-    from ._client import close_model_clients
+    from ._client import close_model_clients, preload_model_sdk
     from ._context import ContextAdditions, ContextProvider, EndReason, ProviderContext, SessionEnd
     from ._context_policy import (
         DEFAULT_CONTEXT_TOKENS,
@@ -97,6 +97,7 @@ _WHERE = {
     "TurnRequest": "._turns",
     "TurnResult": "._turns",
     "close_model_clients": "._client",
+    "preload_model_sdk": "._client",
     "context_from": "._trace_context",
     "current_tool_call": "._tool_call",
     "current_trace_context": "._trace_context",
@@ -163,6 +164,7 @@ __all__ = [
     "failure",
     "mark_failed",
     "mark_raised",
+    "preload_model_sdk",
     "retry_while_locked",
     "run_session_ended",
     "tool",

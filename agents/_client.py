@@ -5,18 +5,26 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import email.utils
+import gc
 import random
 import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import aiohttp
-import openai
 
 from ._errors import FailureCode, ModelCallError, streamed_failure
 from ._settings import Endpoint, RetryPolicy, check_requests_allowed
+
+if TYPE_CHECKING:
+    import openai
+
+# The openai SDK (0.4 s of imports, most of it its types) is imported on first use, not with this
+# module: a worker process that imports the app answers the host's indexing that much sooner, at
+# every cold start. `preload_model_sdk` imports it on a thread once the app is declared, so the
+# first turn seldom waits for it.
 
 T = TypeVar("T")
 
@@ -52,7 +60,26 @@ def _azure_token_provider() -> Callable[[], Awaitable[str]]:
     return provide
 
 
+def preload_model_sdk() -> threading.Thread:
+    """Import the openai SDK on a daemon thread (started here, returned), ahead of the first
+    model call, which would otherwise import it. If the process has frozen its heap by then
+    (`gc.freeze()`, as function_app.py does once the app is declared), the SDK's objects, which
+    live as long as the process too, are frozen with it: left out of later cyclic collections."""
+
+    def load() -> None:
+        import openai  # noqa: F401
+
+        if gc.get_freeze_count():
+            gc.freeze()
+
+    thread = threading.Thread(target=load, name="preload-openai", daemon=True)
+    thread.start()
+    return thread
+
+
 def _transport() -> openai.DefaultAioHttpClient:
+    import openai
+
     # The SDK's default httpx pool checks every pooled connection each time it hands one out or
     # takes one back, so a burst of N concurrent calls costs O(N^2) CPU on the loop: with 200
     # turns waiting on a model that was over a fifth of the host's CPU (docs/hosting.md "Figures").
@@ -61,6 +88,8 @@ def _transport() -> openai.DefaultAioHttpClient:
 
 
 def _create_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
+    import openai
+
     if endpoint.provider == "azure":
         assert endpoint.base_url is not None
         if endpoint.api_key:
@@ -165,6 +194,8 @@ def classify_error(exc: BaseException) -> ModelCallError:
     """Map an SDK/transport exception to a ModelCallError with code, status and retryability."""
     if isinstance(exc, ModelCallError):
         return exc
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         code = (
@@ -248,6 +279,8 @@ async def call_with_retries(
     Retryable failures (429, 5xx, timeouts, connection errors) are retried with backoff; the
     final failure is raised as ModelCallError.
     """
+    import openai
+
     loop = asyncio.get_running_loop()
     started = loop.time()
     attempt = 0

@@ -8,9 +8,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
-import httpx
-import openai
-
 from state import ChatMessage, Usage
 
 from ._client import call_with_retries, classify_error, get_client
@@ -164,6 +161,10 @@ class ModelCaller:
         if path == "/chat/completions":
             streamed["stream_options"] = {"include_usage": True}
         sent_before = emitter.sent
+        # Imported here, as agents._client does: the SDK loads on first use (already loaded by then).
+        import httpx
+        import openai
+
         try:
             stream = await client.post(
                 path,
@@ -290,6 +291,8 @@ def _final_once_streamed(error: ModelCallError, streamed: bool) -> ModelCallErro
 
 
 def _is_model_error(exc: BaseException) -> bool:
+    import openai
+
     return isinstance(exc, openai.OpenAIError | TimeoutError | ModelCallError)
 
 

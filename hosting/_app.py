@@ -10,7 +10,7 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
-from agents import Agent, AgentConfigurationError
+from agents import Agent, AgentConfigurationError, preload_model_sdk
 from agents.memory import MemorySettings, use_memory_settings
 
 from ._extensions import Extension
@@ -240,4 +240,7 @@ def build_app(
         _register_entity(app, agent, settings, store, limits)
     register_lifecycle(app, store, agents)
     register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes, settings)
+    # The model SDK loads on a thread from here on: the worker answers the host's indexing
+    # without waiting for it (agents.preload_model_sdk).
+    preload_model_sdk()
     return app

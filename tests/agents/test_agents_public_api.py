@@ -44,6 +44,7 @@ EXPECTED = {
     "TurnEventType",
     "TurnResult",
     "close_model_clients",
+    "preload_model_sdk",
     "context_from",
     "current_tool_call",
     "current_trace_context",
@@ -87,16 +88,20 @@ def test_error_hierarchy() -> None:
 
 
 def test_the_model_server_loads_without_the_agent_runtime() -> None:
-    """`make run`'s startup hook imports agents.testing in the host before any worker starts: the
-    package's names load on first use, so that import brings no openai SDK with it."""
+    """`make run`'s startup hook runs in the host before any worker starts: importing it brings
+    neither the agent runtime nor the model server's own libraries, and the app's `agents` loads
+    the openai SDK only when asked (`preload_model_sdk`, or a model call)."""
     code = (
-        "import sys, agents.testing\n"
-        "print('openai' in sys.modules, 'agents._agent' in sys.modules)\n"
+        "import sys\n"
+        "from agents.testing import start_offline_model_if_unconfigured\n"
+        "heavy = ('openai', 'aiohttp', 'pydantic', 'jsonschema', 'agents._agent')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
         "import agents\n"
         "agents.Agent\n"
         "print('openai' in sys.modules, agents.Agent.__module__)\n"
+        "agents.preload_model_sdk().join()\n"
+        "print('openai' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=pathlib.Path(__file__).resolve().parents[2]).stdout.split("\n")
-    assert out[0] == "False False"
-    assert out[1] == "True agents._agent"
+    assert out[:3] == ["[]", "False agents._agent", "True"]
