@@ -7,12 +7,12 @@ import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
+from ._env import ModelEnv
 from ._errors import AgentConfigurationError, FailureCode, ModelCallError
 
 HistoryMode = Literal["local", "service"]
@@ -46,22 +46,6 @@ class RetryPolicy:
             raise AgentConfigurationError("RetryPolicy delays must be >= 0 and the deadline > 0")
 
 
-class ModelEnv(StrEnum):
-    """The environment variables a model endpoint is read from (the one place they are spelled)."""
-
-    OPENAI_API_KEY = "OPENAI_API_KEY"
-    OPENAI_BASE_URL = "OPENAI_BASE_URL"
-    OPENAI_CHAT_MODEL_ID = "OPENAI_CHAT_MODEL_ID"
-    OPENAI_EMBEDDING_MODEL_ID = "OPENAI_EMBEDDING_MODEL_ID"
-    AZURE_OPENAI_ENDPOINT = "AZURE_OPENAI_ENDPOINT"
-    AZURE_OPENAI_CHAT_DEPLOYMENT_NAME = "AZURE_OPENAI_CHAT_DEPLOYMENT_NAME"
-    AZURE_OPENAI_EMBEDDING_DEPLOYMENT_NAME = "AZURE_OPENAI_EMBEDDING_DEPLOYMENT_NAME"
-    AZURE_OPENAI_API_VERSION = "AZURE_OPENAI_API_VERSION"
-    AZURE_OPENAI_API_KEY = "AZURE_OPENAI_API_KEY"
-
-
-ENDPOINT_ENV = (ModelEnv.OPENAI_API_KEY, ModelEnv.OPENAI_BASE_URL, ModelEnv.AZURE_OPENAI_ENDPOINT)
-"""Any of these set means a model endpoint is configured."""
 
 
 @dataclass(frozen=True, kw_only=True)

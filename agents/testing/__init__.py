@@ -8,12 +8,39 @@ or the deterministic offline model documented in
 (`hashed_embedding`, a test double of an embedding model).
 """
 
-from ._embeddings import DEFAULT_EMBEDDING_DIMENSIONS, EmbeddingRequest, hashed_embedding
-from ._offline import SchemaInstanceError, count_tokens, offline_reply, schema_instance
-from ._replies import Message, ModelRequest, Reply, ToolCall, ToolSpec, UsageOverride
-from ._script import ModelRoute
-from ._server import ModelServer, ModelServerError
-from ._startup import start_offline_model_if_unconfigured
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._embeddings import DEFAULT_EMBEDDING_DIMENSIONS, EmbeddingRequest, hashed_embedding
+    from ._offline import SchemaInstanceError, count_tokens, offline_reply, schema_instance
+    from ._replies import Message, ModelRequest, Reply, ToolCall, ToolSpec, UsageOverride
+    from ._script import ModelRoute
+    from ._server import ModelServer, ModelServerError
+    from ._startup import OfflineModel, start_offline_model_if_unconfigured
+
+# Loaded on first use (PEP 562): the startup hook needs only `_startup`, which defers the
+# server's imports (aiohttp, jsonschema, pydantic) to a thread.
+_WHERE = {
+    "DEFAULT_EMBEDDING_DIMENSIONS": "._embeddings",
+    "EmbeddingRequest": "._embeddings",
+    "Message": "._replies",
+    "ModelRequest": "._replies",
+    "ModelRoute": "._script",
+    "ModelServer": "._server",
+    "ModelServerError": "._server",
+    "OfflineModel": "._startup",
+    "Reply": "._replies",
+    "SchemaInstanceError": "._offline",
+    "ToolCall": "._replies",
+    "ToolSpec": "._replies",
+    "UsageOverride": "._replies",
+    "count_tokens": "._offline",
+    "hashed_embedding": "._embeddings",
+    "offline_reply": "._offline",
+    "schema_instance": "._offline",
+    "start_offline_model_if_unconfigured": "._startup",
+}
 
 __all__ = [
     "DEFAULT_EMBEDDING_DIMENSIONS",
@@ -23,6 +50,7 @@ __all__ = [
     "ModelRoute",
     "ModelServer",
     "ModelServerError",
+    "OfflineModel",
     "Reply",
     "SchemaInstanceError",
     "ToolCall",
@@ -34,3 +62,12 @@ __all__ = [
     "schema_instance",
     "start_offline_model_if_unconfigured",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'agents.testing' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value

@@ -89,19 +89,15 @@ class ModelServer(ModelApi):
         """Root URL without `/v1` (an Azure OpenAI `azure_endpoint`)."""
         return self.base_url[: -len("/v1")]
 
-    def start(self) -> ModelServer:
-        """Bind, start serving in a background thread, and return once listening."""
+    def start(self, listening: socket.socket | None = None) -> ModelServer:
+        """Bind, start serving in a background thread, and return once listening. `listening`:
+        a socket already bound and listening to serve on instead (its address is the server's)."""
         if self._thread is not None:
             raise ModelServerError("the model server is already started")
-        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.host, self.port))
-        except OSError:
-            sock.close()
-            raise
-        sock.listen(1024)
+        sock = listening if listening is not None else self._bind()
         sock.setblocking(False)
+        if listening is not None:
+            self.host = listening.getsockname()[0]
         self.port = sock.getsockname()[1]
         loop = asyncio.new_event_loop()
         ready = threading.Event()
@@ -129,6 +125,17 @@ class ModelServer(ModelApi):
             self._thread = None
             raise ModelServerError(f"the model server failed to start: {failure[0]!r}") from failure[0]
         return self
+
+    def _bind(self) -> socket.socket:
+        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError:
+            sock.close()
+            raise
+        sock.listen(1024)
+        return sock
 
     async def _serve(self, sock: socket.socket) -> None:
         self._closing = asyncio.Event()

@@ -3,15 +3,26 @@
 ``make run`` (and the tests that start ``python -m devhost``) name
 ``agents.testing:start_offline_model_if_unconfigured`` as the host's startup hook, so the app
 answers with the offline model out of the box while devhost itself knows nothing of agents.
+
+The host starts its worker processes only once the hook has returned (they import the app, which
+reads the settings the hook sets), so the hook takes a few milliseconds: it binds the server's
+socket, sets the settings, and leaves the server's imports (aiohttp, jsonschema, pydantic: about
+a third of a second) and its start to a thread. A model call that comes sooner waits in the
+socket's backlog until the server accepts it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
+import threading
+from typing import TYPE_CHECKING
 
-from .._settings import ENDPOINT_ENV, ModelEnv
-from ._server import ModelServer
+from .._env import ENDPOINT_ENV, ModelEnv
+
+if TYPE_CHECKING:
+    from ._server import ModelServer
 
 STREAM_DELAY_ENV = "AGENTS_OFFLINE_STREAM_DELAY"
 """Seconds between the offline model's streamed tokens (`make run` sets 0.05 so tokens are seen
@@ -25,9 +36,45 @@ def model_configured() -> bool:
     return any(os.environ.get(name) for name in ENDPOINT_ENV)
 
 
-def start_offline_model_if_unconfigured() -> ModelServer | None:
+class OfflineModel:
+    """The offline `ModelServer` the hook started: listening from the start, serving once a
+    thread has imported and started it. `stop()` (the host calls it when it stops) ends it."""
+
+    def __init__(self, stream_delay: float) -> None:
+        self.listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listening.bind(("127.0.0.1", 0))
+        self.listening.listen(1024)
+        self.base_url = f"http://127.0.0.1:{self.listening.getsockname()[1]}/v1"
+        self.server: ModelServer | None = None
+        self._thread = threading.Thread(
+            target=self._start, args=(stream_delay,), name="offline-model", daemon=True
+        )
+        self._thread.start()
+
+    def _start(self, stream_delay: float) -> None:
+        try:
+            from ._server import ModelServer
+
+            server = ModelServer(mode="offline", stream_delay=stream_delay)
+            self.server = server.start(listening=self.listening)
+        except Exception:
+            # Nothing will accept: close the socket, so model calls fail at once (connection
+            # refused, the turn's connection_error) instead of waiting in its backlog.
+            _log.exception("the offline model server failed to start")
+            self.listening.close()
+
+    def stop(self) -> None:
+        """Stop serving (waits for a start still in progress first)."""
+        self._thread.join()
+        if self.server is not None:
+            self.server.stop()
+        self.listening.close()
+
+
+def start_offline_model_if_unconfigured() -> OfflineModel | None:
     """Start an offline ``ModelServer`` and point the OPENAI_* settings at it, unless a model is
-    configured. Returns the running server (the caller stops it), or None."""
+    configured. Returns the server's handle (the caller stops it), or None."""
     if model_configured():
         return None
     try:
@@ -35,15 +82,13 @@ def start_offline_model_if_unconfigured() -> ModelServer | None:
     except ValueError:
         _log.warning("%s is not a number of seconds; streaming without delay", STREAM_DELAY_ENV)
         delay = 0.0
-    server = ModelServer(mode="offline", port=0, stream_delay=delay)
-    server.start()
-    base_url = str(server.base_url)
-    os.environ[ModelEnv.OPENAI_BASE_URL] = base_url
+    model = OfflineModel(delay)
+    os.environ[ModelEnv.OPENAI_BASE_URL] = model.base_url
     os.environ[ModelEnv.OPENAI_API_KEY] = "offline"
     os.environ.setdefault(ModelEnv.OPENAI_CHAT_MODEL_ID, "offline")
     _log.info(
         "no model configured: using the offline model server at %s (set OPENAI_API_KEY/"
         "OPENAI_BASE_URL or AZURE_OPENAI_ENDPOINT for a real model)",
-        base_url,
+        model.base_url,
     )
-    return server
+    return model

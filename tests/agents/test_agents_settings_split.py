@@ -111,4 +111,4 @@ def test_environment_names_are_spelled_only_in_model_env() -> None:
         for path in (ROOT / package).rglob("*.py")
         if pattern.search(path.read_text())
     ]
-    assert spelled == ["agents/_settings.py"]
+    assert spelled == ["agents/_env.py"]

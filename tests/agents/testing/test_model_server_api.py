@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -27,6 +28,7 @@ def test_public_names() -> None:
         "ModelRoute",
         "ModelServer",
         "ModelServerError",
+        "OfflineModel",
         "Reply",
         "SchemaInstanceError",
         "ToolCall",
@@ -226,3 +228,37 @@ def test_restart_keeps_the_port_and_ipv6_urls() -> None:
             assert client.responses.create(model="m", input="v6").output_text == "echo: v6"
     finally:
         v6.stop()
+
+
+def test_the_startup_hook_points_the_settings_at_a_server_that_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "OPENAI_CHAT_MODEL_ID"):
+        monkeypatch.delenv(name, raising=False)
+    handle = agents.testing.start_offline_model_if_unconfigured()
+    assert isinstance(handle, agents.testing.OfflineModel)
+    try:
+        # Set before the server's thread has necessarily started: a call waits in the backlog.
+        assert os.environ["OPENAI_BASE_URL"] == handle.base_url
+        client = OpenAI(base_url=handle.base_url, api_key=os.environ["OPENAI_API_KEY"], max_retries=0)
+        answer = client.chat.completions.create(model="offline", messages=[{"role": "user", "content": "hi"}])
+        assert answer.choices[0].message.content
+    finally:
+        handle.stop()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", int(handle.base_url.split(":")[2].split("/")[0])), timeout=2)
+    monkeypatch.setenv("OPENAI_API_KEY", "configured")
+    assert agents.testing.start_offline_model_if_unconfigured() is None
+
+
+def test_a_startup_hook_server_that_cannot_start_refuses_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(self: ModelServer, listening: socket.socket | None = None) -> ModelServer:
+        raise RuntimeError("cannot serve")
+
+    monkeypatch.setattr(ModelServer, "start", broken)
+    handle = agents.testing.OfflineModel(stream_delay=0.0)
+    handle.stop()  # waits for the failed start
+    assert handle.server is None
+    port = int(handle.base_url.split(":")[2].split("/")[0])
+    with pytest.raises(OSError):  # refused at once, not left waiting in the backlog
+        socket.create_connection(("127.0.0.1", port), timeout=2)
