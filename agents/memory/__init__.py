@@ -1,6 +1,8 @@
 """Long-term memory: items that outlive a session, kept per user, in SQLite (one machine) or Azure
 Table Storage (the app's storage account) (docs/agents.md)."""
 
+from typing import TYPE_CHECKING, Any
+
 from ._connection import TableConnection
 from ._provider import UserMemoryProvider
 from ._settings import (
@@ -32,7 +34,9 @@ from ._store import (
     MemoryStoreError,
 )
 from ._summaries import SUMMARY_INSTRUCTIONS, ConversationMemoryProvider
-from ._table import TableMemoryStore
+
+if TYPE_CHECKING:
+    from ._table import TableMemoryStore
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
@@ -65,3 +69,12 @@ __all__ = [
     "memory_store_from_env",
     "use_memory_settings",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: it imports the Tables SDK, which an app without Table memory never needs.
+    if name == "TableMemoryStore":
+        from ._table import TableMemoryStore
+
+        return TableMemoryStore
+    raise AttributeError(f"module 'agents.memory' has no attribute {name!r}")

@@ -17,9 +17,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from azure.data.tables.aio import TableClient
+if TYPE_CHECKING:
+    from azure.data.tables.aio import TableClient
 
 from .._errors import AgentConfigurationError
 
@@ -87,6 +88,9 @@ class TableConnection:
 
     def table_client(self, table: str) -> TableClient:
         """An aio client of `table` (for the running event loop)."""
+        # Imported on first use, with the Tables SDK: an app without Table memory never needs it.
+        from azure.data.tables.aio import TableClient
+
         if self.connection_string:
             return TableClient.from_connection_string(self.connection_string, table)
         return TableClient(str(self.endpoint), table, credential=self.credential())

@@ -28,7 +28,6 @@ from .._errors import AgentConfigurationError
 from ._connection import TableConnection
 from ._sqlite import SqliteMemoryStore
 from ._store import MemoryStore
-from ._table import TableMemoryStore
 
 MEMORY_PATH_ENV = "DURABLE_AGENTS_MEMORY_PATH"
 """File of the embedded SQLite memory store (default: `default_memory_path`)."""
@@ -121,6 +120,8 @@ class MemorySettings:
         """The store these settings name."""
         if self.store == "table":
             assert self.connection is not None  # from_env sets it for this store
+            from ._table import TableMemoryStore  # with the Tables SDK, only when chosen
+
             return TableMemoryStore(self.connection, self.table)
         if self.path is None and self.in_azure:
             raise AgentConfigurationError(

@@ -16,10 +16,12 @@ import os
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.storage.blob.aio import ContainerClient
+
+if TYPE_CHECKING:
+    from azure.storage.blob.aio import ContainerClient
 
 from .._errors import HostingConfigurationError
 
@@ -78,6 +80,10 @@ class AzureBlobChunkStore:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
+            # Imported on first use: the Blob SDK is a tenth of a second of every worker's start,
+            # and an app that archives nothing never needs it.
+            from azure.storage.blob.aio import ContainerClient
+
             if self.connection.connection_string:
                 client = ContainerClient.from_connection_string(
                     self.connection.connection_string, self.container

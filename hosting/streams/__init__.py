@@ -5,6 +5,8 @@ follow them (`hosting.http.RunStreams`); `stream_store_from_env()` picks the bac
 settings.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._admission import start_run
 from ._publisher import RunCancelled, RunEvents
 from ._settings import (
@@ -12,7 +14,6 @@ from ._settings import (
     REDIS_CLUSTER_ENV,
     REDIS_ENTRA_ENV,
     REDIS_ENV,
-    EntraIdCredentials,
     default_stream_path,
     stream_store_from_env,
 )
@@ -35,6 +36,9 @@ from ._store import (
     StreamStoreUnavailable,
     retention_from_env,
 )
+
+if TYPE_CHECKING:
+    from ._entra import EntraIdCredentials
 
 __all__ = [
     "DEFAULT_RETENTION_SECONDS",
@@ -65,3 +69,12 @@ __all__ = [
     "start_run",
     "stream_store_from_env",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: it imports redis-py, which an app without Redis never needs.
+    if name == "EntraIdCredentials":
+        from ._entra import EntraIdCredentials
+
+        return EntraIdCredentials
+    raise AttributeError(f"module 'hosting.streams' has no attribute {name!r}")
