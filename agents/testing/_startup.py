@@ -65,8 +65,8 @@ class OfflineModel:
             self.listening.close()
 
     def stop(self) -> None:
-        """Stop serving (waits for a start still in progress first)."""
-        self._thread.join()
+        """Stop serving (waits for a start still in progress first, at most 30 s)."""
+        self._thread.join(timeout=30)
         if self.server is not None:
             self.server.stop()
         self.listening.close()
