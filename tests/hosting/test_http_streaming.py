@@ -90,3 +90,13 @@ async def test_the_openapi_document_lists_every_event(offline_api: Api) -> None:
     }
     run = document["paths"]["/api/agents/{agent}/run"]["post"]["responses"]["200"]["content"]
     assert set(run) == {"application/json", "text/event-stream"}
+
+
+def test_the_runtime_http_server_parses_requests_with_httptools() -> None:
+    # The HTTP streams extension serves with uvicorn's default protocol ("auto"), which is
+    # httptools when installed (requirements.txt) and pure-Python h11 otherwise: every request the
+    # host forwards to the worker is parsed by it (docs/bench.md "Waiting callers").
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    assert AutoHTTPProtocol is HttpToolsProtocol
