@@ -457,12 +457,14 @@ def load_state(text: str | bytes) -> AgentState:
     return AgentState(doc, loaded_version=version)
 
 
-def check_state(document: Any) -> None:
-    """Check a parsed state document exactly as `load_state` checks what it parsed.
+def check_state(document: Any) -> int:
+    """Check a parsed state document exactly as `load_state` checks what it parsed, and return
+    its size: the bytes of its compact JSON text (UTF-8, not ASCII-escaped), as stored.
 
     Raises what `load_state` would (InvalidState, IncompatibleStateVersion) and builds nothing:
     for readers that hold the parsed document (the HTTP side polls entity state through the
-    durable client) and must refuse precisely what the entity refuses.
+    durable client) and must refuse precisely what the entity refuses. The size comes from the
+    text this check writes anyway, so a reader that limits it need not write it again.
     """
     with _gc_paused():
         ok = document_ok(document)
@@ -472,9 +474,10 @@ def check_state(document: Any) -> None:
     try:
         # A lenient parser (the SDK's json.loads) admits NaN and Infinity, which load_state's
         # parser refuses: refuse them here too, with load_state's words.
-        json.dumps(document, allow_nan=False)
+        text = json.dumps(document, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     except ValueError as exc:
         raise InvalidState(f"the state is not valid JSON: {exc}") from None
+    return len(text.encode("utf-8"))
 
 
 @contextmanager

@@ -32,6 +32,26 @@ class Snapshot:
         return StoredDocument(self.document)
 
 
+@dataclass(frozen=True)
+class StateCheck:
+    """A stored state checked: why this build cannot use it (`problem`), or its size in bytes as
+    stored (`size_bytes`, as `StoredDocument.size_bytes` counts it)."""
+
+    problem: str | None
+    size_bytes: int = 0
+
+
+def checked_state(document: Any) -> StateCheck:
+    """The check of `state_problem`, with the size it measures on the way (one serialisation of
+    the document for both: the turn's size limit needs it too)."""
+    if isinstance(document, Unparsable):
+        return StateCheck(document.reason)
+    try:
+        return StateCheck(None, check_state(document))
+    except StateError as error:
+        return StateCheck(str(error))
+
+
 def state_problem(document: Any) -> str | None:
     """Why a stored state cannot be used by this build, or None when the entity can read it.
 
@@ -39,13 +59,7 @@ def state_problem(document: Any) -> str | None:
     document, so the HTTP side refuses exactly what the entity would refuse, at once, instead
     of letting a client wait for a turn that will never run.
     """
-    if isinstance(document, Unparsable):
-        return document.reason
-    try:
-        check_state(document)
-    except StateError as error:
-        return str(error)
-    return None
+    return checked_state(document).problem
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from ..stored import Unrecorded, unrecorded_run
 from ._archived import find_archived_run
 from ._binding import DurableClient
 from ._outcome import PENDING, RunOutcome, SameRequest, finished
-from ._read import Snapshot, read_session, state_problem
+from ._read import Snapshot, checked_state, read_session
 
 log = logging.getLogger("hosting.client")
 
@@ -127,9 +127,9 @@ class Submitter:
         if (snapshot.exists or snapshot.deleted) and not stored.visible_to(submission.user_id):
             return Prepared(snapshot, RunOutcome(hidden=True))  # another user's: as if there were none
         if snapshot.exists:
-            reason = state_problem(snapshot.document)
-            if reason is not None:
-                return Prepared(snapshot, RunOutcome(unreadable=reason))
+            checked = checked_state(snapshot.document)
+            if checked.problem is not None:
+                return Prepared(snapshot, RunOutcome(unreadable=checked.problem))
             if submission.retry_safe:
                 done = stored.find_run(cid)
                 if done is None:
@@ -143,7 +143,7 @@ class Submitter:
                 if unrecorded is not None:
                     return Prepared(snapshot, _unrecorded(unrecorded, submission.same_request))
             asked = sum(len(m.text.encode("utf-8")) for m in submission.request.messages)
-            size = stored.size_bytes()
+            size = checked.size_bytes  # stored.size_bytes(), measured by the check
             # The entity's own first check (stored + asked bytes over `max_session_bytes`): retries
             # against a full session never pile up refusal records until even a record no longer
             # fits (which would leave the run without an answer).

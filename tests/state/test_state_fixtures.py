@@ -167,3 +167,11 @@ def test_newer_minor_fixture_keeps_what_it_does_not_know() -> None:
     assert doc["futureRootField"] == {"x": 1}
     assert doc["data"]["futureDataField"] == [True, None]
     assert same_except_version(doc, json.loads(raw))
+
+
+@pytest.mark.parametrize("path", STATE_FIXTURES, ids=lambda p: p.name)
+def test_check_state_measures_the_stored_size_as_the_host_counts_it(path: Path) -> None:
+    # The HTTP side's size limit takes check_state's figure instead of writing the text again.
+    document = json.loads(path.read_bytes())
+    compact = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    assert check_state(document) == len(compact.encode("utf-8"))
