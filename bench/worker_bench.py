@@ -26,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 BENCHES = (
     ("ready", ["bench/ready_bench.py", "--runs", "3"], ("first answer", "'ready' line")),
     ("host", ["bench/host_bench.py", "--sizes", "10", "--turns", "60"], ("session",)),
-    ("hung", ["bench/hung_model_bench.py"], ("all waiting", "bystander", "host CPU")),
+    ("hung", ["bench/hung_model_bench.py"], ("all waiting", "reached the model", "bystander", "host CPU")),
 )
 
 
