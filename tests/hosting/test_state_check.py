@@ -28,4 +28,5 @@ def test_a_state_the_entity_would_refuse_has_a_problem_and_no_size() -> None:
     checked = checked_state(document)
     assert checked.problem is not None and "not valid JSON" in checked.problem
     assert checked.size_bytes == 0 and state_problem(document) == checked.problem
-    assert checked_state(Unparsable("the state is not valid JSON: x")).problem == "the state is not valid JSON: x"
+    unparsable = "the state is not valid JSON: x"
+    assert checked_state(Unparsable(unparsable)).problem == unparsable
