@@ -6,6 +6,12 @@ and the request itself forwarded to ``HttpUri`` with the invocation id in ``x-ms
 The runtime pairs the two, runs the function and answers the forwarded request with the
 function's response, which goes back to the client chunk by chunk. A client that goes away
 closes the forwarded request, which the function sees as a disconnect.
+
+The runtime starts its HTTP server as it answers worker init, so the server of a worker just
+(re)started may not listen yet when the first request is forwarded. A connection that fails is
+tried again as the Functions host does (azure-functions-host,
+`Microsoft.Azure.WebJobs.Script.Http.RetryProxyHandler`): up to 10 attempts, 50 ms apart doubling
+to 250 ms, and no more once the invocation itself has failed.
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ _NOT_FORWARDED = frozenset({
     "transfer-encoding", "upgrade", "host", "content-length",
 })
 _SET_BY_THIS_SERVER = frozenset({"date", "server"})
+CONNECT_ATTEMPTS = 10
+"""Attempts to reach the worker's HTTP server (the Functions host's RetryProxyHandler.MaxRetries)."""
+RETRY_DELAYS = (0.05, 0.25)
+"""The first pause between attempts and its cap, in seconds (doubling from the first)."""
 
 
 class HttpProxy:
@@ -72,9 +82,8 @@ class HttpProxy:
         target = f"{worker.http_uri}{request.raw_path}"
         response: web.StreamResponse | None = None
         try:
-            async with self._client().request(
-                request.method, target, headers=headers, data=body, allow_redirects=False
-            ) as upstream:
+            upstream = await self._connect(request.method, target, headers, body, worker, invoked)
+            async with upstream:
                 response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
                 for name, value in upstream.headers.items():
                     if name.lower() not in _NOT_FORWARDED | _SET_BY_THIS_SERVER:
@@ -99,6 +108,31 @@ class HttpProxy:
         await self._settle(invoked, call)
         return response if response is not None else web.Response(status=500)
 
+    async def _connect(
+        self,
+        method: str,
+        target: str,
+        headers: CIMultiDict[str],
+        body: bytes,
+        worker: Worker,
+        invoked: asyncio.Future[Any],
+    ) -> aiohttp.ClientResponse:
+        """The worker's response to the forwarded request, its connection tried again while the
+        worker's server does not accept it yet (see the module)."""
+        delay, cap = RETRY_DELAYS
+        for attempt in range(1, CONNECT_ATTEMPTS + 1):
+            try:
+                return await self._client().request(method, target, headers=headers, data=body,
+                                                    allow_redirects=False)
+            except aiohttp.ClientConnectorError as exc:
+                if attempt == CONNECT_ATTEMPTS or _failed(invoked):
+                    raise
+                self._log.warning("forwarding to %s: %s; trying again in %.0f ms (attempt %d of %d)",
+                                  worker.name, exc, delay * 1000, attempt, CONNECT_ATTEMPTS)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, cap)
+        raise AssertionError("unreachable")
+
     async def _settle(self, invoked: asyncio.Future[Any], call: InvocationRequest) -> None:
         """The invocation's own answer (its failure is logged; the response has gone out)."""
         done, _ = await asyncio.wait({invoked}, timeout=SETTLE_SECONDS)
@@ -115,3 +149,16 @@ class HttpProxy:
             self._log.error("invocation %s: %s", call.invocation_id, exc)
         except asyncio.CancelledError:
             pass
+
+
+def _failed(invoked: asyncio.Future[Any]) -> bool:
+    """Whether the invocation has already failed (the host stops forwarding then)."""
+    if not invoked.done():
+        return False
+    if invoked.cancelled() or invoked.exception() is not None:
+        return True
+    try:
+        invocation.returned(invoked.result())
+    except FunctionFailed:
+        return True
+    return False
