@@ -10,6 +10,7 @@ import logging
 import os
 import pathlib
 import secrets
+import socket
 import sys
 import threading
 from collections.abc import Coroutine, Iterator
@@ -129,6 +130,7 @@ class LocalHost:
         self.mcp: McpEndpoint | None = None
         self._store: EntityStore | None = None
         self._runner: web.AppRunner | None = None
+        self._listening: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -167,6 +169,11 @@ class LocalHost:
     async def _start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # The port is held (listening) before any worker starts: a worker's runtime picks a free
+        # port for its own HTTP server, and would otherwise be free to pick this one. A request
+        # that comes before the host serves waits in the backlog.
+        self._listening = _listen(self.host, self.port)
+        self.port = int(self._listening.getsockname()[1])
         self.workers = workers = Workers(
             self._worker_spec(), topology=self.topology, count=self.worker_processes,
             temp_root=self.data_dir / "instances", log=self.log, timeout=self.settings.function_timeout,
@@ -246,12 +253,7 @@ class LocalHost:
         # In-flight requests (long polls) get a short grace period, not aiohttp's 60 s.
         self._runner = web.AppRunner(web_app, access_log=None, handle_signals=False, shutdown_timeout=3.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
-        await site.start()
-        server = site._server
-        if self.port == 0 and server is not None:
-            sockets = getattr(server, "sockets", None) or []
-            self.port = int(sockets[0].getsockname()[1])
+        await web.SockSite(self._runner, self._listening).start()
         redelivered = await self.entities.start()
         if redelivered:
             self.log.info("redelivering pending operations of %d entit%s", redelivered,
@@ -320,6 +322,9 @@ class LocalHost:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._listening is not None:
+            self._listening.close()  # the site's server closed it, unless the start failed first
+            self._listening = None
         if self.engine is not None:
             await self.engine.stop()
         if self.entities is not None:
@@ -439,3 +444,17 @@ def _delay_from_env() -> float:
             f"{ORCHESTRATION_DELAY_ENV} must be a number of seconds from 0 to 3600, not {raw!r}"
         )
     return value
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on `host`:`port` (0: any free port), as aiohttp's own site binds it."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock

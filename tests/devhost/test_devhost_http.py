@@ -185,7 +185,9 @@ async def test_port_in_use_fails_cleanly(host: LocalHost, tmp_path: pathlib.Path
     other = LocalHost("basic_app", tmp_path / "other", port=host.port, project_dir=tmp_path)
     with pytest.raises(OSError):
         await other.start()
-    assert other.entities is not None  # it got that far, then released everything
+    # Refused before any worker or store started: the port is held first, so that no worker's
+    # own HTTP server can take it while the host starts.
+    assert other.workers is None and other.entities is None
     again = LocalHost("basic_app", tmp_path / "other", port=0, project_dir=tmp_path)
     await again.start()  # the database it opened is usable again
     await again.stop()
