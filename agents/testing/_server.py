@@ -24,6 +24,7 @@ from ._embeddings import EmbeddingRequest
 from ._replies import ModelRequest, Reply
 from ._responses import ResponseStore
 from ._script import Handler, Mode, ModelRoute, Script
+from ._socket import listening_socket
 
 DEFAULT_MODELS = ("offline-model", "gpt-4o-mini", "gpt-4.1")
 
@@ -94,7 +95,7 @@ class ModelServer(ModelApi):
         a socket already bound and listening to serve on instead (its address is the server's)."""
         if self._thread is not None:
             raise ModelServerError("the model server is already started")
-        sock = listening if listening is not None else self._bind()
+        sock = listening if listening is not None else listening_socket(self.host, self.port)
         sock.setblocking(False)
         if listening is not None:
             self.host = listening.getsockname()[0]
@@ -125,17 +126,6 @@ class ModelServer(ModelApi):
             self._thread = None
             raise ModelServerError(f"the model server failed to start: {failure[0]!r}") from failure[0]
         return self
-
-    def _bind(self) -> socket.socket:
-        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.host, self.port))
-        except OSError:
-            sock.close()
-            raise
-        sock.listen(1024)
-        return sock
 
     async def _serve(self, sock: socket.socket) -> None:
         self._closing = asyncio.Event()

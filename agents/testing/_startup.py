@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 from typing import TYPE_CHECKING
 
 from .._env import ENDPOINT_ENV, ModelEnv
+from ._socket import listening_socket
 
 if TYPE_CHECKING:
     from ._server import ModelServer
@@ -41,10 +41,7 @@ class OfflineModel:
     thread has imported and started it. `stop()` (the host calls it when it stops) ends it."""
 
     def __init__(self, stream_delay: float) -> None:
-        self.listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listening.bind(("127.0.0.1", 0))
-        self.listening.listen(1024)
+        self.listening = listening_socket("127.0.0.1", 0)
         self.base_url = f"http://127.0.0.1:{self.listening.getsockname()[1]}/v1"
         self.server: ModelServer | None = None
         self._thread = threading.Thread(
