@@ -1,8 +1,9 @@
 """Long-term memory: items that outlive a session, kept per user, in SQLite (one machine) or Azure
 Table Storage (the app's storage account) (docs/agents.md)."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_names
 from ._connection import TableConnection
 from ._provider import UserMemoryProvider
 from ._settings import (
@@ -71,10 +72,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # Loaded on first use: it imports the Tables SDK, which an app without Table memory never needs.
-    if name == "TableMemoryStore":
-        from ._table import TableMemoryStore
 
-        return TableMemoryStore
-    raise AttributeError(f"module 'agents.memory' has no attribute {name!r}")
+# Loaded on first use: it imports the Tables SDK, which an app without Table memory never needs.
+__getattr__ = lazy_names(__name__, {"TableMemoryStore": "._table"}, globals())
