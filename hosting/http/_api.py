@@ -29,7 +29,7 @@ from .._settings import ApiSettings
 from ..client._binding import DurableClient
 from ..client._outcome import RunOutcome
 from ..client._pacing import read_pacer
-from ..client._read import state_problem
+from ..client._read import checked_state, state_problem
 from ..client._submit import Submission, Submitter
 from ..client._waiting import wait_for_run
 from ..lifecycle._approval_expiry import start_approval_expiry
@@ -303,10 +303,10 @@ class Api:
             return json_response(
                 SessionActionBody(agent=agent.name, session_id=session_id, status="delete_requested"), 202
             )
-        reason = state_problem(snapshot.document)
-        if reason is not None:
-            raise unreadable(agent.name, session_id, reason)
-        body = _session_body(agent.name, session_id, snapshot.document)
+        checked = checked_state(snapshot.document)
+        if checked.problem is not None:
+            raise unreadable(agent.name, session_id, checked.problem)
+        body = _session_body(agent.name, session_id, snapshot.document, checked.size_bytes)
         return json_response(with_history(body, self.settings, snapshot.document))
 
     async def session_reset(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
@@ -415,7 +415,8 @@ def _turn_summary(turn: TurnEntry) -> TurnSummary:
     )
 
 
-def _session_body(agent: str, session_id: str, document: dict[str, Any]) -> SessionBody:
+def _session_body(agent: str, session_id: str, document: dict[str, Any], size_bytes: int) -> SessionBody:
+    """`size_bytes`: the stored size, as the state check measured it (StoredDocument.size_bytes)."""
     stored = StoredDocument(document)
     return SessionBody(
         agent=agent,
@@ -424,5 +425,5 @@ def _session_body(agent: str, session_id: str, document: dict[str, Any]) -> Sess
         turns=[_turn_summary(turn) for turn in stored.turns()],
         state_bag=stored.state_bag,
         state=document,
-        size_bytes=stored.size_bytes(),
+        size_bytes=size_bytes,
     )
