@@ -38,6 +38,11 @@ _NOT_FORWARDED = frozenset({
     "transfer-encoding", "upgrade", "host", "content-length",
 })
 _SET_BY_THIS_SERVER = frozenset({"date", "server"})
+IDLE_SECONDS = 2.0
+"""How long a connection to a worker's HTTP server stays pooled unused. The runtime's server
+(uvicorn, through the HTTP streams extension) closes a connection idle for 5 s
+(`timeout_keep_alive`); a connection it closed just as the host reused it would fail a request
+the function never saw, so the host lets go of it well before."""
 CONNECT_ATTEMPTS = 10
 """Attempts to reach the worker's HTTP server (the Functions host's RetryProxyHandler.MaxRetries)."""
 RETRY_DELAYS = (0.05, 0.25)
@@ -53,14 +58,13 @@ class HttpProxy:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            # No total timeout: a stream lasts as long as the function writes it. A connection per
-            # request: the worker's server closes idle connections after a few seconds, and a pooled
-            # one it closed just as it was reused would fail a request it never saw (a loopback
-            # connection costs far less than the invocation).
+            # No total timeout: a stream lasts as long as the function writes it. Connections are
+            # pooled, as the Functions host pools them; one idle for `IDLE_SECONDS` is dropped before
+            # the worker's server would close it (see IDLE_SECONDS).
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
                 auto_decompress=False,
-                connector=aiohttp.TCPConnector(limit=0, force_close=True),
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=IDLE_SECONDS),
             )
         return self._session
 

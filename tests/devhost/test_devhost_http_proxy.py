@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -10,11 +11,16 @@ from typing import Any
 
 import aiohttp
 import pytest
+import uvicorn
 from aiohttp import web
 
+from devhost.functions import _http_proxy as http_proxy
 from devhost.functions._http_proxy import CONNECT_ATTEMPTS, INVOCATION_ID_HEADER, HttpProxy
 from devhost.worker import InvocationRequest, InvocationResponse
 from devhost.worker._messages import StatusResult
+
+UVICORN_KEEP_ALIVE = inspect.signature(uvicorn.Config).parameters["timeout_keep_alive"].default
+"""Seconds the runtime's HTTP server (uvicorn, with its defaults) keeps an idle connection."""
 
 
 def _free_port() -> int:
@@ -120,3 +126,35 @@ async def test_no_more_attempts_once_the_invocation_failed(
         assert response.status == 500
     retries = [r for r in caplog.records if "trying again" in r.getMessage()]
     assert len(retries) <= 1  # the first refusal may come before the invocation's answer
+
+
+async def test_connections_to_the_worker_are_reused_until_idle_for_idle_seconds(
+    front: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As the Functions host pools its connections to the worker's HTTP server; one left idle is
+    # let go of before the server (uvicorn: 5 s) would close it under a request.
+    assert http_proxy.IDLE_SECONDS < UVICORN_KEEP_ALIVE
+    monkeypatch.setattr(http_proxy, "IDLE_SECONDS", 0.3)
+    url, state = front
+    port = _free_port()
+    state["worker"] = worker = FakeWorker(port)
+    peers: list[int] = []
+
+    async def worker_server(request: web.Request) -> web.Response:
+        assert request.transport is not None
+        peers.append(request.transport.get_extra_info("peername")[1])
+        worker.requested.set()
+        return web.Response(text="answered")
+
+    runner = await _serve(port, worker_server)
+    try:
+        async with aiohttp.ClientSession() as http:
+            for pause in (0.0, 0.0, 0.6):
+                await asyncio.sleep(pause)
+                response = await http.post(f"{url}/api/run", data=b"x")
+                assert response.status == 200 and await response.text() == "answered"
+    finally:
+        await runner.cleanup()
+    assert len(peers) == 3
+    assert peers[0] == peers[1]  # one connection for requests in a row
+    assert peers[2] != peers[1]  # idle past IDLE_SECONDS: a new one
