@@ -457,27 +457,40 @@ def load_state(text: str | bytes) -> AgentState:
     return AgentState(doc, loaded_version=version)
 
 
+def compact_json(document: Any) -> str:
+    """A parsed state document as JSON text, exactly as `dump_state` writes a state: compact and
+    not ASCII-escaped. Raises InvalidState for a value that is not JSON."""
+    return dumps(document)
+
+
+def parse_state_json(text: str | bytes) -> Any:
+    """Parse a stored state's JSON text exactly as `load_state` parses it, and check nothing more.
+
+    Strict, as JSON is: NaN and Infinity are refused, and integers of any size are kept. Raises
+    InvalidState ("the state is not valid JSON: ...") for text that is not JSON. What it returns
+    is what `check_state` takes.
+    """
+    with _gc_paused():
+        doc = loads_fast(text)
+    return parse_json(text) if doc is NOT_PARSED else doc
+
+
 def check_state(document: Any) -> int:
     """Check a parsed state document exactly as `load_state` checks what it parsed, and return
-    its size: the bytes of its compact JSON text (UTF-8, not ASCII-escaped), as stored.
+    its size: the UTF-8 bytes of the text the entity writes for it (`compact_json`).
 
     Raises what `load_state` would (InvalidState, IncompatibleStateVersion) and builds nothing:
-    for readers that hold the parsed document (the HTTP side polls entity state through the
-    durable client) and must refuse precisely what the entity refuses. The size comes from the
-    text this check writes anyway, so a reader that limits it need not write it again.
+    for readers that hold the parsed document (the HTTP side reads entity state through the
+    durable backend's HTTP API) and must refuse precisely what the entity refuses. The document
+    must come from a strict parser (`parse_state_json`): one that admitted NaN or Infinity would
+    have them counted here as the `null` the writer would put in their place.
     """
     with _gc_paused():
         ok = document_ok(document)
     if not ok:
         _diagnose(document)
     parse_version(document["schemaVersion"])  # the version policy, as load_state applies it
-    try:
-        # A lenient parser (the SDK's json.loads) admits NaN and Infinity, which load_state's
-        # parser refuses: refuse them here too, with load_state's words.
-        text = json.dumps(document, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-    except ValueError as exc:
-        raise InvalidState(f"the state is not valid JSON: {exc}") from None
-    return len(text.encode("utf-8"))
+    return len(compact_json(document).encode("utf-8"))
 
 
 @contextmanager

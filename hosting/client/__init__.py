@@ -3,7 +3,7 @@ query, the one submit service every front door uses, waiting for a run and its p
 run's outcome as one value."""
 
 from ._archived import find_archived_run
-from ._binding import BoundClient, DurableClient, durable_client_input
+from ._binding import BoundClient, DurableClient, durable_client_input, rpc_base_url
 from ._outcome import PENDING, RunOutcome, SameRequest
 from ._query import (
     ContinuationRefused,
@@ -11,7 +11,6 @@ from ._query import (
     entity_key,
     query_entities,
     query_instances,
-    rpc_base_url,
 )
 from ._read import Snapshot, read_session, state_problem
 from ._submit import RUN_OPERATION, Prepared, Submission, Submitter, session_entity

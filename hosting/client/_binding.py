@@ -59,6 +59,12 @@ class BoundClient(df.DurableOrchestrationClient):
         """The binding's `rpcBaseUrl`, None when it carries none."""
 
 
+def rpc_base_url(client: Any) -> str | None:
+    """The base URL of the extension's HTTP API the durable client `client` is bound to (its
+    binding's `rpcBaseUrl`), or None when the binding carries none."""
+    return client.rpc_base_url if isinstance(client, BoundClient) else None
+
+
 def durable_client_input(
     app: df.DFApp, function: Callable[..., Awaitable[Any]], client_name: str = "client"
 ) -> Any:

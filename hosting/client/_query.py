@@ -20,7 +20,8 @@ from urllib.parse import quote, urlencode
 import aiohttp
 
 from .._errors import HostingError
-from ._binding import BoundClient, DurableClient
+from ._binding import DurableClient, rpc_base_url
+from ._rpc import rpc_session
 
 CONTINUATION_HEADER = "x-ms-continuation-token"
 
@@ -31,13 +32,6 @@ class NoQueryEndpoint(HostingError):
 
 class ContinuationRefused(HostingError):
     """The durable backend refused a continuation token (it may have expired)."""
-_QUERY_TIMEOUT_SECONDS = 30.0
-
-
-def rpc_base_url(client: Any) -> str | None:
-    """The base URL of the extension's HTTP API the durable client `client` is bound to (its
-    binding's `rpcBaseUrl`, hosting.client._binding), or None when the binding carries none."""
-    return client.rpc_base_url if isinstance(client, BoundClient) else None
 
 
 def entity_key(item: dict[str, Any]) -> str | None:
@@ -97,8 +91,7 @@ async def _get_page(
         raise NoQueryEndpoint("the durable client binding carries no rpcBaseUrl to query")
     url = f"{base}{path}?{urlencode(query)}"
     headers = {CONTINUATION_HEADER: continuation} if continuation else {}
-    timeout = aiohttp.ClientTimeout(total=_QUERY_TIMEOUT_SECONDS)
-    async with aiohttp.ClientSession(timeout=timeout) as session, session.get(url, headers=headers) as resp:
+    async with rpc_session().get(url, headers=headers) as resp:
         if resp.status == 400 and continuation:
             raise ContinuationRefused(
                 "the durable backend refused the continuation token (it may have expired)"

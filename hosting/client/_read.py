@@ -9,10 +9,11 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from state import StateError, check_state
+from state import StateError, check_state, parse_state_json
 
 from ..stored import StoredDocument
-from ._binding import DurableClient
+from ._binding import DurableClient, rpc_base_url
+from ._rpc import read_entity_text
 
 
 @dataclass(frozen=True)
@@ -70,22 +71,34 @@ class Unparsable:
 
 
 async def read_session(client: DurableClient, entity_id: df.EntityId) -> Snapshot:
-    """Read a session's entity state once."""
-    try:
-        response = await client.read_entity_state(entity_id)
-    except json.JSONDecodeError as error:
-        # The SDK parses the state it reads: the entity exists, its state is not JSON.
-        reason = f"the state is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
-        return Snapshot(True, Unparsable(reason))
-    if not response.entity_exists:
-        return Snapshot(False, None)
-    document = response.entity_state
-    if isinstance(document, str | bytes):
-        # Some hosts hand back the raw text instead of the parsed document.
+    """Read a session's entity state once.
+
+    Over the binding's `rpcBaseUrl` (hosting.client._rpc) the state arrives as text and is parsed
+    once, strictly, as the entity parses it; a client without one (a test's own) reads through
+    its `read_entity_state`, whose document is written out and parsed the same way, so NaN and
+    Infinity, which JSON does not have, are refused whichever way the state came."""
+    base = rpc_base_url(client)
+    text: str | bytes
+    if base is not None:
+        found = await read_entity_text(base, entity_id)
+        if found is None:
+            return Snapshot(False, None)
+        text = found
+    else:
         try:
-            document = json.loads(document)
-        except ValueError as error:
-            return Snapshot(True, Unparsable(f"the state is not valid JSON: {error}"))
+            response = await client.read_entity_state(entity_id)
+        except json.JSONDecodeError as error:
+            # The SDK parses the state it reads: the entity exists, its state is not JSON.
+            reason = f"the state is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+            return Snapshot(True, Unparsable(reason))
+        if not response.entity_exists:
+            return Snapshot(False, None)
+        state = response.entity_state
+        text = state if isinstance(state, str | bytes) else json.dumps(state)
+    try:
+        document = parse_state_json(text)
+    except StateError as error:
+        return Snapshot(True, Unparsable(str(error)))
     if StoredDocument(document).is_tombstone:
         return Snapshot(False, document, deleted=True)
     return Snapshot(True, document)

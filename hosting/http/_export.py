@@ -37,9 +37,9 @@ from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from ..archive import HistoryArchive, default_archive
 from ..archive._pages import archived_chunks
-from ..client._binding import DurableClient
+from ..client._binding import DurableClient, rpc_base_url
 from ..client._owned import owned_sessions
-from ..client._query import ContinuationRefused, NoQueryEndpoint, rpc_base_url
+from ..client._query import ContinuationRefused, NoQueryEndpoint
 from ..stored import StoredDocument
 from ._memories import UserMemories, memory_body, route_user
 from ._openapi import NDJSON

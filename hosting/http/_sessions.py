@@ -14,13 +14,14 @@ from typing import Any
 import azure.functions as func
 
 from agents import Agent
+from state import compact_json
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._settings import ApiSettings
 from ..client._binding import DurableClient
 from ..client._query import ContinuationRefused, NoQueryEndpoint, entity_key, query_entities
-from ..stored import INTERNAL, StoredDocument, Viewer, compact_text, first_text
+from ..stored import INTERNAL, StoredDocument, Viewer, first_text
 from ._lookup import hosted_agent
 from ._models import SessionsPageBody, SessionSummary
 from ._problems import json_response
@@ -76,7 +77,7 @@ def summarize(key: str, last_operation_time: str | None, state: Any) -> SessionS
     elif state is None:
         size = 0
     else:  # unreadable: its text as stored, or as the state package would write it
-        size = len((state if isinstance(state, str) else compact_text(state)).encode("utf-8"))
+        size = len((state if isinstance(state, str) else compact_json(state)).encode("utf-8"))
     requests = document.requests() if document is not None else []
     return SessionSummary(
         session_id=key,

@@ -9,7 +9,6 @@ from ._document import (
     StoredRun,
     TurnEntry,
     Viewer,
-    compact_text,
     first_text,
 )
 from ._marks import (
@@ -45,7 +44,6 @@ __all__ = [
     "Viewer",
     "active_turn",
     "approvals_of",
-    "compact_text",
     "first_text",
     "forget_waiting",
     "queued_requests",

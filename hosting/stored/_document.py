@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agents import TurnResult, turn_result
-from state import JSON, AgentState
+from state import JSON, AgentState, compact_json
 
 DISCARDED_KEY = "discardedRuns"
 REFUSED_KEY = "refusedRuns"
@@ -51,11 +51,6 @@ INTERNAL = Internal()
 
 Viewer = str | None | Internal
 """Whom a read of a session is for: a user, no one in particular (None), or the app (`INTERNAL`)."""
-
-
-def compact_text(document: JSON) -> str:
-    """A parsed state document as the state package writes it: compact JSON, not ASCII-escaped."""
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -158,7 +153,7 @@ class StoredDocument:
 
     def size_bytes(self) -> int:
         """The size of the stored text, counted as the entity counts it (UTF-8 bytes)."""
-        return len(compact_text(self.document).encode("utf-8"))
+        return len(compact_json(self.document).encode("utf-8"))
 
     # -- archive --------------------------------------------------------------------------
 

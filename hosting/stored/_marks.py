@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents import TurnResult, turn_result
-from state import AgentState, TurnFailure, dump_state
+from state import AgentState, TurnFailure, compact_json, dump_state
 
 from .._errors import ProblemCode
-from ._document import StoredDocument, StoredRun, compact_text, response_entry
+from ._document import StoredDocument, StoredRun, response_entry
 
 MAX_DISCARDED_RUNS = 500
 """How many discarded run ids a session remembers (about 35 bytes each)."""
@@ -62,7 +62,7 @@ def reset_text(old: StoredDocument | None, fresh_state: AgentState) -> str:
     if not remembered:
         return fresh
     document = StoredDocument.of_state(fresh_state)
-    return compact_text(document.marked(discarded=remembered[-MAX_DISCARDED_RUNS:]))
+    return compact_json(document.marked(discarded=remembered[-MAX_DISCARDED_RUNS:]))
 
 
 def tombstone_text(old: StoredDocument | None, now: str) -> str | None:
@@ -79,15 +79,15 @@ def tombstone_text(old: StoredDocument | None, now: str) -> str | None:
         return None  # not a state's shape: the documented way out removes it all
     if cleared is None or not cleared.discarded_ids:
         return None
-    return compact_text(cleared.marked(deleted_at=now))
+    return compact_json(cleared.marked(deleted_at=now))
 
 
 def revived_text(tombstone: StoredDocument, user: str | None = None) -> str:
     """A tombstone as the start of a new history: the same state without `deletedAt`, belonging
     to its owner, or to `user` (who starts the new history) when it had none."""
     if tombstone.owner is None and user is not None:
-        return compact_text(tombstone.marked(deleted_at=None, owner=user))
-    return compact_text(tombstone.marked(deleted_at=None))
+        return compact_json(tombstone.marked(deleted_at=None, owner=user))
+    return compact_json(tombstone.marked(deleted_at=None))
 
 
 def with_refused(text: str, correlation_id: str) -> str:
@@ -97,7 +97,7 @@ def with_refused(text: str, correlation_id: str) -> str:
     ids = [i for i in document.refused_ids if i != correlation_id] + [correlation_id]
     while len(ids) > 1 and len(json.dumps(ids, ensure_ascii=False).encode("utf-8")) > MAX_REFUSED_BYTES:
         ids.pop(0)
-    return compact_text(document.marked(refused=ids))
+    return compact_json(document.marked(refused=ids))
 
 
 def refused_entry(correlation_id: str) -> dict[str, Any]:

@@ -107,7 +107,6 @@ PINNED = {
         "TurnEntry",
         "Unrecorded",
         "Viewer",
-        "compact_text",
         "first_text",
         "refused_result",
         "reset_text",

@@ -15,6 +15,7 @@ from hosting_support import ROOT, Api, make_agents, stored_state
 
 from agents.testing import ModelServer, Reply
 from hosting import ApiSettings, build_app
+from hosting.client import _read as client_read
 from state import load_state
 
 RUN = "/api/agents/assistant/run"
@@ -417,13 +418,13 @@ async def test_a_session_id_drawn_for_the_request_is_not_read_before_the_turn_is
     # A random id names nothing stored yet, so the look before sending is skipped; an id the
     # caller named (or one derived from an Idempotency-Key) is still read first.
     reads: list[str] = []
-    read = df.DurableOrchestrationClient.read_entity_state
+    read = client_read.read_entity_text
 
-    async def counted(self: Any, entity_id: df.EntityId, *args: Any, **kwargs: Any) -> Any:
+    async def counted(base_url: str, entity_id: df.EntityId) -> bytes | None:
         reads.append(entity_id.key)
-        return await read(self, entity_id, *args, **kwargs)
+        return await read(base_url, entity_id)
 
-    monkeypatch.setattr(df.DurableOrchestrationClient, "read_entity_state", counted)
+    monkeypatch.setattr(client_read, "read_entity_text", counted)
     model.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
     fresh = await api.post(RUN, json_body={"message": "a", "wait_for_response": False})
     assert fresh.status == 202, fresh.body

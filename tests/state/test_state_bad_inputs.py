@@ -15,6 +15,7 @@ from state import (
     check_root,
     check_state,
     load_state,
+    parse_state_json,
     response_failed,
 )
 
@@ -234,22 +235,22 @@ def test_invalid_states(text: str | bytes, message: str) -> None:
 def test_check_state_refuses_what_load_state_refuses_with_the_same_error(
     text: str | bytes, message: str
 ) -> None:
-    # The HTTP side checks the parsed document it polls with check_state; the entity loads the
-    # text with load_state: neither may accept what the other refuses.
-    try:
-        document = json.loads(text)
-    except ValueError:
-        pytest.skip("not JSON: no parsed document to check")
+    # The HTTP side parses the text it reads with parse_state_json and checks the document with
+    # check_state; the entity loads the text with load_state: neither may accept what the other
+    # refuses, and both say it in the same words.
     with pytest.raises(StateError) as loaded:
         load_state(text)
+    try:
+        document = parse_state_json(text)
+    except StateError as parsed:
+        # Not JSON to a strict parser (NaN and Infinity included): refused at the parse.
+        assert "not valid JSON" in str(loaded.value)
+        assert type(parsed) is type(loaded.value) and str(parsed) == str(loaded.value)
+        return
     with pytest.raises(StateError) as checked:
         check_state(document)
     assert type(checked.value) is type(loaded.value)
-    if "not valid JSON" in str(loaded.value):
-        # NaN / Infinity: refused by load_state's parser; the parsed document holds a float.
-        assert "not valid JSON" in str(checked.value)
-    else:
-        assert str(checked.value) == str(loaded.value)
+    assert str(checked.value) == str(loaded.value)
 
 
 def test_error_path_is_data() -> None:
