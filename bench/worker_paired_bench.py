@@ -10,7 +10,11 @@ back-to-back pair of blocks: two blocks a second apart see the same machine, so 
 machine shared with other work cancels out. Besides the wall time, the CPU time of the host and its
 worker process per turn (Linux /proc), which other processes' load hardly moves.
 
-Usage: .venv/bin/python bench/worker_paired_bench.py --base /work/wt-main [--turns 20] [--blocks 30]
+One session throughout grows to ~1,200 entries, its older ones archived (a ~48 KB live state: the
+JSON work of each read weighs); `--fresh` starts each block on a new session (a short history: the
+fixed cost of each turn weighs).
+
+Usage: .venv/bin/python bench/worker_paired_bench.py --base /work/wt-main [--turns 20] [--blocks 30] [--fresh]
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ async def block(
     return walls, (host.cpu_seconds() - cpu) * 1000 / turns
 
 
-async def bench(hosts: dict[str, Host], turns: int, blocks: int) -> None:
+async def bench(hosts: dict[str, Host], turns: int, blocks: int, fresh: bool) -> None:
     names = list(hosts)
     walls: dict[str, list[float]] = {n: [] for n in names}
     cpus: dict[str, list[float]] = {n: [] for n in names}
@@ -55,7 +59,8 @@ async def bench(hosts: dict[str, Host], turns: int, blocks: int) -> None:
             await block(http, hosts[name], "bench", 10)
         for b in range(blocks):
             order = names if b % 2 == 0 else names[::-1]
-            got = {name: await block(http, hosts[name], "bench", turns) for name in order}
+            session = f"bench-{b}" if fresh else "bench"
+            got = {name: await block(http, hosts[name], session, turns) for name in order}
             for name in names:
                 walls[name] += got[name][0]
                 cpus[name].append(got[name][1])
@@ -77,6 +82,8 @@ def main() -> None:
     parser.add_argument("--base", type=pathlib.Path, required=True, help="the other checkout")
     parser.add_argument("--turns", type=int, default=20, help="turns per block")
     parser.add_argument("--blocks", type=int, default=30, help="blocks per host")
+    parser.add_argument("--fresh", action="store_true",
+                        help="each block on a new session (0 to 2 x turns entries), not one that grows")
     args = parser.parse_args()
 
     def answer(request: ModelRequest) -> Reply:
@@ -84,7 +91,8 @@ def main() -> None:
 
     print(f"worker_paired_bench {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC,"
           f" load {os.getloadavg()[0]:.1f};"
-          f" {args.blocks} blocks of {args.turns} turns per host, alternating")
+          f" {args.blocks} blocks of {args.turns} turns per host, alternating,"
+          f" {'a new session per block' if args.fresh else 'one session throughout'}")
     env = {"FUNCTIONS_WORKER_PROCESS_COUNT": "1"}
     with ModelServer(mode="scripted") as model, tempfile.TemporaryDirectory() as tmp:
         model.handler = answer
@@ -97,7 +105,7 @@ def main() -> None:
                     scratch / "data", model.base_url, scratch / "host.log", extra_env=env, tree=tree
                 )
                 hosts[name].start()
-            asyncio.run(bench(hosts, args.turns, args.blocks))
+            asyncio.run(bench(hosts, args.turns, args.blocks, args.fresh))
         finally:
             for host in hosts.values():
                 host.stop()
