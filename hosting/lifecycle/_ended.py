@@ -1,6 +1,6 @@
 """The providers' session-end hooks (`ContextProvider.on_session_ended`), run durably.
 
-* `dafx_session_ended` (`dafx-ended-{agent}-{session}-{uuid}`): started by the reset and delete
+* `dafx_session_ended` (`dafx-ended-{agent}-{session}-{key}`): started by the reset and delete
   routes right after they signal the entity, with the ended session as they read it
   (`agents.ended_session`: its id, user, key and conversation), because the entity's state is
   gone once the change is committed. It first calls the entity (`archive_epoch`, a read), so the
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from collections.abc import Generator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -42,6 +41,7 @@ from state import StateError, load_state
 
 from .._ids import entity_name
 from ..client._binding import DurableClient
+from ..client._query import query_instances
 from ._names import erasure_instance
 
 log = logging.getLogger("hosting.lifecycle")
@@ -113,8 +113,27 @@ async def start_session_ended(
     spec = ended_session(agent.name, session_id, reason, state, epoch, ended_at)
     if spec is None:
         return False
-    await client.start_new(ENDED, f"{ended_prefix(agent.name)}{session_id}-{uuid.uuid4().hex}", spec)
+    # One instance per life of the session (its key): two ends that read the same history (two
+    # resets sent at once, or a reset and a delete) start it once; the backend refuses a second
+    # start while the first is pending or running, and once it has finished, its hooks find
+    # their work done (they are idempotent by the key) and call no model again.
+    instance = f"{ended_prefix(agent.name)}{session_id}-{spec['key']}"
+    try:
+        await client.start_new(ENDED, instance, spec)
+    except Exception:
+        if not await _started(client, instance):
+            raise
+        log.info("session-end hooks of %s: started already by another end (%s)", session_id, instance)
     return True
+
+
+async def _started(client: DurableClient, instance: str) -> bool:
+    """Whether the instance `instance` exists (so a refused start of it was a duplicate)."""
+    try:
+        items, _ = await query_instances(client, instance, top=1)
+    except Exception:
+        return False  # cannot tell: the start's own failure stands
+    return any(item.get("instanceId") == instance for item in items)
 
 
 class EndHooks:

@@ -213,3 +213,42 @@ async def test_an_idle_session_that_expires_is_summarised(
         assert gone.status == 404
     finally:
         host.stop()
+
+
+async def test_two_resets_that_read_the_same_history_summarise_it_once(
+    client: Client, model: ModelServer, host_log: pathlib.Path
+) -> None:
+    """Both resets are sent while a turn of the session still runs (its model call takes 2 s), so
+    both read the session with its history before either is applied, and each starts the hooks.
+    The summary call is held until well after both: a second set of hooks would be calling it
+    too by then. One start is refused as a duplicate, so the model is asked once."""
+    u1 = _user("u1")
+    release = threading.Event()
+
+    async def held(request: ModelRequest) -> Reply:
+        await asyncio.to_thread(release.wait, 60)
+        return Reply.text(f"Earlier the user asked: {_asked(u1)}")
+
+    model.route(SUMMARIES, _route(model).match, held)
+    try:
+        session = await _session_about_kayaks(client, model, u1)
+        model.script(Reply.delay(2.0, then=Reply.text("Still thinking about kayaks.")))
+        busy = await client.run("concierge", f"And in August? ({u1})", user_id=u1, session_id=session,
+                                wait_for_response=False)
+        assert busy.status == 202, busy.body
+        path = f"/api/agents/concierge/sessions/{session}/reset?user_id={u1}"
+        first, second = await asyncio.gather(client.post(path), client.post(path))
+        assert (first.status, second.status) == (202, 202), (first.body, second.body)
+
+        async def summarising() -> bool:
+            return bool(_summary_calls(model, u1))
+
+        await eventually(summarising, "the summary call", timeout=30)
+        await asyncio.sleep(3)  # the other reset's hooks, had they started, would be calling too
+        assert len(_summary_calls(model, u1)) == 1
+    finally:
+        release.set()
+    [item] = await _await_summary(client, u1)
+    assert item["source_session"] == session and item["metadata"]["reason"] == "reset"
+    assert "started already by another end" in host_log.read_text(errors="replace")
+    assert len(_summary_calls(model, u1)) == 1
