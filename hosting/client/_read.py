@@ -97,6 +97,9 @@ async def read_session(client: DurableClient, entity_id: df.EntityId) -> Snapsho
         text = state if isinstance(state, str | bytes) else json.dumps(state)
     try:
         document = parse_state_json(text)
+        if isinstance(document, str):
+            # Some hosts hand back the state's text as a JSON string (encoded twice).
+            document = parse_state_json(document)
     except StateError as error:
         return Snapshot(True, Unparsable(str(error)))
     if StoredDocument(document).is_tombstone:

@@ -73,6 +73,8 @@ async def test_nan_in_a_stored_state_is_refused_whichever_way_it_is_read() -> No
             return web.Response(status=404)
         if request.match_info["key"] == "broken":
             return web.Response(status=500)
+        if request.match_info["key"] == "twice":  # the state's text as a JSON string
+            return web.Response(text=json.dumps(seed), content_type="application/json")
         return web.Response(text=text, content_type="application/json")
 
     app = web.Application()
@@ -85,10 +87,12 @@ async def test_nan_in_a_stored_state_is_refused_whichever_way_it_is_read() -> No
         port = runner.addresses[0][1]
         client = BoundClient(_binding(f"http://127.0.0.1:{port}/rpc/"))
         over_http = await read_session(client, df.EntityId("dafx-assistant", "a b/c"))
-        assert served == ["a b/c"]  # the key travels quoted, and arrives whole
+        assert served[0] == "a b/c"  # the key travels quoted, and arrives whole
         assert over_http.exists and isinstance(over_http.document, Unparsable)
         assert "not valid JSON" in over_http.document.reason
         assert not (await read_session(client, df.EntityId("dafx-assistant", "missing"))).exists
+        twice = await read_session(client, df.EntityId("dafx-assistant", "twice"))
+        assert twice.exists and twice.document == json.loads(seed)
         with pytest.raises(aiohttp.ClientResponseError) as failed:
             await read_session(client, df.EntityId("dafx-assistant", "broken"))
         assert failed.value.status == 500
