@@ -48,6 +48,18 @@ def _asked(user: str) -> str:
     return f"Plan a kayaking trip to Lofoten in July for {user}."
 
 
+def _hold_summaries(model: ModelServer, user: str) -> threading.Event:
+    """Hold every summary call until the event returned is set, then answer `user`'s summary."""
+    release = threading.Event()
+
+    async def held(request: ModelRequest) -> Reply:
+        await asyncio.to_thread(release.wait, 60)
+        return Reply.text(f"Earlier the user asked: {_asked(user)}")
+
+    model.route(SUMMARIES, _route(model).match, held)
+    return release
+
+
 async def _summaries_of(client: Client, user: str) -> list[dict[str, Any]]:
     answer = await client.get(f"/api/users/{user}/memories")
     assert answer.status == 200, answer.body
@@ -123,13 +135,7 @@ async def test_a_summary_written_while_its_user_is_erased_does_not_undo_the_eras
     """The reset's summary call is held until u1's erasure (`DELETE /api/users/{id}`) has
     finished, so the summary is written after the erasure walked u1's memory: it must not stay."""
     u1 = _user("u1")
-    release = threading.Event()
-
-    async def held(request: ModelRequest) -> Reply:
-        await asyncio.to_thread(release.wait, 60)
-        return Reply.text(f"Earlier the user asked: {_asked(u1)}")
-
-    model.route(SUMMARIES, _route(model).match, held)
+    release = _hold_summaries(model, u1)
     try:
         session = await _session_about_kayaks(client, model, u1)
         reset = await client.post(f"/api/agents/concierge/sessions/{session}/reset?user_id={u1}")
@@ -223,13 +229,7 @@ async def test_two_resets_that_read_the_same_history_summarise_it_once(
     The summary call is held until well after both: a second set of hooks would be calling it
     too by then. One start is refused as a duplicate, so the model is asked once."""
     u1 = _user("u1")
-    release = threading.Event()
-
-    async def held(request: ModelRequest) -> Reply:
-        await asyncio.to_thread(release.wait, 60)
-        return Reply.text(f"Earlier the user asked: {_asked(u1)}")
-
-    model.route(SUMMARIES, _route(model).match, held)
+    release = _hold_summaries(model, u1)
     try:
         session = await _session_about_kayaks(client, model, u1)
         model.script(Reply.delay(2.0, then=Reply.text("Still thinking about kayaks.")))
