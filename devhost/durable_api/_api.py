@@ -280,7 +280,15 @@ class DurableApi:
                 status=400,
             )
         except ValueError as exc:
-            return problem(409, "instance_exists", str(exc))
+            # The extension lets the backend's OrchestrationAlreadyExistsException through to its
+            # catch-all (HttpApiHandler.HandleRequestAsync): a 500 in Web API's error shape, whose
+            # ExceptionMessage the SDK raises.
+            return web.json_response(
+                {"Message": "Something went wrong while processing your request",
+                 "ExceptionMessage": str(exc),
+                 "ExceptionType": "DurableTask.Core.Exceptions.OrchestrationAlreadyExistsException"},
+                status=500,
+            )
         self._log.info("orchestration %s started instance=%s", name, new_id)
         timeout = request.query.get("timeout")
         if timeout:  # createAndWaitOnNewInstancePostUri: answer with the output if it is quick

@@ -72,6 +72,10 @@ async def test_terminate(client: df.DurableOrchestrationClient) -> None:
     instance_id = await client.start_new("approval_flow", "fixed-id", {"key": "t"})
     assert instance_id == "fixed-id"
     await _wait_status(client, instance_id, "Running")
+    # A second start of a running instance is refused as the extension refuses it: the SDK
+    # raises the backend's message (a 500 with ExceptionMessage).
+    with pytest.raises(Exception, match="'fixed-id' already exists"):
+        await client.start_new("approval_flow", "fixed-id", {"key": "again"})
     await client.terminate(instance_id, "not needed")
     await _wait_status(client, instance_id, "Terminated")
 
