@@ -51,8 +51,11 @@ def rpc_session() -> aiohttp.ClientSession:
 async def _close_with_loop(session: aiohttp.ClientSession) -> None:
     try:
         await asyncio.Event().wait()  # until the loop's shutdown cancels this task
-    finally:
+    except asyncio.CancelledError:
         await session.close()
+        raise
+    # A loop closed without cancelling its tasks drops this one unfinished: nothing can be
+    # awaited then (its sockets went with the loop).
 
 
 async def read_entity_text(base_url: str, entity_id: df.EntityId) -> bytes | None:
