@@ -446,11 +446,11 @@ def load_state(text: str | bytes) -> AgentState:
     """
     if not isinstance(text, str | bytes | bytearray):
         raise TypeError(f"load_state takes str or bytes, not {type(text).__name__}")
+    doc = parse_state_json(text)
     with _gc_paused():
-        doc = loads_fast(text)
         ok = document_ok(doc)
     if not ok:
-        doc = _diagnose(parse_json(text) if doc is NOT_PARSED else doc)
+        doc = _diagnose(doc)
     version = doc["schemaVersion"]
     _, minor, _ = parse_version(version)
     upgrade(doc, minor)
