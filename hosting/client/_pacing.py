@@ -39,11 +39,15 @@ RUNNING_DELAY = 5.0
 """Gap of the safety read while an operation of the session runs here (its end wakes us)."""
 SENT_DELAY = POLL_DELAY
 """The first pause of a caller that has just sent the turn (`ReadPacer.sent`)."""
-SETTLE_DELAY = 0.0005
+SETTLE_DELAY = 0.0003
 """Seconds before the re-read after the entity woke us (the host commits just after). Measured on
-the local host with a worker process: the commit lands 0.6-1.1 ms after the wakeup and the read
-takes ~0.7 ms to reach the host, so 0.5 ms lands after it in all but ~1 % of turns; 0.25 ms missed
-it in 12 %, 1 ms cost every turn ~4 % of its latency (docs/bench.md)."""
+the local host with a worker process (docs/bench.md): the commit lands 0.6-1.4 ms after the
+wakeup, and the read leaves the woken caller and reaches the host a few tenths of a millisecond
+after its pause, so 0.3 ms reads once in all but ~1 % of turns (0.1 ms: ~9 % read twice)."""
+TIMER_RESOLUTION = 0.001
+"""The shortest pause an event loop's timer keeps: the selector rounds its timeout up to whole
+milliseconds (CPython's selectors.EpollSelector.select), so `asyncio.sleep(0.0003)` lasts ~1.1 ms.
+Shorter pauses are slept on a thread (`_pause_for`)."""
 WAITED_SHARE = 0.25
 """A gap of polling is at most this share of the time waited so far (once past `POLL_DELAY`)."""
 
@@ -109,7 +113,7 @@ class ReadPacer:
         end = now + remaining
         delay = min(self.next_delay(), remaining)
         if self.woken.is_set():
-            await asyncio.sleep(delay)
+            await _pause_for(delay)
             return
         self.operation_started.clear()
         due = now + delay
@@ -125,7 +129,7 @@ class ReadPacer:
                 # The operation ended here (or its terminal event came): the host commits its
                 # batch only once the answer has crossed back to it, so a read at once would
                 # still see the state before; the first read waits as long as a settled one.
-                await asyncio.sleep(min(SETTLE_DELAY, max(0.0, end - time.monotonic())))
+                await _pause_for(min(SETTLE_DELAY, max(0.0, end - time.monotonic())))
                 return
             if not self.operation_started.is_set():
                 return  # the read is due
@@ -133,6 +137,16 @@ class ReadPacer:
             # safety read is due.
             self.operation_started.clear()
             due = min(max(due, time.monotonic() + RUNNING_DELAY), end)
+
+
+async def _pause_for(seconds: float) -> None:
+    """Sleep `seconds`, below `TIMER_RESOLUTION` on a thread of the loop's default executor (a
+    thread's sleep keeps tens of microseconds): the settle after a wakeup is a few tenths of a
+    millisecond, which the loop's own timer would stretch to over one."""
+    if 0 < seconds < TIMER_RESOLUTION:
+        await asyncio.get_running_loop().run_in_executor(None, time.sleep, seconds)
+    else:
+        await asyncio.sleep(seconds)
 
 
 @contextlib.contextmanager

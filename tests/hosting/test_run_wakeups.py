@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pytest
 
@@ -16,6 +19,7 @@ from hosting.client._pacing import (
     RUNNING_DELAY,
     SENT_DELAY,
     SETTLE_DELAY,
+    TIMER_RESOLUTION,
     WAITED_SHARE,
     ReadPacer,
     read_pacer,
@@ -172,3 +176,42 @@ async def test_a_pause_ended_by_the_operations_end_lets_the_host_commit_before_t
         ended = time.monotonic()
         await asyncio.wait_for(pause, 10)
         assert time.monotonic() - ended >= SETTLE_DELAY and pacer.woken.is_set()
+
+T = TypeVar("T")
+
+
+class _CountingExecutor(concurrent.futures.ThreadPoolExecutor):
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.sleeps: list[float] = []
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        if fn is time.sleep:
+            self.sleeps.append(args[0])
+        return super().submit(fn, *args, **kwargs)
+
+
+async def test_the_settle_after_a_wakeup_is_slept_on_a_thread_not_the_loops_millisecond_timer() -> None:
+    # The loop's selector rounds a timer's timeout up to whole milliseconds: a 0.3 ms settle on it
+    # would last over 1 ms, longer than the commit it waits for takes.
+    assert SETTLE_DELAY < TIMER_RESOLUTION
+    loop = asyncio.get_running_loop()
+    executor = _CountingExecutor()
+    loop.set_default_executor(executor)
+    try:
+        with read_pacer("dafx-assistant", "s-precise") as pacer:
+            pacer.reading()
+            with session_operation("dafx-assistant", "s-precise"):
+                pause = asyncio.ensure_future(pacer.pause(60.0))
+                await asyncio.sleep(0.01)
+            ended = time.monotonic()
+            await asyncio.wait_for(pause, 10)
+            assert time.monotonic() - ended >= SETTLE_DELAY
+            assert executor.sleeps == [SETTLE_DELAY]
+            # A pause the loop's timer keeps well (a poll's) stays on the loop.
+            pacer.reading()
+            pacer.settling = False
+            await pacer.pause(0.02)
+            assert executor.sleeps == [SETTLE_DELAY]
+    finally:
+        executor.shutdown(wait=True)
