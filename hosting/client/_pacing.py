@@ -112,7 +112,9 @@ class ReadPacer:
         now = time.monotonic()
         end = now + remaining
         delay = min(self.next_delay(), remaining)
-        if self.woken.is_set():
+        if self.woken.is_set() or (self.settling and delay < TIMER_RESOLUTION):
+            # Settling: the commit is due within a millisecond, and nothing the pause could
+            # hear of meanwhile would make the read later.
             await _pause_for(delay)
             return
         self.operation_started.clear()

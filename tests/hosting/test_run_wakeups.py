@@ -208,10 +208,15 @@ async def test_the_settle_after_a_wakeup_is_slept_on_a_thread_not_the_loops_mill
             await asyncio.wait_for(pause, 10)
             assert time.monotonic() - ended >= SETTLE_DELAY
             assert executor.sleeps == [SETTLE_DELAY]
-            # A pause the loop's timer keeps well (a poll's) stays on the loop.
+            # A read that came before the commit: the settle goes on doubling, on the thread too.
             pacer.reading()
-            pacer.settling = False
-            await pacer.pause(0.02)
-            assert executor.sleeps == [SETTLE_DELAY]
+            await pacer.pause(60.0)
+            await pacer.pause(60.0)
+            assert executor.sleeps == [SETTLE_DELAY, SETTLE_DELAY, 2 * SETTLE_DELAY]
+        # A poll's pause (milliseconds) stays on the loop's timer.
+        with read_pacer("dafx-assistant", "s-polled") as polled:
+            polled.reading()
+            await polled.pause(0.02)
+            assert not polled.settling and executor.sleeps == [SETTLE_DELAY, SETTLE_DELAY, 2 * SETTLE_DELAY]
     finally:
         executor.shutdown(wait=True)
