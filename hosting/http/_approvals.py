@@ -84,6 +84,16 @@ async def decide_approval(
     refuse(outcome, agent.name, session_id, cid)  # discarded, archived and unreadable
     location = answers.run_location(agent.name, session_id, cid)
     paused = approvals_of(snapshot.document, cid)
+    if outcome.run is None and paused is None and cid in snapshot.stored.waiting_ids():
+        # The entity publishes `approval.required` just before its batch commits: a caller that
+        # decides the moment the event arrives can read the run still running. Wait for it to
+        # pause (or end) as a waiting run would, before saying there is nothing to decide.
+        outcome = await wait_for_run(
+            client, entity_id, agent=agent.name, session_id=session_id, correlation_id=cid,
+            timeout=RECORD_WAIT_SECONDS, state_checked=True, user=user,
+        )
+        refuse(outcome, agent.name, session_id, cid)
+        paused = outcome.awaiting
     if outcome.run is None and paused is None and cid not in snapshot.stored.waiting_ids():
         raise ProblemError(
             ProblemCode.RUN_NOT_FOUND,
