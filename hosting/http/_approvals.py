@@ -84,7 +84,8 @@ async def decide_approval(
     refuse(outcome, agent.name, session_id, cid)  # discarded, archived and unreadable
     location = answers.run_location(agent.name, session_id, cid)
     paused = approvals_of(snapshot.document, cid)
-    if outcome.run is None and paused is None and cid in snapshot.stored.waiting_ids():
+    running = cid in snapshot.stored.waiting_ids()
+    if outcome.run is None and (paused is None or not paused.approvals) and running:
         # The entity publishes `approval.required` just before its batch commits: a caller that
         # decides the moment the event arrives can read the run still running. Wait for it to
         # pause (or end) as a waiting run would, before saying there is nothing to decide.
