@@ -5,13 +5,15 @@ paused is stored exactly as before approvals existed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import pathlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import azure.durable_functions as df
 import pytest
-from hosting_support import batch_request, functions, run_op
+from hosting_support import ROOT, Api, batch_request, functions, run_op
 
 from agents import Agent, ModelSettings, RetryPolicy, tool
 from agents.testing import ModelServer, Reply
@@ -189,3 +191,39 @@ def test_run_status_answers_where_an_orchestration_s_run_is(
     assert CHARGED == [500]
     bad = _batch(approvals_app, last["entityState"], [("run_status", {"id": "orch-1"})])
     assert "run_status" in json.dumps(bad["results"][0])
+
+
+async def test_a_decision_sent_as_the_pause_is_published_waits_for_it_to_be_stored(
+    approvals_app: df.DFApp, model: ModelServer, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The entity publishes approval.required before its batch commits: a client that decides the
+    # moment the event arrives reads the session between the two. Hold the pause's commit for a
+    # second and decide meanwhile: the route waits for the pause instead of answering 409.
+    from devhost import LocalHost
+
+    host = LocalHost(approvals_app, tmp_path / "devhost", project_dir=ROOT)
+    await host.start()
+    try:
+        gateway = host.entities
+        assert gateway is not None
+        commit = gateway._commit
+        pause_held = asyncio.Event()
+
+        async def held_commit(*args: Any) -> None:
+            if '"approvals"' in str(args[4]) and not pause_held.is_set():
+                pause_held.set()
+                await asyncio.sleep(1.0)
+            await commit(*args)
+
+        monkeypatch.setattr(gateway, "_commit", held_commit)
+        api = Api(approvals_app, host.client_binding())
+        model.script(Reply.tool_calls([("charge", {"amount": 500}, "call-500")]), Reply.text("done"))
+        body = {"message": "pay", "session_id": "race", "correlation_id": "race-1"}
+        sent = await api.post("/api/agents/payer/run", json_body={**body, "wait_for_response": False})
+        assert sent.status == 202, sent.body
+        await asyncio.wait_for(pause_held.wait(), 30)
+        decision = {"call_id": "call-500", "approved": True}
+        decided = await api.post("/api/agents/payer/sessions/race/runs/race-1/approvals", json_body=decision)
+        assert decided.status == 200 and decided.json()["status"] == "decided", decided.body
+    finally:
+        await host.stop()
