@@ -95,7 +95,7 @@ async def decide_approval(
         )
         refuse(outcome, agent.name, session_id, cid)
         paused = outcome.awaiting
-    if outcome.run is None and paused is None and cid not in snapshot.stored.waiting_ids():
+    if outcome.run is None and paused is None and not running:
         raise ProblemError(
             ProblemCode.RUN_NOT_FOUND,
             f"session {session_id!r} of agent {agent.name!r} has no run {cid!r} in progress",
