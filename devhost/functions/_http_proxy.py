@@ -99,12 +99,21 @@ class HttpProxy:
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk)
                 await response.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
-            # The client went away: leaving the block closes the forwarded request, which the
-            # function sees as a disconnect.
+        except asyncio.CancelledError:
+            # Leaving the block closes the forwarded request, which the function sees as a disconnect.
             invoked.cancel()
             raise
-        except aiohttp.ClientError as exc:
+        except (ConnectionResetError, aiohttp.ClientError) as exc:
+            if _client_gone(request):
+                # The client went away (a health check that gave up, a closed stream): leaving the
+                # block closes the forwarded request, which the function sees as a disconnect. The
+                # client's choice, not a server error: one debug line, no traceback from the server.
+                invoked.cancel()
+                self._log.debug("the client of %s %s went away: %s", request.method, request.path, exc)
+                return response if response is not None else web.Response(status=499)
+            if not isinstance(exc, aiohttp.ClientError):
+                invoked.cancel()
+                raise
             self._log.error("forwarding to %s failed: %s", worker.name, exc)
             if response is None:
                 invoked.cancel()
@@ -153,6 +162,11 @@ class HttpProxy:
             self._log.error("invocation %s: %s", call.invocation_id, exc)
         except asyncio.CancelledError:
             pass
+
+
+def _client_gone(request: web.Request) -> bool:
+    """Whether the client's connection is closed (the transport gone or closing)."""
+    return request.transport is None or request.transport.is_closing()
 
 
 def _failed(invoked: asyncio.Future[Any]) -> bool:

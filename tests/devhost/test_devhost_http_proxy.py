@@ -158,3 +158,45 @@ async def test_connections_to_the_worker_are_reused_until_idle_for_idle_seconds(
     assert len(peers) == 3
     assert peers[0] == peers[1]  # one connection for requests in a row
     assert peers[2] != peers[1]  # idle past IDLE_SECONDS: a new one
+
+
+async def test_a_client_that_goes_away_is_one_debug_line_not_a_traceback(
+    front: tuple[str, dict[str, Any]], caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A health check that gives up while the host starts, or a browser closing a stream: the
+    # forwarder's next write fails on the closed transport. That is the client's choice, not a
+    # server error: no "Error handling request" traceback from the server, one debug line.
+    caplog.set_level(logging.DEBUG)
+    url, state = front
+    port = _free_port()
+    state["worker"] = worker = FakeWorker(port)
+    finished = asyncio.Event()
+
+    async def worker_server(request: web.Request) -> web.StreamResponse:
+        worker.requested.set()
+        response = web.StreamResponse()
+        await response.prepare(request)
+        try:
+            for _ in range(40):  # goes on writing after the client left
+                await response.write(b"chunk ")
+                await asyncio.sleep(0.025)
+        except ConnectionError:
+            pass  # the forwarder closed the forwarded request
+        finally:
+            finished.set()
+        return response
+
+    runner = await _serve(port, worker_server)
+    try:
+        async with aiohttp.ClientSession() as http:
+            response = await http.get(f"{url}/api/stream")
+            assert await response.content.readany()
+            response.close()  # the client goes away mid-stream
+        await asyncio.wait_for(finished.wait(), 10)
+        await asyncio.sleep(0.1)  # the front server's handler returns after the failed write
+    finally:
+        await runner.cleanup()
+    tracebacks = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert tracebacks == [], [r.getMessage() for r in tracebacks]
+    gone = [r for r in caplog.records if r.name == "test.proxy" and "went away" in r.getMessage()]
+    assert len(gone) == 1 and gone[0].levelno == logging.DEBUG
