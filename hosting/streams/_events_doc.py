@@ -95,11 +95,13 @@ EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
 def event_stream_content() -> dict[str, Any]:
     """The OpenAPI media type object of a run's event stream."""
     return {
-        # One event, under OpenAPI 3.2's `itemSchema` (tools that know it, schemathesis among
-        # them, check each event against it). No `schema`: in 3.1 that would describe the whole
-        # body, and a generated client would try to parse the event stream as that value (as a
-        # JSON object, it threw); without one it leaves the body to the caller's SSE reader.
-        "itemSchema": {
+        # One event, as OpenAPI 3.2's `itemSchema` would give it, under an extension key: the
+        # document is 3.1 (the version generated clients read: openapi-python-client refuses
+        # 3.2), where `itemSchema` is not a media type field and fails validation. No `schema`:
+        # in 3.1 that describes the whole body, and a generated client would try to parse the
+        # event stream as that value (as a JSON object, it threw); without one it leaves the body
+        # to the caller's SSE reader.
+        "x-itemSchema": {
             "type": "object",
             "description": "One Server-Sent Event: `id:` (its sequence number), `event:` (its type, "
             "see x-events) and `data:` (one JSON object).",

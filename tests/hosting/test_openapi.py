@@ -7,6 +7,7 @@ from typing import Any
 
 import jsonschema
 from hosting_support import Api
+from openapi_spec_validator import OpenAPIV31SpecValidator
 
 from agents.testing import ModelServer, Reply
 
@@ -25,6 +26,16 @@ async def test_component_schemas_are_valid_json_schema(offline_api: Api) -> None
         jsonschema.Draft202012Validator.check_schema(schema)
     agent = document["paths"]["/api/agents/{agent}/run"]["post"]["parameters"][0]
     assert agent["schema"]["enum"] == ["assistant", "writer", "reviewer"]
+
+
+async def test_the_document_is_valid_openapi_of_the_version_it_declares(offline_api: Api) -> None:
+    # What a user's tooling checks first: the served document against the OpenAPI 3.1 schema (a
+    # 3.2 keyword such as a media type's `itemSchema` fails it; generated clients read only 3.1).
+    document = (await offline_api.get("/api/openapi.json")).json()
+    assert document["openapi"].startswith("3.1.")
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+              for e in OpenAPIV31SpecValidator(document).iter_errors()]
+    assert errors == []
 
 
 async def test_real_answers_validate_against_the_document(api: Api, host: Any, model: ModelServer) -> None:
