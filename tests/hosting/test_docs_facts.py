@@ -14,6 +14,7 @@ import pathlib
 import re
 import subprocess
 from collections.abc import Iterator
+from typing import get_args
 
 import pytest
 from hosting_support import ROOT
@@ -25,6 +26,7 @@ from hosting._ids import MAX_ID_LENGTH
 from hosting._settings import DEFAULT_MAX_SESSION_BYTES, MAX_BODY_BYTES, ApiSettings
 from hosting.archive._settings import DEFAULT_ARCHIVE_AT_BYTES, DEFAULT_KEEP_BYTES
 from hosting.entity._deadline import DEFAULT_TURN_DEADLINE_SECONDS, MARGIN_SECONDS
+from hosting.http._models import MultitaskStrategy
 from hosting.http._sse import DEFAULT_HEARTBEAT_SECONDS
 from hosting.lifecycle._ttl import DEFAULT_TTL
 from hosting.mcp._config import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, MIN_WAIT_SECONDS
@@ -341,3 +343,17 @@ def test_no_text_speaks_of_how_it_was_built() -> None:
     assert not found, "say what the product does (a commit id or a date for a comparison):\n" + "\n".join(
         found
     )
+
+
+# -- the multitask strategies --------------------------------------------------------------------
+
+
+def test_every_multitask_strategy_is_documented_and_none_is_said_to_be_missing() -> None:
+    strategies = set(get_args(MultitaskStrategy))
+    text = (ROOT / "docs" / "hosting.md").read_text(encoding="utf-8")
+    [field_list] = re.findall(r"`multitask_strategy` \((`enqueue` default[^;]*);", text)
+    assert set(re.findall(r"`(\w+)`", field_list)) == strategies
+    rows = set(re.findall(r"^\| `(\w+)`(?: \(default\))? \|", text, re.MULTILINE)) & strategies
+    assert rows == strategies  # the strategies table has a row for each
+    said_missing = [s for s in strategies if re.search(rf"`{s}`[^.]*\bis not offered\b", text)]
+    assert said_missing == []
