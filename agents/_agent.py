@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel
 
@@ -150,6 +151,16 @@ class Agent:
                 f"agent {self.name!r}: Azure OpenAI API version {endpoint.api_version} has no Responses API "
                 "(set AZURE_OPENAI_API_VERSION to 2025-03-01-preview or later)"
             )
+
+    def model_in_use(self) -> str:
+        """The model and endpoint this agent's turns call, for the startup log: no key, and only the
+        scheme, host and path of the URL (a query string or user info could hold a secret)."""
+        endpoint = resolve_endpoint(self.model)
+        url = urlsplit(endpoint.url)
+        host = f"{url.hostname}:{url.port}" if url.port else url.hostname or ""
+        where = urlunsplit((url.scheme, host, url.path, "", ""))
+        auth = "an API key" if endpoint.api_key else "Entra ID" if endpoint.provider == "azure" else "no key"
+        return f"model {endpoint.model!r} at {where} ({endpoint.provider}, {auth})"
 
     def describe(self) -> dict[str, Any]:
         """What the agent offers, as JSON (for listings): name, description, tools, output format."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -46,6 +47,8 @@ from .streams import StreamStore, stream_store_from_env
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
 
+log = logging.getLogger("hosting")
+
 
 def _check_agents(agents: Sequence[Agent]) -> None:
     if not agents:
@@ -63,6 +66,7 @@ def _check_agents(agents: Sequence[Agent]) -> None:
             raise AgentConfigurationError(f"two agents are named {name!r} (names are case-insensitive)")
         seen.add(name.lower())
         agent.validate()
+        log.info("agent %r: %s", name, agent.model_in_use())
 
 
 def _check_settings(agents: Sequence[Agent]) -> None:

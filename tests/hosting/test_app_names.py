@@ -4,13 +4,14 @@ shows two apps on one account getting containers of their own)."""
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
 from hosting_support import make_agents
 
 import agents.memory._settings as memory_settings
-from agents import AgentConfigurationError
+from agents import Agent, AgentConfigurationError, ModelSettings
 from agents.memory import TableMemoryStore, memory_store_from_env
 from agents.testing import ModelServer
 from hosting import build_app
@@ -90,3 +91,18 @@ def test_the_app_gives_memory_its_table_and_refuses_a_bad_memory_setting(
     monkeypatch.setenv("DURABLE_AGENTS_MEMORY_STORE", "tables")
     with pytest.raises(AgentConfigurationError, match="DURABLE_AGENTS_MEMORY_STORE"):
         build_app(make_agents(model))
+
+
+def test_the_app_logs_each_agents_model_and_endpoint_at_startup_without_its_secrets(
+    model: ModelServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # With a real model, the first thing to check in a log is which endpoint and model it reached.
+    caplog.set_level(logging.INFO, logger="hosting")
+    secret = ModelSettings(model="gpt-x", base_url="https://user:pw@models.example.com/v1?sig=s3cret",
+                           api_key="key-s3cret")
+    build_app([*make_agents(model), Agent(name="remote", instructions="x", model=secret)])
+    lines = [r.getMessage() for r in caplog.records if r.name == "hosting"]
+    local = model.base_url.rstrip("/")
+    assert f"agent 'assistant': model 'test-model' at {local} (openai, an API key)" in lines
+    assert "agent 'remote': model 'gpt-x' at https://models.example.com/v1 (openai, an API key)" in lines
+    assert not [line for line in lines if "s3cret" in line or "pw@" in line]
