@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiohttp import web
@@ -46,6 +46,19 @@ def to_aiohttp(data: TypedData | None) -> web.Response:
     for name, value in answer.headers.items():
         response.headers.add(name, value)
     return response
+
+
+
+def rpc_query(query: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The query as the Functions host puts it in RpcHttp.query (azure-functions-host,
+    GrpcMessageConversionExtensions.ToRpcHttp): one entry per key, a repeated key's values joined
+    with commas (ASP.NET Core's StringValues.ToString), a key whose value is empty left out (the
+    Python worker does not ask for UseNullableValueDictionaryForHttp)."""
+    values: dict[str, list[str]] = {}
+    for name, value in query:
+        values.setdefault(name, []).append(value)
+    joined = {name: ",".join(found) for name, found in values.items()}
+    return {name: value for name, value in joined.items() if value}
 
 
 class HttpDispatcher:
@@ -119,7 +132,7 @@ class HttpDispatcher:
         inputs = {
             function.request_param: invocation.http(
                 method=request.method, url=str(request.url), headers=request.headers,
-                query=request.query, params=params, body=body,
+                query=rpc_query(request.query.items()), params=params, body=body,
             )
         }
         for param, binding in function.client_params.items():

@@ -52,6 +52,18 @@ async def test_response_is_returned_as_is(host: LocalHost, http: aiohttp.ClientS
         assert r.headers["X-Echo-Url"] == f"{host.url}/api/echo?a=1&b=two"
 
 
+async def test_a_repeated_query_key_reaches_the_function_as_the_host_passes_it(
+    host: LocalHost, http: aiohttp.ClientSession
+) -> None:
+    """The Functions host fills RpcHttp.query from ASP.NET Core's query collection: a repeated key's
+    values joined with commas (StringValues.ToString), and a key without a value left out."""
+    query = "user_id=bob&user_id=alice&empty=&bare&a=1&user_id=carol"
+    async with http.post(f"{host.url}/api/echo?{query}", data=b"") as r:
+        assert r.status == 201
+        assert json.loads(r.headers["X-Echo-Query"]) == {"user_id": "bob,alice,carol", "a": "1"}
+        assert r.headers["X-Echo-Url"] == f"{host.url}/api/echo?{query}"
+
+
 async def test_method_not_declared(host: LocalHost, http: aiohttp.ClientSession) -> None:
     # As the Functions host: 404 for a route that exists with other methods (no 405 at all).
     async with http.delete(f"{host.url}/api/echo") as r:
