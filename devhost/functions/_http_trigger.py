@@ -54,11 +54,21 @@ def rpc_query(query: Iterable[tuple[str, str]]) -> dict[str, str]:
     GrpcMessageConversionExtensions.ToRpcHttp): one entry per key, a repeated key's values joined
     with commas (ASP.NET Core's StringValues.ToString), a key whose value is empty left out (the
     Python worker does not ask for UseNullableValueDictionaryForHttp)."""
+    return {name: value for name, value in _joined(query).items() if value}
+
+
+def rpc_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The headers as the Functions host puts them in RpcHttp.headers (``ToRpcHttp``): names
+    lower-cased, a repeated header's values joined with commas, empty values kept (the Python
+    worker does not ask for IgnoreEmptyValuedRpcHttpHeaders)."""
+    return _joined((name.lower(), value) for name, value in headers)
+
+
+def _joined(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     values: dict[str, list[str]] = {}
-    for name, value in query:
+    for name, value in pairs:
         values.setdefault(name, []).append(value)
-    joined = {name: ",".join(found) for name, found in values.items()}
-    return {name: value for name, value in joined.items() if value}
+    return {name: ",".join(found) for name, found in values.items()}
 
 
 class HttpDispatcher:
@@ -131,7 +141,7 @@ class HttpDispatcher:
     ) -> dict[str, TypedData]:
         inputs = {
             function.request_param: invocation.http(
-                method=request.method, url=str(request.url), headers=request.headers,
+                method=request.method, url=str(request.url), headers=rpc_headers(request.headers.items()),
                 query=rpc_query(request.query.items()), params=params, body=body,
             )
         }
