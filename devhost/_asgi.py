@@ -28,6 +28,10 @@ DISCONNECT_POLL_SECONDS = 0.25
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding"})
 
 
+RAW_HEADERS = "devhost.raw_headers"
+"""Where a scope's ``state`` holds the request's headers as received: (name, value) bytes pairs."""
+
+
 def _scope(request: web.Request, root_path: str) -> Scope:
     peer = request.transport.get_extra_info("peername") if request.transport else None
     host, port = (request.url.host or "", request.url.port or 0)
@@ -45,7 +49,9 @@ def _scope(request: web.Request, root_path: str) -> Scope:
         "headers": [(k.lower(), v) for k, v in request.raw_headers],
         "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else None,
         "server": (host, port),
-        "state": {},
+        # The names as the client wrote them (ASGI's are lower case): what ASP.NET Core hands the
+        # Functions host's extensions, which may pass them on (the MCP extension does).
+        "state": {RAW_HEADERS: list(request.raw_headers)},
     }
 
 

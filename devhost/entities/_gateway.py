@@ -34,21 +34,43 @@ _RETRY_SECONDS = 1.0
 _MAX_RETRY_SECONDS = 30.0
 
 
-def parse_entity_id(entity_id: str) -> tuple[str, str]:
-    """Split ``@name@key`` (the SDK's ``EntityId`` string form) into lower-case name and key."""
+def _split(entity_id: str) -> tuple[str, str]:
     if not entity_id.startswith("@"):
         raise EntityIdError(f"entity id {entity_id!r} is not of the form @name@key")
     name, sep, key = entity_id[1:].partition("@")
     if not sep or not name or not key:
         raise EntityIdError(f"entity id {entity_id!r} is not of the form @name@key")
+    return name, key
+
+
+def parse_entity_id(entity_id: str) -> tuple[str, str]:
+    """Split ``@name@key`` (the SDK's ``EntityId`` string form) into lower-case name and key: the
+    ``EntityId`` the extension builds from an instance id (``GetEntityIdFromSchedulerId``, whose
+    constructor lower-cases the name), which picks the entity function and is the batch's ``self``."""
+    name, key = _split(entity_id)
     return name.lower(), key
 
 
 def make_entity_id(name: str, key: str) -> str:
-    """The ``@name@key`` form; names are case-insensitive like in the Durable extension."""
+    """The ``@name@key`` instance id of an ``EntityId`` the extension constructs (a client's HTTP
+    call, an orchestration's entity action): its constructor lower-cases the name."""
+    return signal_target_id(name.lower(), key)
+
+
+def signal_target_id(name: str, key: str) -> str:
+    """The instance id a signal in an entity's batch output goes to: the name as written. The
+    extension deserialises the target into an ``EntityId`` by its JSON setters, so nothing
+    lower-cases it, and a target ``Counter`` reaches ``@Counter@key``, another instance than the
+    ``@counter@key`` every client call reaches (``EntityScheduler/EntityId.cs``;
+    ``TaskEntityShim.ExecuteOutOfProcBatch``, ``OutOfProcResult.Signal.Target``)."""
     if not name or not key or "@" in name:
         raise EntityIdError(f"bad entity name/key {name!r}/{key!r}")
-    return f"@{name.lower()}@{key}"
+    return f"@{name}@{key}"
+
+
+def canonical_entity_id(entity_id: str) -> str:
+    """``entity_id`` as the extension's ``EntityId`` has it (the name lower-cased)."""
+    return make_entity_id(*_split(entity_id))
 
 
 def encode_input(value: Any) -> str:
@@ -97,7 +119,7 @@ def _emitted(signals: Any, parent: str) -> list[NewMessage]:
             continue
         target = item.get("target")
         if isinstance(target, dict):
-            target = make_entity_id(str(target.get("name")), str(target.get("key")))
+            target = signal_target_id(str(target.get("name")), str(target.get("key")))
         if not isinstance(target, str) or not isinstance(item.get("name"), str):
             continue
         raw = item.get("input")
@@ -190,7 +212,9 @@ class EntityGateway:
         ``request_id`` the call is idempotent across host restarts: an already committed
         result is returned, an already queued operation is awaited, not queued again.
         """
-        parse_entity_id(entity_id)
+        # An orchestration's entity action names its target by instance id, which the extension
+        # turns into an EntityId (OutOfProcOrchestrationShim: GetEntityIdFromSchedulerId).
+        entity_id = canonical_entity_id(entity_id)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[tuple[bool, Any]] = loop.create_future()
         rid = request_id or uuid.uuid4().hex
@@ -234,7 +258,7 @@ class EntityGateway:
         parent: str | None = None,
     ) -> None:
         """Like ``signal`` with the input already in wire form (an HTTP signal's body)."""
-        parse_entity_id(entity_id)
+        entity_id = canonical_entity_id(entity_id)
         due = None
         if scheduled_time is not None:
             if scheduled_time.tzinfo is None:
@@ -444,7 +468,9 @@ class EntityGateway:
         await self._store.run(
             self._store.commit_turn,
             entity_id,
-            name,
+            # The instance's own name, as its id has it: a query by name matches the instance id's
+            # lower-cased prefix (GetSchedulerIdPrefixFromEntityName), so `@Counter@k` is not listed.
+            _split(entity_id)[0],
             key,
             new_state,
             new_state != old_state,
@@ -488,7 +514,8 @@ class EntityGateway:
         out = []
         for ent_name, key, last_op, state in rows:
             item: dict[str, Any] = {
-                "entityId": {"name": ent_name, "key": key},
+                # DurableEntityStatus: the EntityId of the instance id (its name lower-cased).
+                "entityId": {"name": ent_name.lower(), "key": key},
                 "lastOperationTime": datetime.fromtimestamp(last_op, UTC).isoformat(),
             }
             if fetch_state:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiohttp import web
@@ -46,6 +46,29 @@ def to_aiohttp(data: TypedData | None) -> web.Response:
     for name, value in answer.headers.items():
         response.headers.add(name, value)
     return response
+
+
+
+def rpc_query(query: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The query as the Functions host puts it in RpcHttp.query (azure-functions-host,
+    GrpcMessageConversionExtensions.ToRpcHttp): one entry per key, a repeated key's values joined
+    with commas (ASP.NET Core's StringValues.ToString), a key whose value is empty left out (the
+    Python worker does not ask for UseNullableValueDictionaryForHttp)."""
+    return {name: value for name, value in _joined(query).items() if value}
+
+
+def rpc_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The headers as the Functions host puts them in RpcHttp.headers (``ToRpcHttp``): names
+    lower-cased, a repeated header's values joined with commas, empty values kept (the Python
+    worker does not ask for IgnoreEmptyValuedRpcHttpHeaders)."""
+    return _joined((name.lower(), value) for name, value in headers)
+
+
+def _joined(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    values: dict[str, list[str]] = {}
+    for name, value in pairs:
+        values.setdefault(name, []).append(value)
+    return {name: ",".join(found) for name, found in values.items()}
 
 
 class HttpDispatcher:
@@ -118,8 +141,8 @@ class HttpDispatcher:
     ) -> dict[str, TypedData]:
         inputs = {
             function.request_param: invocation.http(
-                method=request.method, url=str(request.url), headers=request.headers,
-                query=request.query, params=params, body=body,
+                method=request.method, url=str(request.url), headers=rpc_headers(request.headers.items()),
+                query=rpc_query(request.query.items()), params=params, body=body,
             )
         }
         for param, binding in function.client_params.items():

@@ -29,7 +29,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from .._asgi import Message, Receive, Scope, Send, serve_asgi
+from .._asgi import RAW_HEADERS, Message, Receive, Scope, Send, serve_asgi
 from .._problems import problem
 from ..functions import key_matches
 from ._tools import ToolRegistry
@@ -43,6 +43,29 @@ SERVER_NAME = "Azure Functions MCP server"
 SERVER_VERSION = "1.0.0"
 
 _SESSION_IN_ENDPOINT = re.compile(rb"(session_id=[0-9a-f]+)")
+
+
+def _latin1(value: bytes | str) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
+def request_headers(request: Any) -> dict[str, str]:
+    """The headers of the HTTP request that carried a call, as the MCP extension puts them in the
+    tool call's context (``transport.properties.headers``): every header, a repeated one's values
+    joined with commas, the name as the client wrote it, each name once whatever its case
+    (azure-functions-mcp-extension, ``McpTriggerTransportHelper.GetTransportInformation``)."""
+    state = getattr(request, "scope", {}).get("state") or {}
+    raw = state.get(RAW_HEADERS)
+    if raw is None:
+        raw = list(getattr(request, "headers", {}).items())
+    names: dict[str, str] = {}
+    values: dict[str, list[str]] = {}
+    for name, value in raw:
+        text = _latin1(name)
+        folded = text.lower()
+        names.setdefault(folded, text)
+        values.setdefault(folded, []).append(_latin1(value))
+    return {names[folded]: ",".join(found) for folded, found in values.items()}
 
 
 def _request_facts(ctx: Any) -> tuple[str, str | None]:
@@ -98,8 +121,10 @@ class McpEndpoint:
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         transport, session_id = _request_facts(ctx)
+        request = getattr(ctx, "request", None)
         return await self.tools.call(
-            params, transport=transport, session_id=session_id, client_info=_client_info(ctx)
+            params, transport=transport, session_id=session_id, client_info=_client_info(ctx),
+            headers=request_headers(request) if request is not None else {},
         )
 
     # -- lifecycle -------------------------------------------------------------------------

@@ -6,7 +6,8 @@ What the Azure Functions MCP extension does with a ``mcpToolTrigger`` (docs/mcp.
   from ``toolProperties`` (``type: object``, one property per entry, ``required`` always present);
 * refuses a call that lacks a required property with the JSON-RPC error ``-32602``;
 * invokes the function with the tool invocation context as JSON text (``name``, ``arguments``,
-  ``sessionid``, ``clientinfo``, ``transport``);
+  ``sessionid``, ``clientinfo``, ``transport``: its ``properties.headers`` hold every header of
+  the HTTP request that carried the call, App Service Authentication's among them);
 * turns the return value into the ``CallToolResult``: as one text block, or (``useResultSchema``)
   by reading it as an ``McpToolResult`` document;
 * answers a function that raised with an ``isError`` result naming the tool.
@@ -137,16 +138,17 @@ class ToolRegistry:
 
     async def call(
         self, params: types.CallToolRequestParams, *, transport: str, session_id: str | None,
-        client_info: dict[str, Any] | None,
+        client_info: dict[str, Any] | None, headers: dict[str, str],
     ) -> types.CallToolResult:
-        """Run the tool's function for one call and shape its answer."""
+        """Run the tool's function for one call and shape its answer; ``headers``: those of the
+        HTTP request that carried the call (``request_headers``)."""
         function = self._function(params)
         context: dict[str, Any] = {
             "name": params.name,
             "arguments": params.arguments or {},
             "sessionid": session_id,
             "clientinfo": client_info,
-            "transport": {"name": transport, "sessionId": session_id, "properties": {}},
+            "transport": {"name": transport, "sessionId": session_id, "properties": {"headers": headers}},
         }
         inputs = {function.trigger_param: invocation.string(json.dumps(context, ensure_ascii=False))}
         for param, binding in function.client_params.items():

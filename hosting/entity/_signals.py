@@ -4,7 +4,8 @@ The Durable extension reads the signals of an out-of-process entity batch from t
 array of the batch response (`{"target": {"name", "key"}, "name", "input"}`, the input as JSON
 text), and sends them once the batch is committed, in the same commit as the new state
 (azure-functions-durable-extension, `TaskEntityShim.ExecuteOutOfProcBatch` and
-`OutOfProcResult.Signals`). The Python SDK writes that array but gives entity code no way to
+`OutOfProcResult.Signals`); the target's name is sent lower-cased, the one the extension's
+`EntityId` gives every other call. The Python SDK writes that array but gives entity code no way to
 fill it, so hosting collects the signals of a batch here and adds them to the SDK's response.
 """
 
@@ -30,7 +31,11 @@ def send_signal(entity_name: str, key: str, operation: str, value: Any) -> None:
     signals = _BATCH.get()
     if signals is None:
         raise NoBatch(f"signal {operation!r} to {entity_name}@{key} outside an entity batch")
-    target = {"name": entity_name, "key": key}
+    # The extension takes a signal's target name as written (it deserialises the EntityId without
+    # the lower-casing its constructor applies: EntityScheduler/EntityId.cs), while every client
+    # call and orchestration action reaches the lower-cased name: `dafx-Writer` would be another
+    # instance than the session.
+    target = {"name": entity_name.lower(), "key": key}
     signals.append({"target": target, "name": operation, "input": json.dumps(value)})
 
 

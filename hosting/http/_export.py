@@ -1,7 +1,8 @@
 """`GET users/{user_id}/export` (and `me/export`): everything kept for a user, streamed as NDJSON,
 one JSON object a line, each with its `kind`:
 
-* `user` first (`user_id`, `exported_at`);
+* `user` first (`user_id`, `exported_at`; behind App Service Authentication, the signed-in
+  principal's own `principal`: `provider` and `id`, which the stored `user_id` may be a digest of);
 * `memory`: each long-term memory item (as the memory routes show it), newest created first;
 * `session`: each session the user owns, of every hosted agent (`agent`, `session_id`,
   `last_operation_time`, `state`: the stored document as saved), followed by its
@@ -43,6 +44,7 @@ from ..client._query import ContinuationRefused, NoQueryEndpoint
 from ..stored import StoredDocument
 from ._memories import UserMemories, memory_body, route_user
 from ._openapi import NDJSON
+from ._users import easy_auth_enabled, request_principal
 
 log = logging.getLogger("hosting.http")
 
@@ -75,9 +77,14 @@ class UserExport:
             raise ProblemError(ProblemCode.STORAGE_UNAVAILABLE, "the durable backend cannot be queried")
         archive = self._archive or default_archive()
         counts = {"memories": 0, "sessions": 0, "archived_entries": 0, "errors": 0}
+        exported_at = datetime.now(UTC).isoformat()
+        header: dict[str, Any] = {"kind": "user", "user_id": user, "exported_at": exported_at}
+        principal = request_principal(req) if easy_auth_enabled() else None
+        if principal is not None and principal.user_id == user:
+            header["principal"] = principal.display()  # the provider's own id, never stored
 
         async def lines() -> AsyncIterator[bytes]:
-            yield ndjson_line({"kind": "user", "user_id": user, "exported_at": datetime.now(UTC).isoformat()})
+            yield ndjson_line(header)
             after: MemoryCursor | None = None
             while True:
                 page = await store.list_user(user, limit=MAX_LIST_LIMIT, after=after)

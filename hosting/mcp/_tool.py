@@ -32,7 +32,7 @@ from ..client._submit import Submission, Submitter
 from ..client._waiting import wait_for_run
 from ..http._refusals import refusal
 from ..http._requests import check_id
-from ..http._users import check_user_id, easy_auth_enabled
+from ..http._users import acting_user, check_user_id, easy_auth_enabled, principal_of
 from ..lifecycle._approval_expiry import start_approval_expiry
 from ..lifecycle._sweeper import sweepers_of
 from ..stored import RunApprovals
@@ -78,7 +78,7 @@ def error_result(message: str, *, status: str = "failed", **details: Any) -> str
     return tool_result([_text(message)], {"status": status, "error": message, **details}, True)
 
 
-def _arguments(context: Any) -> dict[str, Any]:
+def _context(context: Any) -> dict[str, Any]:
     if isinstance(context, bytes | bytearray):
         context = context.decode("utf-8", errors="replace")
     if isinstance(context, str):
@@ -90,6 +90,10 @@ def _arguments(context: Any) -> dict[str, Any]:
             ) from error
     if not isinstance(context, dict):
         raise ProblemError(ProblemCode.INVALID_TYPE, "the tool call context is not a JSON object")
+    return context
+
+
+def _arguments(context: dict[str, Any]) -> dict[str, Any]:
     arguments = context.get("arguments")
     if arguments is None:
         return {}
@@ -98,8 +102,23 @@ def _arguments(context: Any) -> dict[str, Any]:
     return arguments
 
 
-def parse_call(context: Any) -> ToolCall:
-    """Validate the arguments of a tool call (`query` required, `session_id` optional)."""
+def request_headers(context: dict[str, Any]) -> dict[str, str]:
+    """The HTTP request headers the MCP extension puts in the tool call's context
+    (`transport.properties.headers`: every header of the request that carried the call, a repeated
+    one's values joined with commas; azure-functions-mcp-extension,
+    `McpTriggerTransportHelper.GetTransportInformation`). Their names keep the request's case."""
+    transport = context.get("transport")
+    properties = transport.get("properties") if isinstance(transport, dict) else None
+    headers = properties.get("headers") if isinstance(properties, dict) else None
+    if not isinstance(headers, dict):
+        return {}
+    return {name: value for name, value in headers.items() if isinstance(value, str)}
+
+
+def parse_call(raw_context: Any) -> ToolCall:
+    """Validate the arguments of a tool call (`query` required, `session_id` optional) and find
+    the user it acts for."""
+    context = _context(raw_context)
     arguments = _arguments(context)
     query = arguments.get(QUERY)
     if not isinstance(query, str):
@@ -133,24 +152,17 @@ def parse_call(context: Any) -> ToolCall:
         )
     except InvalidTurnRequest as error:
         raise ProblemError(ProblemCode.EMPTY_MESSAGE, f"'{QUERY}': {error.message}", field=QUERY) from error
-    return ToolCall(session_id or new_session_id(), session_id is None, request, _user_of(arguments))
+    user = _user_of(arguments, request_headers(context))
+    return ToolCall(session_id or new_session_id(), session_id is None, request, user)
 
 
-def _user_of(arguments: dict[str, Any]) -> str | None:
-    """The `user_id` argument (empty: not given). The tool call's context carries no signed-in
-    principal, so behind App Service Authentication a user cannot be proven here and naming one
-    is refused: such callers reach sessions of no one in particular only."""
+def _user_of(arguments: dict[str, Any], headers: dict[str, str]) -> str | None:
+    """Who the call acts for, by the HTTP edge's rule: the `user_id` argument (empty: not given);
+    behind App Service Authentication the signed-in principal of the call's HTTP request, which
+    `user_id` may only repeat."""
     raw = arguments.get(USER_ID)
-    if raw is None or raw == "":
-        return None
-    user = check_user_id(raw, USER_ID)
-    if easy_auth_enabled():
-        raise ProblemError(
-            ProblemCode.USER_MISMATCH,
-            f"with App Service Authentication on, '{USER_ID}' cannot be proven over MCP; leave it out",
-            field=USER_ID,
-        )
-    return user
+    named = None if raw is None or raw == "" else check_user_id(raw, USER_ID)
+    return acting_user(named, principal_of(headers) if easy_auth_enabled() else None)
 
 
 class AgentTool:

@@ -8,6 +8,7 @@ import pathlib
 import time
 
 import aiohttp
+import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -50,6 +51,20 @@ async def test_response_is_returned_as_is(host: LocalHost, http: aiohttp.ClientS
         assert json.loads(r.headers["X-Echo-Query"]) == {"a": "1", "b": "two"}
         assert r.headers["X-Echo-Header"] == "yes"
         assert r.headers["X-Echo-Url"] == f"{host.url}/api/echo?a=1&b=two"
+
+
+async def test_a_repeated_query_key_reaches_the_function_as_the_host_passes_it(host: LocalHost) -> None:
+    """The Functions host fills RpcHttp.query from ASP.NET Core's query collection: a repeated key's
+    values joined with commas (StringValues.ToString), and a key without a value left out; the
+    headers likewise, joined."""
+    query = "user_id=bob&user_id=alice&empty=&bare&a=1&user_id=carol"
+    headers = [("X-Custom", "one"), ("x-custom", "two")]  # httpx sends both (aiohttp's client keeps one)
+    async with httpx.AsyncClient() as client:
+        r = await client.post(f"{host.url}/api/echo?{query}", content=b"", headers=headers)
+    assert r.status_code == 201
+    assert json.loads(r.headers["X-Echo-Query"]) == {"user_id": "bob,alice,carol", "a": "1"}
+    assert r.headers["X-Echo-Url"] == f"{host.url}/api/echo?{query}"
+    assert r.headers["X-Echo-Header"] == "one,two"  # a repeated header's values, joined
 
 
 async def test_method_not_declared(host: LocalHost, http: aiohttp.ClientSession) -> None:

@@ -35,18 +35,22 @@ async def mcp_host(tmp_path: pathlib.Path) -> AsyncIterator[LocalHost]:
 
 
 @contextlib.asynccontextmanager
-async def connect(host: LocalHost, transport: str) -> AsyncIterator[ClientSession]:
+async def connect(
+    host: LocalHost, transport: str, headers: list[tuple[str, str]] | None = None
+) -> AsyncIterator[ClientSession]:
     assert host.mcp_url == host.url + MCP_PREFIX
     if transport == "streamable-http":
         async with (
-            httpx2.AsyncClient(headers={"x-functions-key": KEY}) as http,
+            httpx2.AsyncClient(headers=[("x-functions-key", KEY), *(headers or [])]) as http,
             streamable_http_client(host.mcp_url, http_client=http) as (read, write),
             ClientSession(read, write) as session,
         ):
             await session.initialize()
             yield session
     else:
-        async with sse_client(f"{host.mcp_url}/sse?code={KEY}") as (read, write), ClientSession(
+        async with sse_client(f"{host.mcp_url}/sse?code={KEY}", headers=dict(headers or [])) as (
+            read, write
+        ), ClientSession(
             read, write
         ) as session:
             await session.initialize()
@@ -91,6 +95,26 @@ async def test_tools_listed_and_called_like_the_extension(mcp_host: LocalHost, t
             await session.call_tool("echo", {"tags": ["x"]})
         assert missing.value.error.code == types.INVALID_PARAMS
         assert "Please provide: text" in missing.value.error.message
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_a_tool_call_carries_its_http_requests_headers(mcp_host: LocalHost, transport: str) -> None:
+    """As the extension (McpTriggerTransportHelper.GetTransportInformation): every header of the
+    request that carried the call, in `transport.properties.headers`, names as written, a repeated
+    header's values joined with commas; App Service Authentication's principal among them."""
+    sent = [("X-MS-CLIENT-PRINCIPAL-ID", "auth0|abc"), ("X-MS-CLIENT-PRINCIPAL-IDP", "auth0")]
+    if transport == "streamable-http":
+        sent += [("X-Repeated", "one"), ("x-repeated", "two")]
+    async with connect(mcp_host, transport, sent) as session:
+        context = json.loads(texts(await session.call_tool("context", {}))[0])
+    headers = context["transport"]["properties"]["headers"]
+    assert headers["X-MS-CLIENT-PRINCIPAL-ID"] == "auth0|abc"
+    assert headers["X-MS-CLIENT-PRINCIPAL-IDP"] == "auth0"
+    assert "x-ms-client-principal-id" not in headers
+    if transport == "streamable-http":
+        assert headers["X-Repeated"] == "one,two" and "x-repeated" not in headers
+        assert headers["x-functions-key"] == KEY  # every header, the key too, as the extension
+        assert context["transport"]["sessionId"] == headers.get("mcp-session-id")
 
 
 async def test_requests_without_the_key_are_refused(mcp_host: LocalHost) -> None:

@@ -26,12 +26,22 @@ async def test_signals_emitted_by_an_entity_are_queued(host: LocalHost) -> None:
     assert request["exists"] is False and request["state"] is None
     assert request["batch"][0]["name"] == "go"
     assert json.loads(json.loads(request["batch"][0]["input"])) == {"x": 1}
+    # The target is written "Counter": the extension deserialises it without the lower-casing its
+    # EntityId constructor applies, so the signal reaches the instance `@Counter@target`, not the
+    # `@counter@target` a client's call of the same name reaches.
     for _ in range(200):
-        exists, state = await host.entities.read_state("@counter@target")
+        exists, state = await host.entities.read_state("@Counter@target")
         if exists:
             break
         await asyncio.sleep(0.02)
     assert json.loads(state or "null")["total"] == 5
+    assert await host.entities.read_state("@counter@target") == (False, None)
+    listed = await host.entities.list_entities("counter", fetch_state=False)
+    assert [e["entityId"] for e in listed] == []  # a query by name matches the lower-cased prefix
+    # What a client or an orchestration sends, the extension turns into an EntityId: lower-cased.
+    assert await host.entities.call("@Counter@called", "add", 2) == (True, 2)
+    assert (await host.entities.read_state("@counter@called"))[0] is True
+    assert (await host.entities.read_state("@Counter@called"))[0] is False
 
 
 def test_host_json(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,12 +17,16 @@ MCP_PATH = "/runtime/webhooks/mcp"
 
 
 @contextlib.asynccontextmanager
-async def mcp_session(base_url: str, transport: Transport, key: str | None) -> AsyncIterator[ClientSession]:
+async def mcp_session(
+    base_url: str, transport: Transport, key: str | None, headers: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
     """An initialised MCP client session. Streamable HTTP sends the key as the `x-functions-key`
-    header; SSE as `?code=` on the SSE URL (the message endpoint the server announces carries it)."""
+    header; SSE as `?code=` on the SSE URL (the message endpoint the server announces carries it).
+    `headers` go with every request (a stand-in for what App Service Authentication adds)."""
     url = base_url + MCP_PATH
+    extra = dict(headers or {})
     if transport == "streamable-http":
-        headers = {"x-functions-key": key} if key else {}
+        headers = {"x-functions-key": key, **extra} if key else extra
         async with (
             httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=120)) as http,
             streamable_http_client(url, http_client=http) as (read, write),
@@ -32,7 +36,9 @@ async def mcp_session(base_url: str, transport: Transport, key: str | None) -> A
             yield session
     else:
         sse_url = f"{url}/sse" + (f"?code={key}" if key else "")
-        async with sse_client(sse_url, timeout=30, sse_read_timeout=120) as (read, write), ClientSession(
+        async with sse_client(sse_url, headers=extra, timeout=30, sse_read_timeout=120) as (
+            read, write
+        ), ClientSession(
             read, write
         ) as session:
             await session.initialize()

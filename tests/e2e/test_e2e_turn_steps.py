@@ -53,10 +53,12 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-def _host(tmp_path: pathlib.Path, model: ModelServer) -> tuple[HostProcess, pathlib.Path]:
+def _host(
+    tmp_path: pathlib.Path, model: ModelServer, agent: str = "payer"
+) -> tuple[HostProcess, pathlib.Path]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
-    (project / "function_app.py").write_text(STEPS_APP)
+    (project / "function_app.py").write_text(STEPS_APP.replace('name="payer"', f'name="{agent}"'))
     charges = tmp_path / "charges.txt"
     host = HostProcess(
         tmp_path / "data",
@@ -167,5 +169,27 @@ async def test_a_turn_of_21_steps_is_never_one_long_operation(
         state = (await client.session_state("payer", SESSION))["state"]
         assert [e["$type"] for e in history(state)] == ["request", "response"]
         assert json.dumps(state).count('"role": "tool"') == 10
+    finally:
+        host.stop()
+
+
+async def test_an_agent_named_with_capitals_finishes_a_turn_of_steps(
+    tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
+) -> None:
+    """The entity signals its next step to itself. The Durable extension takes a signal's target
+    name as written (no lower-casing, unlike every client call), so the target must be the
+    lower-cased name the client reaches, or the step goes to another instance and the turn never
+    ends."""
+    host, charges = _host(tmp_path, model, agent="Payer")
+    model.script(Reply.tool_call("charge", {"amount": 5}, call_id="call-1"), Reply.text("paid"))
+    host.start()
+    try:
+        client = Client(http, host.url)
+        answer = await client.run("Payer", "pay 5", SESSION, correlation_id="pay-1")
+        assert answer.status == 200, (answer.body, host.log())
+        assert answer.json()["response"]["text"] == "paid"
+        assert len(model.requests) == 2 and charges.read_text().splitlines() == ["pay-1:call-1 5"]
+        sessions = await client.get("/api/agents/Payer/sessions")
+        assert [s["session_id"] for s in sessions.json()["sessions"]] == [SESSION], sessions.body
     finally:
         host.stop()

@@ -5,13 +5,15 @@ signed-in principal; elsewhere a caller with a function key names it (`user_id`)
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
 from e2e_support import FUNCTION_KEY, Client, HostProcess, eventually, history
-from mcp_support import mcp_session, text_of
+from mcp_support import TRANSPORTS, Transport, mcp_session, text_of
 
 from agents.testing import ModelServer, Reply
 
@@ -223,8 +225,71 @@ async def test_behind_easy_auth_the_principal_is_the_user(
         assert forged.json()["code"] == "user_mismatch"
     same = await behind.get(path + "?user_id=ada", headers={PRINCIPAL: "ada"})
     assert same.status == 200
-    bad = await behind.get(path, headers={PRINCIPAL: "a b"})
-    assert bad.status == 400 and bad.json()["field"] == PRINCIPAL
+
+
+IDP = "X-MS-CLIENT-PRINCIPAL-IDP"
+MAPPED = re.compile(r"~[0-9a-f]{40}")
+
+
+async def test_behind_easy_auth_a_principal_id_that_is_not_url_safe_is_stored_as_a_digest(
+    auth_host: HostProcess, client: Client, model: ModelServer
+) -> None:
+    """A provider's subject may hold `|`, `:`, `@`, `+`, `/` (Auth0's `auth0|...`): the user is
+    stored under a digest of provider and id, every route works, and the export names the
+    original; a URL-safe principal keeps its own id (data stored before stays theirs)."""
+    behind = Client(client.session, auth_host.url)
+    stored: dict[str, str] = {}
+    for principal in ("auth0|abc", "a:b@c+d/e", "user name", "~looks-mapped"):
+        signed_in = {PRINCIPAL: principal, IDP: "auth0"}
+        model.script(Reply.text("hi"))
+        session = _sid()
+        body = {"message": "hi", "session_id": session}
+        created = await behind.post(RUN, json_body=body, headers=signed_in)
+        assert created.status == 200, (principal, created.body)
+        path = f"/api/agents/assistant/sessions/{session}"
+        own = await behind.get(path, headers=signed_in)
+        assert own.status == 200, own.body
+        user = own.json()["state"]["data"]["userId"]
+        assert MAPPED.fullmatch(user), user
+        stored[principal] = user
+        # The same subject at another provider is another user; so is a near miss.
+        assert (await behind.get(path, headers={PRINCIPAL: principal, IDP: "github"})).status == 404
+        assert (await behind.get(path, headers={PRINCIPAL: principal + "x", IDP: "auth0"})).status == 404
+        # The stored id may be repeated as user_id, and names the session's owner everywhere.
+        assert (await behind.get(f"{path}?user_id={user}", headers=signed_in)).status == 200
+        listed = await behind.get("/api/agents/assistant/sessions?page_size=100", headers=signed_in)
+        assert session in {s["session_id"] for s in listed.json()["sessions"]}
+        exported = await behind.get("/api/me/export", headers=signed_in)
+        assert exported.status == 200, exported.body
+        first = json.loads(exported.body.splitlines()[0])
+        assert first["user_id"] == user and first["principal"] == {"provider": "auth0", "id": principal}
+        assert session in exported.body.decode()
+    assert len(set(stored.values())) == len(stored)
+    model.script(Reply.text("hi"))
+    session = _sid()
+    kept = await behind.post(RUN, json_body={"message": "hi", "session_id": session},
+                             headers={PRINCIPAL: "ada.1"})
+    assert kept.status == 200
+    own = await behind.get(f"/api/agents/assistant/sessions/{session}", headers={PRINCIPAL: "ada.1"})
+    assert own.json()["state"]["data"]["userId"] == "ada.1"
+
+
+async def test_a_repeated_user_id_query_parameter_is_refused(client: Client, model: ModelServer) -> None:
+    """`?user_id=bob&user_id=alice` names two users: 400, never an act for one of them."""
+    session, run = await _owned_session(client, model, "u1")
+    base = f"/api/agents/assistant/sessions/{session}"
+    for path in (f"{base}?user_id=u2&user_id=u1", f"{base}/runs/{run}?user_id=u1&user_id=u1",
+                 "/api/agents/assistant/sessions?user_id=u2&user_id=u1",
+                 "/api/users/u1/export?user_id=u1&user_id=u2",
+                 "/api/me/memories?user_id=u1&user_id=u1"):
+        answer = await client.get(path)
+        assert answer.status == 400, (path, answer.status, answer.body[:300])
+        assert answer.content_type == "application/problem+json"
+        assert answer.json()["code"] == "invalid_user_id" and answer.json()["field"] == "user_id", path
+    body = {"message": "hi", "session_id": session}
+    sent = await client.post(f"{RUN}?user_id=u2&user_id=u1", json_body=body)
+    assert sent.status == 400 and sent.json()["code"] == "invalid_user_id", sent.body
+    assert len(model.requests) == 1
 
 
 async def test_the_sessions_lists_next_page_keeps_the_user(client: Client, model: ModelServer) -> None:
@@ -287,3 +352,37 @@ async def test_another_user_cannot_follow_a_pending_first_runs_stream(
     })).status == 202
     anyone = await client.get(f"/api/agents/assistant/sessions/{open_session}/runs/r/stream?user_id=u7")
     assert anyone.status == 200 and b"open" in anyone.body
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_behind_easy_auth_an_mcp_call_acts_for_the_signed_in_principal(
+    auth_host: HostProcess, client: Client, model: ModelServer, transport: Transport
+) -> None:
+    """The MCP extension hands the tool every header of the call's HTTP request, App Service
+    Authentication's principal among them: the call acts for that user, as an HTTP request does."""
+    behind = Client(client.session, auth_host.url)
+    signed_in = {PRINCIPAL: "mcp-user", IDP: "aad"}
+    model.script(Reply.text("hi"))
+    session = _sid()
+    body = {"message": "hi", "session_id": session}
+    created = await behind.post(RUN, json_body=body, headers=signed_in)
+    assert created.status == 200, created.body
+    user = (await behind.get(f"/api/agents/assistant/sessions/{session}", headers=signed_in)).json()
+    owner = user["state"]["data"]["userId"]
+    async with mcp_session(auth_host.url, transport, FUNCTION_KEY, signed_in) as mcp:
+        model.script(Reply.text("welcome back"))
+        own = await mcp.call_tool("assistant", {"query": "again", "session_id": session})
+        assert not own.is_error, own
+        assert text_of(own) == "welcome back"
+        model.script(Reply.text("still you"))
+        arguments = {"query": "and", "session_id": session, "user_id": owner}
+        repeated = await mcp.call_tool("assistant", arguments)
+        assert not repeated.is_error, repeated
+        forged = await mcp.call_tool("assistant", {"query": "x", "session_id": session, "user_id": "u1"})
+        assert forged.is_error and forged.structured_content["code"] == "user_mismatch", forged
+    for headers in ({PRINCIPAL: "auth0|other", IDP: "auth0"}, {}):
+        async with mcp_session(auth_host.url, transport, FUNCTION_KEY, headers) as mcp:
+            other = await mcp.call_tool("assistant", {"query": "theirs", "session_id": session})
+            assert other.is_error and other.structured_content["code"] == "session_not_found", other
+    history_of = await behind.get(f"/api/agents/assistant/sessions/{session}", headers=signed_in)
+    assert [e["$type"] for e in history(history_of.json()["state"])].count("request") == 3
