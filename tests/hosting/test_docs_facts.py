@@ -24,6 +24,7 @@ from hosting._app import _check_agents
 from hosting._ids import MAX_ID_LENGTH
 from hosting._settings import DEFAULT_MAX_SESSION_BYTES, MAX_BODY_BYTES, ApiSettings
 from hosting.archive._settings import DEFAULT_ARCHIVE_AT_BYTES, DEFAULT_KEEP_BYTES
+from hosting.entity._batch import BATCH_THREADS
 from hosting.entity._deadline import DEFAULT_TURN_DEADLINE_SECONDS, MARGIN_SECONDS
 from hosting.http._sse import DEFAULT_HEARTBEAT_SECONDS
 from hosting.lifecycle._ttl import DEFAULT_TTL
@@ -169,6 +170,16 @@ def test_the_thread_count() -> None:
     assert f"name: 'PYTHON_THREADPOOL_THREAD_COUNT', value: '{count}'" in infra
     check(r"PYTHON_THREADPOOL_THREAD_COUNT[`'\"*|=: ]{1,8}(\d+)", count, at_least=1)
     check(r"^\| `PYTHON_THREADPOOL_THREAD_COUNT` \|[^\n]*\| `(\d+)`", count, at_least=1, flags=re.MULTILINE)
+
+
+
+def test_the_batch_threads() -> None:
+    # More threads than the host sends batches at once (on either backend), so none waits for one.
+    durable = json.loads((ROOT / "host.json").read_text())["extensions"]["durableTask"]
+    at_once = max(durable["maxConcurrentOrchestratorFunctions"], durable["maxConcurrentEntityFunctions"])
+    assert at_once < BATCH_THREADS
+    check(rf"(\d+),? above (?:the )?{at_once}\b", str(BATCH_THREADS), at_least=2)
+    check(r"up to (\d+) of hosting's threads", str(BATCH_THREADS), at_least=1)
 
 
 # -- limits -------------------------------------------------------------------------------------
