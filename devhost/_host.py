@@ -118,7 +118,7 @@ class LocalHost:
         self.worker_processes = worker_processes or process_count()
         # Entity batches the host runs at once (see HostSettings.entity_batches_at_once); in the
         # worker a sync entity function takes one of the runtime's threads
-        # (PYTHON_THREADPOOL_THREAD_COUNT).
+        # (PYTHON_THREADPOOL_THREAD_COUNT), a coroutine function runs on its event loop.
         self.entity_concurrency = self.settings.entity_batches_at_once
         self.workers: Workers | None = None
         self.durable_api: DurableApi | None = None

@@ -49,8 +49,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="start again whenever a Python file of the project changes (make run does)")
     parser.add_argument("--max-batch", type=int, default=None,
                         help="most queued operations of one entity run as one batch (default: host.json's "
-                        "extensions.durableTask.maxEntityOperationBatchSize, else 50 as the Durable "
-                        "extension on a consumption plan)")
+                        "extensions.durableTask.maxEntityOperationBatchSize, else 50, the Durable "
+                        "extension's smaller default)")
     parser.add_argument("--max-state-bytes", type=int, default=None,
                         help="largest entity state accepted in bytes (default 1 MiB or "
                         "DEVHOST_MAX_STATE_BYTES)")

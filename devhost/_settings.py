@@ -30,9 +30,10 @@ SITE_ENV = "WEBSITE_SITE_NAME"
 SLOT_ENV = "WEBSITE_SLOT_NAME"
 FUNCTION_TIMEOUT_ENV = "AzureFunctionsJobHost__functionTimeout"
 """The app setting that overrides host.json's functionTimeout (the Functions host's configuration)."""
-# The Durable extension's maxEntityOperationBatchSize when host.json sets none, on a consumption
-# plan (Flex Consumption included): AzureStorageDurabilityProviderFactory takes 50 there, 5000 on
-# other plans. Apps run on Flex, so the local host batches as they do there.
+# The Durable extension's maxEntityOperationBatchSize when host.json sets none:
+# AzureStorageDurabilityProviderFactory takes 50 where DefaultPlatformInformation.IsInConsumptionPlan
+# holds (CONTAINER_NAME without WEBSITE_INSTANCE_ID, or WEBSITE_SKU=Dynamic), 5000 elsewhere. Which
+# one a Flex Consumption instance gets the source does not say; the local host takes the smaller.
 DEFAULT_MAX_ENTITY_OPERATION_BATCH_SIZE = 50
 DURABLE_OVERRIDE_PREFIX = "AzureFunctionsJobHost__extensions__durableTask__"
 """App settings named so override host.json's ``extensions.durableTask`` values, as the Functions

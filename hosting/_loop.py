@@ -1,11 +1,12 @@
-"""Running the async agent from the SDK's synchronous entity functions.
+"""Running the async agent from the SDK's synchronous entity handler.
 
-The Python SDK's entity functions are synchronous, so the worker calls them on its thread pool.
-Every turn's async work runs on one event loop that lives in its own daemon thread for the life of
-the process; the calling thread only waits for the result. So the turns of all sessions share one
-model client per endpoint (created once, on that loop, and reused: no per-thread client, TLS
-context or connection pool to build while other turns wait), and a turn waiting on a slow model
-costs a blocked thread and an idle coroutine, not CPU (docs/hosting.md "Concurrency").
+The Python SDK's entity handler is synchronous, so each batch runs on a thread (hosting's own,
+`hosting.entity._batch.batch_threads`, not the worker's pool). Every turn's async work runs on
+one event loop that lives in its own daemon thread for the life of the process; the calling
+thread only waits for the result. So the turns of all sessions share one model client per
+endpoint (created once, on that loop, and reused: no per-thread client, TLS context or connection
+pool to build while other turns wait), and a turn waiting on a slow model costs a blocked thread
+and an idle coroutine, not CPU (docs/hosting.md "Concurrency").
 """
 
 from __future__ import annotations

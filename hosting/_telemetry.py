@@ -32,6 +32,9 @@ TRACE_CONTEXT_FIELD = "traceContext"
 """Where a W3C trace context travels in a JSON input (a turn request, an orchestration input)."""
 
 CONNECTION_STRING_ENV = "APPLICATIONINSIGHTS_CONNECTION_STRING"
+AUTHENTICATION_STRING_ENV = "APPLICATIONINSIGHTS_AUTHENTICATION_STRING"
+"""`Authorization=AAD` (and `ClientId=<a user-assigned identity's client id>`): send with Entra ID,
+as the Functions host does with the same setting; what a resource with local auth off accepts."""
 OTLP_ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 SHUTDOWN_FLUSH_SECONDS = 2.0
@@ -55,7 +58,9 @@ def configure_telemetry(environ: Mapping[str, str] | None = None) -> str:
       `PYTHON_APPLICATIONINSIGHTS_ENABLE_TELEMETRY=true`, or the app's own code): it is used as is,
       plus an OTLP exporter when `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT` is set.
     * ``"azure_monitor"``: `APPLICATIONINSIGHTS_CONNECTION_STRING` is set; the Azure Monitor
-      distro (`azure-monitor-opentelemetry`, imported only now) exports traces and logs.
+      distro (`azure-monitor-opentelemetry`, imported only now) exports traces and logs; with
+      `APPLICATIONINSIGHTS_AUTHENTICATION_STRING` (`ClientId=<id>;Authorization=AAD`) it sends
+      with that managed identity's Entra ID token, which a resource with local auth off requires.
     * ``"otlp"``: `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT` is set; spans go over OTLP/HTTP
       (protobuf), configured by the standard `OTEL_EXPORTER_OTLP_*` variables.
     * ``"none"``: neither (or `OTEL_SDK_DISABLED=true`): no SDK is loaded at all.
@@ -85,7 +90,9 @@ def _configure(environ: Mapping[str, str]) -> str:
         # Heavy (it brings instrumentations and the Azure SDK): imported only when asked for.
         from azure.monitor.opentelemetry import configure_azure_monitor
 
-        configure_azure_monitor(connection_string=environ[CONNECTION_STRING_ENV].strip())
+        credential = _monitor_credential(environ)
+        extra: dict[str, Any] = {} if credential is None else {"credential": credential}
+        configure_azure_monitor(connection_string=environ[CONNECTION_STRING_ENV].strip(), **extra)
         how = "azure_monitor"
     if otlp:
         protocol = environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or environ.get(
@@ -96,6 +103,25 @@ def _configure(environ: Mapping[str, str]) -> str:
         _add_otlp(environ)
         how = "otlp" if how == "none" else f"{how}+otlp"
     return how
+
+
+def _monitor_credential(environ: Mapping[str, str]) -> Any:
+    """The managed identity's credential the authentication string names, or None (the connection
+    string's key alone). One credential for the trace, log and metric exporters: one token cache
+    (left to themselves, they read the setting each and make three)."""
+    raw = environ.get(AUTHENTICATION_STRING_ENV, "").strip()
+    if not raw:
+        return None
+    fields = dict(part.partition("=")[::2] for part in raw.split(";") if part.strip())
+    fields = {key.strip().lower(): value.strip() for key, value in fields.items()}
+    if fields.get("authorization", "").lower() != "aad":
+        log.warning("telemetry: %s has no Authorization=AAD; sending with the connection string's key",
+                    AUTHENTICATION_STRING_ENV)
+        return None
+    from azure.identity import ManagedIdentityCredential
+
+    client_id = fields.get("clientid") or None  # none: the app's system-assigned identity
+    return ManagedIdentityCredential(client_id=client_id)
 
 
 def _add_otlp(environ: Mapping[str, str]) -> None:

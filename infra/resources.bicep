@@ -103,10 +103,9 @@ resource appInsights 'Microsoft.Insights/components@2020-02-02' = {
   properties: {
     Application_Type: 'web'
     WorkspaceResourceId: logAnalytics.id
-    // Stays false: the host sends with Entra ID (APPLICATIONINSIGHTS_AUTHENTICATION_STRING), but the
-    // app's own OpenTelemetry exporter is configured from the connection string alone and would be
-    // refused by a resource that accepts only Entra ID.
-    DisableLocalAuth: false
+    // Entra ID only: the host and the app's own exporter (hosting/_telemetry.py) both send with the
+    // identity APPLICATIONINSIGHTS_AUTHENTICATION_STRING names (Monitoring Metrics Publisher, below).
+    DisableLocalAuth: true
   }
 }
 

@@ -35,8 +35,10 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class StateCheck:
-    """A stored state checked: why this build cannot use it (`problem`), or its size in bytes as
-    stored (`size_bytes`, as `StoredDocument.size_bytes` counts it)."""
+    """A stored state checked: why this build cannot use it (`problem`), or its size in bytes
+    (`size_bytes`: the UTF-8 text the entity writes for the parsed document, as
+    `StoredDocument.size_bytes` counts it; never the length of the text a read returned, which
+    is the extension's serialisation of it)."""
 
     problem: str | None
     size_bytes: int = 0
@@ -73,7 +75,8 @@ class Unparsable:
 async def read_session(client: DurableClient, entity_id: df.EntityId) -> Snapshot:
     """Read a session's entity state once.
 
-    Over the binding's `rpcBaseUrl` (hosting.client._rpc) the state arrives as text and is parsed
+    Over the binding's `rpcBaseUrl` (hosting.client._rpc) the state arrives as text (the
+    extension's serialisation of it, not the stored bytes) and is parsed
     once, strictly, as the entity parses it; a client without one (a test's own) reads through
     its `read_entity_state`, whose document is written out and parsed the same way, so NaN and
     Infinity, which JSON does not have, are refused whichever way the state came."""

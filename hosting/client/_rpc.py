@@ -2,8 +2,13 @@
 
 hosting reads a session's state (`GET entities/{name}/{key}`, the endpoint the SDK's
 `read_entity_state` calls) and queries entities and instances over this API itself: the state
-arrives as the text the backend holds, which `state` parses strictly once, instead of the SDK's
-lenient parse followed by a second serialisation to refuse what it let through (NaN, Infinity).
+arrives as JSON text, which `state` parses strictly once, instead of the SDK's lenient parse
+followed by a second serialisation to refuse what it let through (NaN, Infinity). That text is not
+the stored bytes: the extension reads the state into a JSON token and writes the token out again
+as its answer (`HttpApiHandler.HandleGetEntityRequestAsync`: `ReadEntityStateAsync<JToken>`, then
+`CreateResponse`), so whitespace, escapes and the spelling of numbers are its serialiser's. Nothing
+is measured on it: a session's size is the text the entity writes for the parsed document
+(`state.check_state`, `state.compact_json`), whichever text carried it.
 The SDK's other calls (signals, orchestrations) keep using its own client.
 
 Connections are pooled, one aiohttp session per event loop (a session belongs to the loop that
@@ -59,7 +64,8 @@ async def _close_with_loop(session: aiohttp.ClientSession) -> None:
 
 
 async def read_entity_text(base_url: str, entity_id: df.EntityId) -> bytes | None:
-    """The entity's state as the backend returns it (JSON text), None when it does not exist.
+    """The entity's state as the extension serialises it again (JSON text, not the stored bytes),
+    None when it does not exist.
 
     Raises aiohttp's errors: `ClientResponseError` for any answer but 200 and 404."""
     url = f"{base_url}entities/{quote(entity_id.name, safe='')}/{quote(entity_id.key, safe='')}"

@@ -12,14 +12,27 @@ turn `internal_error` in the state (exactly as the entity records a turn that ra
 HTTP side answers it from the stored state, locally and in Azure alike), as is the turn of a
 `step`; any other operation fails with the error. Only a request that is not even JSON is left
 to the host's retries.
+
+The function the worker calls is `async def`: the worker runs a coroutine function on its own event
+loop and a plain one on its thread pool (azure-functions-runtime `handle_event.invocation_request`,
+`fi.is_async`; the Python worker's `Dispatcher._handle__invocation_request` for 3.11/3.12), whose
+default size is `min(32, cores + 4)` (`PYTHON_THREADPOOL_THREAD_COUNT` unset). A batch holds its
+thread for its whole model call, so six slow turns on two cores would stop every other session of
+the instance. The SDK's batch handler is synchronous (`Entity.create` calls the entity function
+and serialises its result), so it runs on this module's own threads instead, as many as the host
+ever runs batches at once, and the runtime's pool stays free for what else it runs.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import json
 import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import azure.functions as func
@@ -38,16 +51,37 @@ if TYPE_CHECKING:
 log = logging.getLogger("hosting.entity")
 
 BatchHandler = Callable[[func.EntityContext], str]
-"""An entity function as the Functions worker calls it: the batch request in, the JSON response out.
+"""The SDK's entity handler: the batch request in, the JSON response out.
 
 The worker loads an entity function only when its trigger parameter is unannotated or annotated
 with `azure.functions.EntityContext` (what it passes: the batch request JSON as `body`)."""
 
+EntityFunction = Callable[[func.EntityContext], Awaitable[str]]
+"""The entity function the worker calls: a coroutine function, run on the worker's event loop."""
 
-def guarded_batch(entity: AgentEntity, handle: BatchHandler) -> BatchHandler:
-    """`handle` (the SDK's `Entity.create(...)` handler), answering the batch itself when it raises."""
+BATCH_THREADS = 1024
+"""The most batches a worker process runs at once on `batch_threads()`: above what the host sends
+(host.json's `maxConcurrentOrchestratorFunctions` / `maxConcurrentEntityFunctions`, 256), so that a
+batch never waits for a thread. Threads are made as batches need them and reused."""
 
-    def batch(context: func.EntityContext) -> str:
+_pool_lock = threading.Lock()
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def batch_threads() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads entity batches run on, apart from the runtime's pool; made on first use."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(BATCH_THREADS, thread_name_prefix="hosting-batch")
+        return _pool
+
+
+def guarded_batch(entity: AgentEntity, handle: BatchHandler) -> EntityFunction:
+    """`handle` (the SDK's `Entity.create(...)` handler), answering the batch itself when it raises,
+    run on `batch_threads()` from a coroutine function."""
+
+    def run(context: func.EntityContext) -> str:
         with collecting() as signals:
             try:
                 # The batch's budget starts now: its runs share it (hosting.entity._deadline).
@@ -60,6 +94,12 @@ def guarded_batch(entity: AgentEntity, handle: BatchHandler) -> BatchHandler:
                 response = failed_batch(entity, context, error)
             # The steps of a turn signal their entity (hosting.entity._signals).
             return with_signals(response, signals)
+
+    async def batch(context: func.EntityContext) -> str:
+        # The invocation's context variables (the runtime's invocation id, which its log handler
+        # reads, and the trace context it attached) go with the batch to its thread.
+        call = contextvars.copy_context().run
+        return await asyncio.get_running_loop().run_in_executor(batch_threads(), call, run, context)
 
     batch.__name__ = getattr(handle, "__name__", entity.name)
     return batch

@@ -76,7 +76,8 @@ def summarize(key: str, last_operation_time: str | None, state: Any) -> SessionS
         size = document.size_bytes()  # as GET .../sessions/{id} and the size limit count it
     elif state is None:
         size = 0
-    else:  # unreadable: its text as stored, or as the state package would write it
+    else:  # unreadable: its text as the query returned it (the extension's serialisation), or as
+        # the state package would write it
         size = len((state if isinstance(state, str) else compact_json(state)).encode("utf-8"))
     requests = document.requests() if document is not None else []
     return SessionSummary(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 import pathlib
@@ -60,7 +61,9 @@ class BatchGateway:
                 "exists": entity_id in self.states,
                 "batch": [{"name": operation, "signal": signal, "input": json.dumps(json.dumps(value))}],
             }
-            answer = json.loads(self.functions[name](json.dumps(context)))
+            # The app's own entity functions are sync (the SDK's); hosting's are coroutine functions.
+            answered = self.functions[name](json.dumps(context))
+            answer = json.loads(await answered if inspect.isawaitable(answered) else answered)
             if answer["entityExists"]:
                 self.states[entity_id] = answer["entityState"]
             result = answer["results"][0]

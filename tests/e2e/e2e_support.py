@@ -72,10 +72,11 @@ class HostProcess:
         function_key: str | None = FUNCTION_KEY,
         cwd: pathlib.Path = REPO,
         extra_env: dict[str, str] | None = None,
+        unset_env: tuple[str, ...] = (),
     ) -> None:
-        self.extra_env = dict(extra_env or {})
         self.cwd = cwd
         self.extra_env = dict(extra_env or {})
+        self.unset_env = unset_env
         self.data_dir = data_dir
         self.model_base_url = model_base_url
         self.log_path = log_path
@@ -98,6 +99,8 @@ class HostProcess:
         # Archived history goes under the host's data dir, never into the repository.
         env["DURABLE_AGENTS_HISTORY_DIR"] = str(self.data_dir / "history")
         env.update(self.extra_env)
+        for name in self.unset_env:  # a setting the suite sets, left out as a deployment may leave it
+            env.pop(name, None)
         return env
 
     def start(self, timeout: float = 60.0) -> HostProcess:

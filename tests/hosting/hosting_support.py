@@ -4,6 +4,8 @@ real functions (entity batches through the JSON batch protocol, HTTP requests wi
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import inspect
 import json
 import pathlib
@@ -88,13 +90,21 @@ def batch_request(
     }
 
 
+def call_entity(handle: Any, request: str) -> str:
+    """One call of an entity function (a coroutine function, as the worker runs it on its loop),
+    waited for here; on a thread of its own, so that a test already inside a loop can call it too."""
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        answer: str = thread.submit(asyncio.run, handle(request)).result()
+    return answer
+
+
 def run_batch(
     app: df.DFApp, entity: str, key: str, state: str | None, operations: list[tuple[str, Any]]
 ) -> BatchOutput:
     """Run operations as one batch through the entity function, the way the extension calls it."""
     context = batch_request(entity, key, state, operations)
     handle = functions(app)[entity].get_user_function()
-    output = json.loads(handle(json.dumps(context)))
+    output = json.loads(call_entity(handle, json.dumps(context)))
     results = [OpResult(r["isError"], json.loads(r["result"])) for r in output["results"]]
     return BatchOutput(output["entityExists"], output["entityState"], results)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import azure.durable_functions as df
 import pytest
-from hosting_support import ROOT, Api, batch_request, functions, run_op
+from hosting_support import ROOT, Api, batch_request, call_entity, functions, run_op
 
 from agents import Agent, ModelSettings, RetryPolicy, tool
 from agents.testing import ModelServer, Reply
@@ -43,7 +43,8 @@ def approvals_app(model_server: ModelServer) -> df.DFApp:
 
 def _batch(app: df.DFApp, state: str | None, operations: list[tuple[str, Any]]) -> dict[str, Any]:
     handle = functions(app)[ENTITY].get_user_function()
-    output: dict[str, Any] = json.loads(handle(json.dumps(batch_request(ENTITY, "s", state, operations))))
+    request = json.dumps(batch_request(ENTITY, "s", state, operations))
+    output: dict[str, Any] = json.loads(call_entity(handle, request))
     return output
 
 

@@ -25,6 +25,7 @@ from hosting._app import _check_agents
 from hosting._ids import MAX_ID_LENGTH
 from hosting._settings import DEFAULT_MAX_SESSION_BYTES, MAX_BODY_BYTES, ApiSettings
 from hosting.archive._settings import DEFAULT_ARCHIVE_AT_BYTES, DEFAULT_KEEP_BYTES
+from hosting.entity._batch import BATCH_THREADS
 from hosting.entity._deadline import DEFAULT_TURN_DEADLINE_SECONDS, MARGIN_SECONDS
 from hosting.http._models import MultitaskStrategy
 from hosting.http._sse import DEFAULT_HEARTBEAT_SECONDS
@@ -158,7 +159,8 @@ def test_host_json_values() -> None:
             found += len(list(mentions(pattern, re.MULTILINE)))
     assert found >= len(values), found
     bundle = host["extensionBundle"]["version"]
-    check(r"(\[\d+\.\d+\.\d+, \d+\.\d+\.\d+\))", bundle, at_least=2)
+    # Any range spelled like a bundle's, wildcards included ("[4.*, 5.0.0)").
+    check(r"(\[\d+(?:\.(?:\d+|\*))*, \d+(?:\.\d+)*\))", bundle, at_least=2)
     floor = re.match(r"\[([\d.]+),", bundle)
     assert floor is not None
     check(r"bundle (\d+\.\d+\.\d+) (?:or later|is the first)", floor.group(1), at_least=1)
@@ -171,6 +173,16 @@ def test_the_thread_count() -> None:
     assert f"name: 'PYTHON_THREADPOOL_THREAD_COUNT', value: '{count}'" in infra
     check(r"PYTHON_THREADPOOL_THREAD_COUNT[`'\"*|=: ]{1,8}(\d+)", count, at_least=1)
     check(r"^\| `PYTHON_THREADPOOL_THREAD_COUNT` \|[^\n]*\| `(\d+)`", count, at_least=1, flags=re.MULTILINE)
+
+
+
+def test_the_batch_threads() -> None:
+    # More threads than the host sends batches at once (on either backend), so none waits for one.
+    durable = json.loads((ROOT / "host.json").read_text())["extensions"]["durableTask"]
+    at_once = max(durable["maxConcurrentOrchestratorFunctions"], durable["maxConcurrentEntityFunctions"])
+    assert at_once < BATCH_THREADS
+    check(rf"(\d+),? above (?:the )?{at_once}\b", str(BATCH_THREADS), at_least=2)
+    check(r"up to (\d+) of hosting's threads", str(BATCH_THREADS), at_least=1)
 
 
 # -- limits -------------------------------------------------------------------------------------
@@ -357,3 +369,17 @@ def test_every_multitask_strategy_is_documented_and_none_is_said_to_be_missing()
     assert rows == strategies  # the strategies table has a row for each
     said_missing = [s for s in strategies if re.search(rf"`{s}`[^.]*\bis not offered\b", text)]
     assert said_missing == []
+
+
+def test_the_requirements_cite_modules_that_exist() -> None:
+    # Each requirement's comment names the code that needs it; a module moved or gone leaves a
+    # requirement no one can account for.
+    module_path = r"(?<![\w/])((?:hosting|agents|state|devhost|bench|tests)/[\w/]+\.py)\b"
+    cited = [
+        (path.name, module)
+        for path in sorted(ROOT.glob("requirements*.txt"))
+        for module in re.findall(module_path, path.read_text())
+    ]
+    assert cited
+    missing = [f"{name}: {module}" for name, module in cited if not (ROOT / module).is_file()]
+    assert not missing, missing

@@ -8,7 +8,7 @@ from typing import Any
 
 import azure.durable_functions as df
 import pytest
-from hosting_support import batch_request, functions, run_batch, run_op
+from hosting_support import batch_request, call_entity, functions, run_batch, run_op
 
 from agents.testing import ModelServer, Reply
 from state import load_state
@@ -22,7 +22,7 @@ def sdk_failing_batch(app: df.DFApp, key: str, state: str | None, operations: li
     operation runs, as a newer extension's request could."""
     request = {**batch_request(ENTITY, key, state, operations), "newerProperty": True}
     handle = functions(app)[ENTITY].get_user_function()
-    return json.loads(handle(json.dumps(request)))
+    return json.loads(call_entity(handle, json.dumps(request)))
 
 
 def test_the_sdk_really_fails_on_such_a_request() -> None:
@@ -70,4 +70,4 @@ def test_a_new_session_in_a_failed_batch_is_created_with_the_failed_run(app: df.
 def test_a_request_that_is_not_json_is_left_to_the_hosts_retries(app: df.DFApp) -> None:
     handle = functions(app)[ENTITY].get_user_function()
     with pytest.raises(ValueError):
-        handle("{not json")
+        call_entity(handle, "{not json")

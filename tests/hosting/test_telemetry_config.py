@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 from hosting_support import ROOT
 
@@ -68,3 +69,54 @@ def test_connection_string_loads_azure_monitor_only_then() -> None:
     )
     assert found["how"] == "azure_monitor" and found["azure_monitor"] is True
     assert found["provider"] == "TracerProvider"
+
+
+CREDENTIAL_PROBE = """
+import gc, json
+import hosting
+how = hosting.configure_telemetry()
+from azure.monitor.opentelemetry.exporter.export._base import BaseExporter
+exporters = [o for o in gc.get_objects() if isinstance(o, BaseExporter)]
+credentials = {id(e._credential): e._credential for e in exporters}
+print(json.dumps({
+    "how": how,
+    "exporters": sorted(type(e).__name__ for e in exporters),
+    "credentials": [type(c).__name__ for c in credentials.values()],
+    "inner": [repr(vars(getattr(c, "_credential", None) or c)) for c in credentials.values() if c],
+}))
+"""
+
+_LOOPBACK_CONNECTION = "InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=http://127.0.0.1:9/"
+
+
+def _credential_probe(**env: str) -> dict[str, Any]:
+    clean = {k: v for k, v in os.environ.items() if k not in _TELEMETRY_VARS}
+    done = subprocess.run(
+        [sys.executable, "-c", CREDENTIAL_PROBE],
+        env={**clean, "APPLICATIONINSIGHTS_CONNECTION_STRING": _LOOPBACK_CONNECTION,
+             "APPLICATIONINSIGHTS_STATSBEAT_DISABLED_ALL": "true", **env},
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_with_the_authentication_string_every_exporter_sends_with_the_identity() -> None:
+    # What the Bicep sets, and what a resource with local authentication off requires.
+    client_id = "11111111-2222-3333-4444-555555555555"
+    setting = f"ClientId={client_id};Authorization=AAD"
+    found = _credential_probe(APPLICATIONINSIGHTS_AUTHENTICATION_STRING=setting)
+    assert found["how"] == "azure_monitor"
+    assert {"AzureMonitorTraceExporter", "AzureMonitorLogExporter", "AzureMonitorMetricExporter"} <= set(
+        found["exporters"]
+    ), found
+    # One credential for all of them (one token cache), the user-assigned identity the setting names.
+    assert found["credentials"] == ["ManagedIdentityCredential"], found
+    assert client_id in found["inner"][0]
+
+
+def test_without_it_the_exporters_send_with_the_connection_string_alone() -> None:
+    found = _credential_probe()
+    assert found["how"] == "azure_monitor" and found["exporters"]
+    assert found["credentials"] == ["NoneType"], found

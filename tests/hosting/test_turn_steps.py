@@ -8,7 +8,7 @@ from typing import Any
 
 import azure.durable_functions as df
 import pytest
-from hosting_support import batch_request, functions, run_op
+from hosting_support import batch_request, call_entity, functions, run_op
 
 from agents import Agent, ModelSettings, RetryPolicy, TurnProgress, current_tool_call, tool
 from agents.testing import ModelServer, Reply
@@ -44,7 +44,8 @@ def steps_app(model_server: ModelServer) -> df.DFApp:
 
 def _batch(app: df.DFApp, state: str | None, operations: list[tuple[str, Any]]) -> dict[str, Any]:
     handle = functions(app)[ENTITY].get_user_function()
-    output: dict[str, Any] = json.loads(handle(json.dumps(batch_request(ENTITY, "s", state, operations))))
+    request = json.dumps(batch_request(ENTITY, "s", state, operations))
+    output: dict[str, Any] = json.loads(call_entity(handle, request))
     return output
 
 
@@ -147,7 +148,7 @@ def test_a_step_in_a_batch_the_sdk_fails_records_its_turn_as_failed(
         "newerProperty": True,
     }
     handle = functions(steps_app)[ENTITY].get_user_function()
-    out = json.loads(handle(json.dumps(request)))
+    out = json.loads(call_entity(handle, json.dumps(request)))
     [result] = out["results"]
     answer = json.loads(result["result"])
     assert result["isError"] is False and answer["status"] == "failed"
