@@ -189,3 +189,18 @@ def test_a_run_awaiting_approval_is_decided_in_a_reopened_chat(
     expect(done.locator(".approval-outcome")).to_have_text("Rejected.")
     expect(done.locator(".usage a")).to_have_text(run)
     _shot(sized, "chat-reopened-decided")
+
+
+def test_a_run_awaiting_approval_is_decided_in_the_run_view(sized: BrowserPage, model: ModelServer) -> None:
+    model.script(Reply.tool_call("book_hotel", BOOK, call_id="call-1"), Reply.text("Booked."))
+    session, run = _paused_run(sized.base_url)
+    view = sized.open(f"runs/concierge/{session}/{run}")
+    expect(view.locator("#run-status")).to_have_text("awaiting_approval")
+    waiting = view.locator('#run-view .approval[data-call-id="call-1"]')
+    expect(waiting.locator(".approval-arguments")).to_contain_text('"Paris"')
+    _shot(sized, "run-waiting")
+    _no_sideways_scroll(view)
+    waiting.locator("button.approve").click()
+    expect(view.locator("#run-status")).to_have_text("succeeded", timeout=30_000)
+    expect(view.locator("#run-view .markdown")).to_contain_text("Booked.")
+    expect(view.locator("#run-view .approval .approval-outcome")).to_have_text("Approved.")
