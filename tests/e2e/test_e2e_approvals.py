@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 from e2e_support import FUNCTION_KEY, Client, HostProcess, eventually
 from httpx_sse import aconnect_sse
@@ -318,6 +319,14 @@ async def test_runs_in_progress_are_listed_with_the_sessions_turns(
         return turns if len(turns) == 2 else None
 
     waiting, queued = await eventually(both_listed, "the queued run stored behind the paused one")
+    # Both bodies are what the OpenAPI document says.
+    document = (await client.get("/api/openapi.json")).json()
+    for route, answer in (
+        ("/api/agents/{agent}/sessions/{session_id}", await client.get(path + user)),
+        ("/api/agents/{agent}/sessions", await client.get(f"/api/agents/{AGENT}/sessions{user}")),
+    ):
+        body_schema = document["paths"][route]["get"]["responses"]["200"]["content"]["application/json"]
+        jsonschema.validate(answer.json(), {**body_schema["schema"], "components": document["components"]})
     assert waiting["correlation_id"] == run and waiting["status"] == "awaiting_approval", waiting
     assert waiting["queued"] is False and waiting["created_at"]
     assert waiting["messages"] == [{"role": "user", "text": "book it"}]
