@@ -37,10 +37,10 @@ from ..lifecycle._ended import start_session_ended
 from ..lifecycle._expiry import reset_or_delete
 from ..lifecycle._sweeper import sweepers_of
 from ..lifecycle._ttl import now_iso
-from ..stored import StoredDocument, StoredRun, TurnEntry
+from ..stored import StoredDocument, StoredRun, TurnEntry, WaitingRun, approvals_of
 from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
 from ..streams._watch import terminal_watch
-from ._answers import Answers
+from ._answers import Answers, approval_body
 from ._approvals import decide_approval
 from ._cancel import cancel_run
 from ._history import with_history
@@ -51,6 +51,7 @@ from ._models import (
     ErrorBody,
     HealthBody,
     HealthCheck,
+    InputMessageBody,
     SessionActionBody,
     SessionBody,
     ToolInfo,
@@ -415,14 +416,30 @@ def _turn_summary(turn: TurnEntry) -> TurnSummary:
     )
 
 
+def _waiting_summary(document: dict[str, Any], run: WaitingRun) -> TurnSummary:
+    """A run in progress as the turns list it, with the status its run resource answers."""
+    paused = None if run.queued else approvals_of(document, run.correlation_id)
+    return TurnSummary(
+        correlation_id=run.correlation_id,
+        status="awaiting_approval" if paused is not None and paused.waiting else "pending",
+        created_at=run.started_at,
+        queued=run.queued,
+        approvals=[approval_body(a) for a in paused.approvals] if paused and paused.approvals else None,
+        messages=[InputMessageBody(role=m["role"], text=m["text"]) for m in run.messages],
+    )
+
+
 def _session_body(agent: str, session_id: str, document: dict[str, Any], size_bytes: int) -> SessionBody:
     """`size_bytes`: the stored size, as the state check measured it (StoredDocument.size_bytes)."""
     stored = StoredDocument(document)
+    turns = [_turn_summary(turn) for turn in stored.turns()]
+    listed = {t.correlation_id for t in turns}
+    waiting = [_waiting_summary(document, r) for r in stored.waiting_runs() if r.correlation_id not in listed]
     return SessionBody(
         agent=agent,
         session_id=session_id,
         schema_version=stored.schema_version,
-        turns=[_turn_summary(turn) for turn in stored.turns()],
+        turns=turns + waiting,
         state_bag=stored.state_bag,
         state=document,
         size_bytes=size_bytes,

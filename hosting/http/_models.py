@@ -193,14 +193,38 @@ class Problem(BaseModel):
     field: str | None = None
 
 
+class InputMessageBody(BaseModel):
+    """One message a run was sent with."""
+
+    role: str
+    text: str
+
+
 class TurnSummary(BaseModel):
-    """One turn of a session's history: its id, outcome and token usage."""
+    """One turn of a session: its id, outcome and token usage; the runs in progress (running,
+    awaiting approval, queued) come after the history's turns, in the order they run."""
 
     correlation_id: str | None
-    status: Literal["succeeded", "failed", "pending"]
-    created_at: str | None = None
+    status: Literal["succeeded", "failed", "pending", "awaiting_approval"] = Field(
+        description="A run in progress is `pending` (running or queued) or `awaiting_approval`, as "
+        "its run resource says."
+    )
+    created_at: str | None = Field(
+        default=None, description="When it started; null for a queued run, which has not started."
+    )
     usage: dict[str, JSON] | None = None
     error: ErrorBody | None = None
+    queued: bool = Field(default=False, description="Waiting behind the turn in progress.")
+    approvals: list[ApprovalBody] | None = Field(
+        default=None,
+        description="A run in progress: the calls that needed a decision, as its run resource lists "
+        "them (those without one are waited on); null when none did.",
+    )
+    messages: list[InputMessageBody] | None = Field(
+        default=None,
+        description="A run in progress: what it was sent with (the history holds it once the run "
+        "ends); null for a finished turn.",
+    )
 
 
 class SessionBody(BaseModel):
@@ -242,8 +266,14 @@ class SessionSummary(BaseModel):
     last_operation_time: str | None = None
     schema_version: str | None = None
     turns: int = Field(description="Requests recorded in the history.")
+    in_progress: int = Field(
+        default=0, description="Runs in progress: the running one (or awaiting approval) and the queued."
+    )
     size_bytes: int = Field(description="Size of the stored state (UTF-8 JSON).")
-    first_message: str | None = Field(default=None, description="The first request's text, shortened.")
+    first_message: str | None = Field(
+        default=None,
+        description="The first request's text, shortened (of a run in progress when the history has none).",
+    )
     readable: bool = Field(description="False when the stored state is not a JSON document.")
     user_id: str | None = Field(
         default=None,

@@ -62,7 +62,10 @@ def encode_token(token: str | None) -> str | None:
 
 
 def _preview(entry: Mapping[str, Any]) -> str | None:
-    found = first_text(entry)
+    return _shortened(first_text(entry))
+
+
+def _shortened(found: str | None) -> str | None:
     if found is None:
         return None
     text = " ".join(found.split())
@@ -80,13 +83,16 @@ def summarize(key: str, last_operation_time: str | None, state: Any) -> SessionS
         # the state package would write it
         size = len((state if isinstance(state, str) else compact_json(state)).encode("utf-8"))
     requests = document.requests() if document is not None else []
+    waiting = document.waiting_runs() if document is not None else []
+    first = _preview(requests[0]) if requests else _shortened(waiting[0].text) if waiting else None
     return SessionSummary(
         session_id=key,
         last_operation_time=last_operation_time,
         schema_version=document.schema_version if document is not None else None,
         turns=len(requests),
+        in_progress=len(waiting),
         size_bytes=size,
-        first_message=_preview(requests[0]) if requests else None,
+        first_message=first,
         readable=document is not None,
         user_id=document.owner if document is not None else None,
     )

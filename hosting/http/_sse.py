@@ -10,10 +10,11 @@ the problem document (with the same `code`) it answers with otherwise. A comment
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import azure.durable_functions as df
@@ -89,6 +90,13 @@ def heartbeat_from_env() -> float:
     """`DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS` (0.05 to 300), else 15 seconds."""
     return seconds_from_env(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECONDS, 0.05, 300)
 
+
+RECONNECT_MS = 500
+"""The `retry:` every stream's first event carries: how long an EventSource waits before it
+reconnects (browsers default to about 3 s). Its reconnect after the terminal event is answered 204
+and closes it, so this is how long a reader waits for that close; a reader cut off mid-run resumes
+after it too. Short, not zero: a host that is down is not asked many times a second."""
+_RETRY_FIELD = f"retry: {RECONNECT_MS}\n".encode()
 
 MAX_EVENT_ID_DIGITS = 16
 """Longest accepted `Last-Event-ID` / `?after=` (event ids are whole numbers from 1)."""
@@ -235,9 +243,11 @@ class RunStreams:
         """204: the reader has the run's terminal event; an EventSource stops reconnecting on it."""
         return Response(status_code=204, headers=self._headers(key))
 
-    def response(self, body: AsyncIterator[bytes], key: StreamKey) -> StreamingResponse:
-        """The 200 `text/event-stream` answer carrying `body`."""
-        return StreamingResponse(body, status_code=200, media_type=EVENT_STREAM, headers=self._headers(key))
+    def response(self, body: AsyncGenerator[bytes, None], key: StreamKey) -> StreamingResponse:
+        """The 200 `text/event-stream` answer carrying `body`, its first event with `retry:`."""
+        return StreamingResponse(
+            _with_retry(body), status_code=200, media_type=EVENT_STREAM, headers=self._headers(key)
+        )
 
     async def open(
         self,
@@ -329,13 +339,13 @@ class RunStreams:
         if (snapshot.exists or snapshot.deleted) and not snapshot.stored.visible_to(user):
             raise no_session(key.agent, key.session_id)
 
-    async def _once(self, key: StreamKey, result: TurnResult) -> AsyncIterator[bytes]:
+    async def _once(self, key: StreamKey, result: TurnResult) -> AsyncGenerator[bytes, None]:
         kind, body = self.terminal(key.agent, key.session_id, result)
         yield sse_frame(1, kind, body)
 
     async def _follow(
         self, client: DurableClient, key: StreamKey, after: int, then: Job | None = None
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         try:
             async for event in self.store.follow(key, after, self.heartbeat_seconds):
                 if event is not None:
@@ -387,6 +397,18 @@ class RunStreams:
         `then` is started in the background after the first event past `run.started` (or when
         the stream ends first), off the path to the first token."""
         return self.response(self._follow(client, key, after, then), key)
+
+
+async def _with_retry(body: AsyncGenerator[bytes, None]) -> AsyncIterator[bytes]:
+    """`body` with the `retry:` field in its first event's frame: in an event, not a block of its
+    own, which some clients (httpx-sse) would hand over as an empty event; heartbeats before it
+    pass unchanged. Closed with it, so `body`'s cleanup runs when its reader leaves."""
+    sent = False
+    async with contextlib.aclosing(body):
+        async for frame in body:
+            if not sent and frame.startswith(b"id: "):
+                frame, sent = _RETRY_FIELD + frame, True
+            yield frame
 
 
 def _expiry_of(client: DurableClient, key: StreamKey, data: dict[str, Any]) -> Job:

@@ -9,6 +9,7 @@ from ._document import (
     StoredRun,
     TurnEntry,
     Viewer,
+    WaitingRun,
     first_text,
 )
 from ._marks import (
@@ -42,6 +43,7 @@ __all__ = [
     "UnreadableTurn",
     "Unrecorded",
     "Viewer",
+    "WaitingRun",
     "active_turn",
     "approvals_of",
     "first_text",

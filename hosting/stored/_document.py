@@ -89,6 +89,24 @@ class TurnEntry:
         return None if self.response is None else self.response.get("usage")
 
 
+@dataclass(frozen=True)
+class WaitingRun:
+    """(1.6.0) A run the session holds that has not finished: the turn in progress
+    (`data.activeTurn`) or a run queued behind it (`data.queuedRuns`)."""
+
+    correlation_id: str
+    messages: list[dict[str, str]]
+    """What it was sent with: `{"role", "text"}` each (its history entries are written at its end)."""
+    started_at: str | None
+    """When the turn in progress started; None for a queued run (not started)."""
+    queued: bool
+
+    @property
+    def text(self) -> str | None:
+        """Its first message's text, or None."""
+        return self.messages[0]["text"] if self.messages else None
+
+
 def _parse_time(stamp: Any) -> datetime | None:
     if not isinstance(stamp, str):
         return None
@@ -246,15 +264,31 @@ class StoredDocument:
 
     def waiting_ids(self) -> list[str]:
         """(1.6.0) The run ids of the turn in progress and of the runs queued behind it."""
+        return [run.correlation_id for run in self.waiting_runs()]
+
+    def waiting_runs(self) -> list[WaitingRun]:
+        """(1.6.0) The turn in progress, then the runs queued behind it (oldest first): the runs
+        the session holds that have no entries in its history yet."""
         active = self.data.get("activeTurn")
         request = active.get("request") if isinstance(active, dict) else None
+        started = active.get("startedAt") if isinstance(active, dict) else None
         queued = self.data.get("queuedRuns")
-        ids = []
-        for waiting in [request, *(queued if isinstance(queued, list) else [])]:
+        runs = []
+        for position, waiting in enumerate([request, *(queued if isinstance(queued, list) else [])]):
             cid = waiting.get("correlationId") if isinstance(waiting, dict) else None
-            if isinstance(cid, str):
-                ids.append(cid)
-        return ids
+            if not isinstance(waiting, dict) or not isinstance(cid, str):
+                continue
+            raw = waiting.get("messages")
+            messages = [
+                {"role": str(m.get("role")), "text": str(m.get("text"))}
+                for m in (raw if isinstance(raw, list) else [])
+                if isinstance(m, dict) and isinstance(m.get("text"), str)
+            ]
+            if position == 0:
+                runs.append(WaitingRun(cid, messages, started if isinstance(started, str) else None, False))
+            else:
+                runs.append(WaitingRun(cid, messages, None, True))
+        return runs
 
     def steered_into(self, correlation_id: str) -> str | None:
         """(1.7.0) The run a run sent with `steer` joined: the turn in progress, while its messages

@@ -136,3 +136,14 @@ def keyed_page(
 ) -> Iterator[BrowserPage]:
     """A fresh browser context on the host that enforces a function key."""
     yield from _page(browser, keyed_host, request, viewport={"width": 1280, "height": 900})
+
+
+@pytest.fixture(params=[375, 1280], ids=["375px", "1280px"])
+def sized(
+    browser: Browser, console_host: HostProcess, model: ModelServer, request: pytest.FixtureRequest
+) -> Iterator[BrowserPage]:
+    """A fresh context at a phone's width (375 px, touch) and at a desktop's (1280 px): the layout
+    tests measure the page at both."""
+    width = int(request.param)
+    phone = {"is_mobile": True, "has_touch": True} if width < 600 else {}
+    yield from _page(browser, console_host, request, viewport={"width": width, "height": 900}, **phone)

@@ -1,6 +1,6 @@
 """A run's stream read by Chromium's own EventSource: a finished run is delivered once, then the
 source closes (the 204 a reader gets when it already has the terminal event) instead of
-reconnecting and being sent the answer again."""
+reconnecting and being sent the answer again, and soon: the stream's `retry:` sets the wait."""
 
 from __future__ import annotations
 
@@ -12,13 +12,18 @@ from console_support import BrowserPage, api
 
 from agents.testing import ModelServer, Reply
 
-# Resolves when the source has closed (readyState 2) or after `limit` ms, with what it saw. An
-# EventSource that is sent its answer again reconnects every few seconds and never closes.
+# Resolves when the source has closed (readyState 2) or after `limit` ms, with what it saw and
+# how long the close took after the terminal event. An EventSource that is sent its answer again
+# reconnects every few seconds and never closes.
 READ = """async ([url, limit]) => {
   const seen = [];
+  let ended = null;
   const source = new EventSource(url);
   for (const kind of ["run.started", "text.delta", "run.completed", "run.failed"]) {
-    source.addEventListener(kind, (e) => seen.push([kind, e.lastEventId]));
+    source.addEventListener(kind, (e) => {
+      seen.push([kind, e.lastEventId]);
+      if (kind === "run.completed" || kind === "run.failed") ended = performance.now();
+    });
   }
   const closed = await new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), limit);
@@ -26,9 +31,13 @@ READ = """async ([url, limit]) => {
       if (source.readyState === EventSource.CLOSED) { clearTimeout(timer); resolve(true); }
     };
   });
+  const closeMs = closed && ended !== null ? performance.now() - ended : null;
   source.close();
-  return {closed, seen};
+  return {closed, seen, closeMs};
 }"""
+CLOSE_WITHIN_MS = 2000
+"""The stream's `retry:` (500 ms) and the 204, with room for a loaded machine; without a `retry:`,
+Chromium waits its default 3 s before the reconnect that the 204 answers."""
 
 
 def _streamed_turn(base_url: str, session: str) -> str:
@@ -60,3 +69,4 @@ def test_event_source_reads_a_finished_run_once_then_closes(page: BrowserPage, m
         assert kinds[-1] == "run.completed", result
         assert result["closed"], f"the EventSource kept reconnecting: {result}"
         assert kinds[0] == "run.started", result
+        assert result["closeMs"] < CLOSE_WITHIN_MS, f"the close came late: {result}"

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 from e2e_support import FUNCTION_KEY, Client, HostProcess, eventually
 from httpx_sse import aconnect_sse
@@ -294,3 +295,60 @@ async def test_a_run_nobody_reads_expires_at_the_session_check(
         assert done.json()["status"] == "succeeded", done.body
     finally:
         host.stop()
+
+
+async def test_runs_in_progress_are_listed_with_the_sessions_turns(
+    client: Client, model: ModelServer
+) -> None:
+    # The run awaiting approval and the run queued behind it are in the session's turns (with
+    # their status, calls and messages) and counted in the list, for their session's owner only.
+    model.script(
+        Reply.tool_call("book_hotel", BOOK, call_id="call-1"), Reply.text("Booked."), Reply.text("Next.")
+    )
+    session, run, user = "approve-listed", "approve-listed-run", "?user_id=u-listed"
+    answer = await client.run(AGENT, "book it", session, correlation_id=run, user_id="u-listed")
+    assert answer.status == 202 and answer.json()["status"] == "awaiting_approval", answer.body
+    behind = await client.run(
+        AGENT, "and then?", session, correlation_id="listed-next", user_id="u-listed", wait_for_response=False
+    )
+    assert behind.status == 202, behind.body
+    path = f"/api/agents/{AGENT}/sessions/{session}"
+
+    async def both_listed() -> Any:
+        turns = (await client.get(path + user)).json()["turns"]
+        return turns if len(turns) == 2 else None
+
+    waiting, queued = await eventually(both_listed, "the queued run stored behind the paused one")
+    # Both bodies are what the OpenAPI document says.
+    document = (await client.get("/api/openapi.json")).json()
+    for route, answer in (
+        ("/api/agents/{agent}/sessions/{session_id}", await client.get(path + user)),
+        ("/api/agents/{agent}/sessions", await client.get(f"/api/agents/{AGENT}/sessions{user}")),
+    ):
+        body_schema = document["paths"][route]["get"]["responses"]["200"]["content"]["application/json"]
+        jsonschema.validate(answer.json(), {**body_schema["schema"], "components": document["components"]})
+    assert waiting["correlation_id"] == run and waiting["status"] == "awaiting_approval", waiting
+    assert waiting["queued"] is False and waiting["created_at"]
+    assert waiting["messages"] == [{"role": "user", "text": "book it"}]
+    [call] = waiting["approvals"]
+    assert call["call_id"] == "call-1" and call["arguments"] == BOOK and call["decision"] is None
+    assert queued["correlation_id"] == "listed-next" and queued["status"] == "pending", queued
+    assert queued["queued"] is True and queued["created_at"] is None and queued["approvals"] is None
+    assert queued["messages"] == [{"role": "user", "text": "and then?"}]
+    listed = (await client.get(f"/api/agents/{AGENT}/sessions?page_size=100{user.replace('?', '&')}")).json()
+    [row] = [s for s in listed["sessions"] if s["session_id"] == session]
+    assert (row["turns"], row["in_progress"], row["first_message"]) == (0, 2, "book it"), row
+    assert (await client.get(path + "?user_id=u-stranger")).status == 404
+    stranger = (await client.get(f"/api/agents/{AGENT}/sessions?page_size=100&user_id=u-stranger")).json()
+    assert session not in [s["session_id"] for s in stranger["sessions"]]
+
+    decided = await decide(client, session, run, {"call_id": "call-1", "approved": True}, user="u-listed")
+    assert decided.status == 200, decided.body
+
+    async def finished() -> Any:
+        turns = (await client.get(path + user)).json()["turns"]
+        return turns if [t["status"] for t in turns] == ["succeeded", "succeeded"] else None
+
+    done = await eventually(finished, "both runs finished")
+    assert [t["correlation_id"] for t in done] == [run, "listed-next"]
+    assert all(t["messages"] is None and t["queued"] is False for t in done), done

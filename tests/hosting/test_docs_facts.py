@@ -28,7 +28,7 @@ from hosting.archive._settings import DEFAULT_ARCHIVE_AT_BYTES, DEFAULT_KEEP_BYT
 from hosting.entity._batch import BATCH_THREADS
 from hosting.entity._deadline import DEFAULT_TURN_DEADLINE_SECONDS, MARGIN_SECONDS
 from hosting.http._models import MultitaskStrategy
-from hosting.http._sse import DEFAULT_HEARTBEAT_SECONDS
+from hosting.http._sse import DEFAULT_HEARTBEAT_SECONDS, RECONNECT_MS
 from hosting.lifecycle._ttl import DEFAULT_TTL
 from hosting.mcp._config import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, MIN_WAIT_SECONDS
 from hosting.streams._store import DEFAULT_RETENTION_SECONDS
@@ -275,6 +275,8 @@ def test_setting_defaults() -> None:
     check(r"idle for (\d+) s \(`DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS`", heartbeat, at_least=1)
     check(r"\| SSE heartbeat \| every (\d+) s", heartbeat, at_least=1)
     check(r"idle connections sooner than (\d+) s", heartbeat, at_least=0)
+    # "**`retry: 500`**", "carries `retry: 500`"
+    check(r"`retry: (\d+)`", str(RECONNECT_MS), at_least=2)
     # "(default **3600**, one hour)", "| retention of a run's events | 1 hour", "retention (1 hour)"
     check(r"STREAM_RETENTION_SECONDS` \|[^|\n]*default \**(\d+)", str(DEFAULT_RETENTION_SECONDS), at_least=1)
     hours = str(DEFAULT_RETENTION_SECONDS // 3600)

@@ -107,6 +107,7 @@ PINNED = {
         "TurnEntry",
         "Unrecorded",
         "Viewer",
+        "WaitingRun",
         "first_text",
         "refused_result",
         "reset_text",

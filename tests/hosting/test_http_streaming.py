@@ -18,6 +18,7 @@ def events(body: bytes) -> list[tuple[int, str, dict[str, Any]]]:
     out = []
     for block in body.decode().split("\n\n"):
         fields = dict(line.split(": ", 1) for line in block.splitlines() if line and not line.startswith(":"))
+        fields.pop("retry", None)
         if fields:
             out.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
     return out
@@ -32,6 +33,9 @@ async def test_a_buffered_stream_carries_every_event_and_the_json_answer(
     )
     assert answer.status == 200 and answer.headers["content-type"].startswith("text/event-stream")
     correlation = answer.headers["x-ms-correlation-id"]
+    # An EventSource's reconnect delay, once, in the first event (docs/streaming.md).
+    assert answer.body.startswith(b"retry: 500\nid: 1\nevent: run.started\n"), answer.body[:80]
+    assert answer.body.count(b"retry:") == 1
     got = events(answer.body)
     assert [e[0] for e in got] == list(range(1, len(got) + 1))
     kinds = [e[1] for e in got]

@@ -10,9 +10,14 @@ const SSE = "text/event-stream";
 const NOT_ACCEPTABLE = new Set([406, 415]);
 const NO_ROUTE = new Set([404, 405, 501]);
 
-function newRunId() {
-  if (globalThis.crypto && crypto.randomUUID) return crypto.randomUUID();
-  return `run-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+/** A run id in the server's own format (32 hex digits of a version 4 UUID, as the run route
+ * makes one), so every run id the console shows looks alike. getRandomValues, unlike
+ * randomUUID, works on plain http:// too. */
+export function newRunId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = (bytes[6] & 0x0f) | 0x40;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function parseData(text) {
@@ -81,7 +86,7 @@ async function followStream(response, handlers) {
 
 /** The calls a run waits on, as {call_id, name, arguments}: from an `approval.required` event
  * (camelCase) or the run resource's `approvals` (snake_case; the decided ones left out). */
-function waitingCalls(approvals) {
+export function waitingCalls(approvals) {
   return (approvals || [])
     .filter((a) => !a.decision)
     .map((a) => ({ call_id: a.call_id ?? a.callId, name: a.name, arguments: a.arguments }));
@@ -173,11 +178,13 @@ export async function runTurn({ agent, sessionId, message }, handlers = {}) {
   return jsonAnswer(response, handlers);
 }
 
-/** Decide one call a run waits on: approved or not (with an optional reason). */
-export function decideApproval({ agent, sessionId, correlationId, callId, approved, reason }) {
+/** Decide one call a run waits on: approved or not (with an optional reason); `userId`: the
+ * session's owner, when the console acts for one (the Users view). */
+export function decideApproval({ agent, sessionId, correlationId, callId, approved, reason, userId }) {
   const body = { call_id: callId, approved };
   if (reason) body.reason = reason;
-  return post(`agents/${seg(agent)}/sessions/${seg(sessionId)}/runs/${seg(correlationId)}/approvals`, body);
+  const asUser = userId ? `?user_id=${seg(userId)}` : "";
+  return post(`agents/${seg(agent)}/sessions/${seg(sessionId)}/runs/${seg(correlationId)}/approvals${asUser}`, body);
 }
 
 /** Whether a run's failure is its cancellation (`run_cancelled`: stopped, not failed). */

@@ -2,6 +2,7 @@
 // tool calls with their arguments and results (expandable), and failed turns with their problem.
 import { formatTime, formatUsage, h, json } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { decideApproval } from "./stream.js";
 
 function short(value, limit = 80) {
   const text = typeof value === "string" ? value : JSON.stringify(value ?? {});
@@ -134,4 +135,56 @@ export function historyView(entries, session = null) {
     }
   }
   return list;
+}
+
+/** What was decided, as the box shows it once the decision is taken. */
+function decisionText(approved, reason) {
+  if (approved) return reason ? `Approved: ${reason}` : "Approved.";
+  return reason ? `Rejected: ${reason}` : "Rejected.";
+}
+
+/**
+ * One tool call waiting for a decision: its tool and arguments, Approve and Reject (with an
+ * optional reason). `run`: {agent, sessionId, id, userId}. The run goes on by itself once every
+ * call of its step is decided; `onDecided` is told of each decision taken.
+ */
+export function approvalBox(call, run, onDecided = null) {
+  const reason = h("input.approval-reason", { type: "text", name: "reason", placeholder: "Reason (optional)", "aria-label": "Reason" });
+  const outcome = h("p.approval-outcome", { role: "status" });
+  const approve = h("button.approve", { type: "button" }, "Approve");
+  const reject = h("button.secondary.reject", { type: "button" }, "Reject");
+  const box = h("div.approval", { "data-call-id": call.call_id },
+    h("p", {}, "Approve ", h("code", {}, call.name), "?"),
+    h("pre.approval-arguments", {}, json(parsedArguments(call.arguments))),
+    h("div.actions", {}, approve, reject, reason), outcome);
+  const decide = async (approved) => {
+    approve.disabled = reject.disabled = reason.disabled = true;
+    const why = reason.value.trim();
+    try {
+      await decideApproval({ agent: run.agent, sessionId: run.sessionId, correlationId: run.id, callId: call.call_id, approved, reason: why, userId: run.userId });
+      outcome.textContent = decisionText(approved, why);
+      box.classList.add(approved ? "approved" : "rejected");
+      onDecided?.(approved);
+    } catch (error) {
+      outcome.textContent = `The decision was not taken: ${error.message}`;
+      approve.disabled = reject.disabled = reason.disabled = false;
+    }
+  };
+  approve.addEventListener("click", () => decide(true));
+  reject.addEventListener("click", () => decide(false));
+  return box;
+}
+
+/**
+ * Keeps the decisions taken while the turn ran in the block that replaces the live one when it
+ * ends: each decided box, without its buttons, just before its tool call (or at the top).
+ */
+export function keepDecisions(from, to) {
+  for (const box of from.querySelectorAll(".approval.approved, .approval.rejected")) {
+    box.querySelector(".actions")?.remove();
+    const call = to.querySelector(`details.tool[data-call-id="${CSS.escape(box.dataset.callId || "")}"]`);
+    if (call) call.before(box);
+    else to.querySelector(".who")?.after(box);
+  }
+  return to;
 }

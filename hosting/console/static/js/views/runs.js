@@ -5,8 +5,8 @@ import { get, seg } from "../api.js";
 import { field, formatTime, formatUsage, h, statusBadge } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
 import { navigate, pickAgent } from "../shell.js";
-import { RunNotFound, followRun } from "../stream.js";
-import { assistantBlock, keepExpanded, problemBox, toolCall } from "../transcript.js";
+import { RunNotFound, followRun, waitingCalls } from "../stream.js";
+import { approvalBox, assistantBlock, keepDecisions, keepExpanded, problemBox, toolCall } from "../transcript.js";
 import { listAgents } from "./agents.js";
 import { sessionsByRecency } from "./sessions.js";
 
@@ -31,11 +31,14 @@ async function recentRuns(agent, container) {
     .map((s) => get(`agents/${seg(agent)}/sessions/${seg(s.session_id)}`).catch(() => null)));
   const runs = details.filter(Boolean)
     .flatMap((session) => session.turns.filter((t) => t.correlation_id).map((t) => ({ ...t, session_id: session.session_id })))
-    .sort((a, b) => (Date.parse(b.created_at || "") || 0) - (Date.parse(a.created_at || "") || 0))
+    // Runs in progress first (a queued one has not started, so it has no time), then by start.
+    .sort((a, b) => Boolean(b.messages) - Boolean(a.messages)
+      || (Date.parse(b.created_at || "") || Infinity) - (Date.parse(a.created_at || "") || Infinity)
+      || 0)
     .slice(0, RECENT_RUNS);
   body.replaceChildren(...runs.map((r) => h("tr", {},
     h("th", { scope: "row" }, h("a", { href: `#/runs/${seg(agent)}/${seg(r.session_id)}/${seg(r.correlation_id)}` }, r.correlation_id)),
-    h("td", {}, statusBadge(r.status)),
+    h("td", {}, statusBadge(r.queued ? "queued" : r.status)),
     h("td", {}, formatTime(r.created_at)),
     h("td", {}, h("a", { href: `#/sessions/${seg(agent)}/${seg(r.session_id)}` }, r.session_id)),
     h("td", {}, formatUsage(r.usage)))));
@@ -71,7 +74,7 @@ export async function render(main, [agentParam, sessionId, correlationId]) {
   function showResult(body, live = null) {
     setStatus(body.status);
     const block = assistantBlock(body.response?.messages || [], {});
-    if (live) keepExpanded(live, block);
+    if (live) keepDecisions(live, keepExpanded(live, block));
     block.append(h("p.usage", {}, `Tokens: ${formatUsage(body.response?.usage)} · session `,
       h("a", { href: `#/sessions/${seg(agentParam)}/${seg(sessionId)}` }, sessionId)));
     area.replaceChildren(heading, block);
@@ -91,9 +94,10 @@ export async function render(main, [agentParam, sessionId, correlationId]) {
     area.replaceChildren(heading, problemBox(error.problem || { detail: error.message }, "Run failed"));
   }
 
+  let first;
   try {
-    const first = await get(path);
-    if (first.status !== "pending") {
+    first = await get(path);
+    if (first.status !== "pending" && first.status !== "awaiting_approval") {
       if (first.status === "failed") showFailure({ problem: { ...first.error, detail: first.error?.message } });
       else showResult(first);
       return null;
@@ -102,21 +106,33 @@ export async function render(main, [agentParam, sessionId, correlationId]) {
     showFailure(error);
     return null;
   }
-  // Still running: follow it live.
-  setStatus("pending");
+  // Still running (or waiting for a decision): follow it live.
+  setStatus(first.status);
   const live = h("div.msg.assistant.live", { "aria-busy": "true" }, h("div.who", {}, "Agent"));
   const text = h("div.markdown.streaming");
   live.append(text);
   area.append(live);
   const calls = new Map();
   let buffer = "";
-  followRun({ agent: agentParam, sessionId, correlationId }, {
+  const follow = {
     signal: controller.signal,
     unknownAfterMs: UNKNOWN_AFTER_MS,
     onDelta: (d) => { buffer += d; renderMarkdown(buffer, text); },
     onToolCall: (c) => { const el = toolCall(c); calls.set(c.call_id, el); live.insertBefore(el, text); },
     onToolResult: (r) => calls.get(r.call_id)?.setResult(r.result, r.is_error === true),
+    onApproval: (waiting) => {
+      setStatus("awaiting_approval");
+      for (const call of waiting) {
+        if (!live.querySelector(`.approval[data-call-id="${CSS.escape(call.call_id)}"]`)) {
+          live.insertBefore(approvalBox(call, { agent: agentParam, sessionId, id: correlationId }), text);
+        }
+      }
+    },
     onRestarted: () => { buffer = ""; calls.forEach((el) => el.remove()); calls.clear(); renderMarkdown("", text); },
-  }).then((body) => showResult(body, live), (error) => { if (!controller.signal.aborted) showFailure(error); });
+  };
+  if (first.status === "awaiting_approval") follow.onApproval(waitingCalls(first.approvals));
+  followRun({ agent: agentParam, sessionId, correlationId }, follow).then(
+    (body) => showResult(body, live),
+    (error) => { if (!controller.signal.aborted) showFailure(error); });
   return () => controller.abort();
 }

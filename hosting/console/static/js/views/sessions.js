@@ -2,7 +2,8 @@
 import { del, get, post, seg } from "../api.js";
 import { field, formatBytes, formatTime, formatUsage, h, json, statusBadge } from "../dom.js";
 import { confirmAction, every, navigate, pickAgent, showNotice } from "../shell.js";
-import { historyView, problemBox } from "../transcript.js";
+import { waitingCalls } from "../stream.js";
+import { approvalBox, historyView, problemBox } from "../transcript.js";
 import { listAgents } from "./agents.js";
 
 export async function render(main, [agentParam, sessionId, userId]) {
@@ -63,7 +64,7 @@ async function renderList(main, agents, agent) {
       body.append(h("tr", {},
         h("th", { scope: "row" }, h("a", { href: `#/sessions/${seg(agent)}/${seg(s.session_id)}` }, s.session_id)),
         h("td", {}, s.readable ? s.first_message || "—" : h("em", {}, "unreadable state")),
-        h("td.num", {}, String(s.turns)),
+        h("td.num", {}, s.in_progress ? `${s.turns} + ${s.in_progress} in progress` : String(s.turns)),
         h("td.num", {}, formatBytes(s.size_bytes)),
         h("td", {}, formatTime(s.last_operation_time))));
     }
@@ -97,19 +98,30 @@ async function renderSession(main, agent, sessionId, userId) {
     const data = session.state?.data || {};
     const history = data.conversationHistory || [];
     const expiry = session.expires_at || session.expiresAt || null;
-    const turns = h("tbody", {}, session.turns.map((t, i) => h("tr", {},
+    const turns = h("tbody", {}, session.turns.map((t, i) => h("tr", { dataset: { run: t.correlation_id || "" } },
       h("td.num", {}, String(i + 1)),
       h("td", {}, t.correlation_id ? h("a", { href: `#/runs/${seg(agent)}/${seg(sessionId)}/${seg(t.correlation_id)}` }, t.correlation_id) : "—"),
-      h("td", {}, formatTime(t.created_at)),
-      h("td", {}, statusBadge(t.status)),
+      h("td", {}, t.queued ? "queued" : formatTime(t.created_at)),
+      h("td", {}, statusBadge(t.queued ? "queued" : t.status)),
       h("td", {}, formatUsage(t.usage)),
       h("td", {}, t.error ? `${t.error.code}: ${t.error.message}` : "—"))));
+    const inProgress = session.turns.filter((t) => t.messages).length;
+    // The calls runs in progress wait on, decided here as in the chat; the view reads the session
+    // again once the run has gone on.
+    const decisions = session.turns.filter((t) => t.status === "awaiting_approval").flatMap((t) => {
+      const run = { agent, sessionId, id: t.correlation_id, userId };
+      const finished = (s) => s && !s.turns.some((u) => u.correlation_id === t.correlation_id && u.messages);
+      const boxes = waitingCalls(t.approvals).map((call) => approvalBox(call, run, () => {
+        if (boxes.every((b) => b.matches(".approved, .rejected"))) waitFor(finished, "The run goes on");
+      }));
+      return boxes;
+    });
     area.replaceChildren(
       h("dl.facts.summary", {},
         h("dt", {}, "Agent"), h("dd", {}, agent),
         h("dt", {}, "Schema version"), h("dd#schema-version", {}, session.schema_version || "—"),
         h("dt", {}, "Size"), h("dd#session-size", {}, formatBytes(session.size_bytes)),
-        h("dt", {}, "Turns"), h("dd#turn-count", {}, String(session.turns.length)),
+        h("dt", {}, "Turns"), h("dd#turn-count", {}, inProgress ? `${session.turns.length} (${inProgress} in progress)` : String(session.turns.length)),
         typeof session.archived_entries === "number" && session.archived_entries > 0 && [
           h("dt", {}, "Archived entries"),
           h("dd", {}, `${session.archived_entries} of ${session.entries} (older turns are not listed here)`)],
@@ -118,6 +130,8 @@ async function renderSession(main, agent, sessionId, userId) {
         h("a.button", { href: `#/chat/${seg(agent)}/${seg(sessionId)}` }, "Continue in chat"),
         h("button.secondary#reset-session", { type: "button", onclick: reset }, "Reset…"),
         h("button.danger#delete-session", { type: "button", onclick: remove }, "Delete…")),
+      ...(decisions.length ? [h("h3", {}, "Waiting for a decision"),
+        h("div.approval-list#session-approvals", {}, decisions)] : []),
       h("h3", {}, "Turns"),
       h("div.table-wrap", {}, h("table.list#turns-table", {},
         h("thead", {}, h("tr", {}, ["#", "Run", "Started", "Status", "Tokens", "Problem"].map((t) => h("th", { scope: "col" }, t)))),
