@@ -136,7 +136,15 @@ class AgentEntity(TurnApprovals, TurnSteps):
     def __call__(self, context: EntityContext) -> None:
         # Callers waiting in this process for this session wake when the operation ends.
         with session_operation(self.name, str(context.entity_key)):
-            self._operate(context)
+            try:
+                self._operate(context)
+            finally:
+                if stored_text(context) is None:
+                    # An operation that stored nothing leaves no entity: the SDK's `set_result`
+                    # marks the entity as existing, and the extension would then keep one with
+                    # a `null` state (a signal to a deleted session, an approval's expiry after
+                    # an erasure, would bring it back as a session nobody can read).
+                    context.destruct_on_exit()
 
     def _operate(self, context: EntityContext) -> None:
         operation = context.operation_name
