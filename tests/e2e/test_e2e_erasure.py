@@ -115,9 +115,7 @@ async def test_erasing_a_user_leaves_nothing_of_theirs_and_spares_the_other(
     # Nothing of u1 is left anywhere: no entity state (not even a tombstone naming them), no
     # archive file, no stream row, no memory row; the routes agree.
     assert await _everything(host, u1, sessions) == {
-        "entity_states": [],
-        "archive_files": 0,
-        "streams": {"events": 0, "streams": 0, "claims": 0},
+        "entity_states": [], "archive_files": 0, "streams": {"events": 0, "streams": 0, "claims": 0},
         "memory_rows": 0,
     }
     empty = await _export(client, u1)
@@ -194,7 +192,7 @@ async def test_kill_9_in_the_middle_of_an_erasure_then_restart_finishes_it(
         before = await _everything(host, u1, sessions)
         assert len(sessions) == 61 and before["streams"]["events"] > 0
         location = await erase(client, u1)
-        path = location[location.index("/api/") :]
+        path = location[location.index("/api/"):]
         # A second request while it runs attaches to it (had it started anew, the new erasure's
         # inventory would miss what the first had deleted, and the receipt would count less).
         second = await client.request("DELETE", "/api/me", headers={PRINCIPAL: u1})
@@ -221,9 +219,7 @@ async def test_kill_9_in_the_middle_of_an_erasure_then_restart_finishes_it(
         assert done["sessions"]["assistant"] == 60 and done["sessions"]["concierge"] == 1
         assert done["memories"] == 1 and done["stream_events"] == before["streams"]["events"]
         assert await _everything(host, u1, sessions) == {
-            "entity_states": [],
-            "archive_files": 0,
-            "streams": {"events": 0, "streams": 0, "claims": 0},
+            "entity_states": [], "archive_files": 0, "streams": {"events": 0, "streams": 0, "claims": 0},
             "memory_rows": 0,
         }
         assert len(_sessions(await _export(client, u2))) == 1
