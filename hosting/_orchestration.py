@@ -148,6 +148,7 @@ class AgentHandle:
                     expired.add(step)
                     expire = {"correlationId": correlation_id, "step": step, "seconds": answer["seconds"]}
                     self._context.signal_entity(entity_id, "expire_approvals", expire)
+                    wake = now + timedelta(seconds=FIRST_POLL_SECONDS)  # the turn goes on now
                 else:
                     wake = min(wake, due)
             timer = self._context.create_timer(wake)
