@@ -61,7 +61,7 @@ from ._steps import TurnSteps
 log = logging.getLogger("hosting.entity")
 
 OPERATIONS = (
-    "run", "step", "cancel", "decide", "expire_approvals", "run_status",
+    "run", "step", "cancel", "decide", "expire_approvals", "announce_approvals", "run_status",
     "reset", "delete", "get", "expire", "archive_epoch",
 )
 """The operations every agent entity understands."""
@@ -165,6 +165,9 @@ class AgentEntity(TurnApprovals, TurnSteps):
             context.set_result(self._decide(context))
         elif operation == "expire_approvals":
             context.set_result(self._expire_approvals(context))
+        elif operation == "announce_approvals":
+            # A pause, committed: its approval.required event goes out (hosting.entity._approvals).
+            self._announce_approvals(context)
         elif operation == "run_status":
             # A waiting orchestration reads where its run is (hosting._orchestration).
             context.set_result(self._run_status(context))

@@ -85,9 +85,10 @@ async def decide_approval(
     paused = approvals_of(snapshot.document, cid)
     running = cid in snapshot.stored.waiting_ids()
     if outcome.run is None and (paused is None or not paused.approvals) and running:
-        # The entity publishes `approval.required` just before its batch commits: a caller that
-        # decides the moment the event arrives can read the run still running. Wait for it to
-        # pause (or end) as a waiting run would, before saying there is nothing to decide.
+        # A caller that decides a call before the pause is stored (one that guessed it, or
+        # decided from an earlier attempt of a pause run again after a crash) reads the run still
+        # running. Wait for it to pause (or end) as a waiting run would, before saying there is
+        # nothing to decide.
         outcome = await wait_for_run(
             client, entity_id, agent=agent.name, session_id=session_id, correlation_id=cid,
             timeout=RECORD_WAIT_SECONDS, state_checked=True, user=user,
