@@ -227,15 +227,20 @@ class RunEvents:
         it was published, or one the stream moved past, publishes nothing)."""
         run_sync(lambda: self._announce(seq, data))
 
-    async def _announce(self, seq: int, data: dict[str, Any]) -> None:
+    async def _read_last(self, otherwise: str) -> tuple[bool, StreamEvent | None]:
+        """The stream's last event; False first when there is no store or it cannot be read
+        (then `otherwise`, what is not done, is logged)."""
         if self.store is None:
-            return
+            return False, None
         try:
-            last = await self.store.last(self.key)
+            return True, await self.store.last(self.key)
         except Exception:
-            log.warning("run %s: stream store unreachable; no approval.required", self.key, exc_info=True)
-            return
-        if last is None or last.terminal or last.seq != seq - 1:
+            log.warning("run %s: stream store unreachable; %s", self.key, otherwise, exc_info=True)
+            return False, None
+
+    async def _announce(self, seq: int, data: dict[str, Any]) -> None:
+        read, last = await self._read_last("no approval.required")
+        if not read or last is None or last.terminal or last.seq != seq - 1:
             return
         self.seq = last.seq
         self._enqueue(APPROVAL_REQUIRED, data)
@@ -259,12 +264,8 @@ class RunEvents:
         run_sync(lambda: self._close(result))
 
     async def _close(self, result: dict[str, Any]) -> None:
-        if self.store is None:
-            return
-        try:
-            last = await self.store.last(self.key)
-        except Exception:
-            log.warning("run %s: stream store unreachable; its stream is not closed", self.key, exc_info=True)
+        read, last = await self._read_last("its stream is not closed")
+        if not read:
             return
         if last is not None and last.terminal:
             return
