@@ -7,8 +7,10 @@ encoded as every submission is (hosting.client._submit), through the orchestrati
 
 A turn that may pause for tool approvals (docs/hosting.md "Tool approvals") answers the `run`
 call before it ends; `run` then waits for its end on durable timers, reading the entity's
-`run_status` after each (every 2 s at first, doubling up to a minute; back to 2 s when the run moves
-on), and rejects what is still undecided when the approvals are due. Timers and entity calls are
+`run_status` after each (every 2 s at first, doubling up to a minute while the turn runs and up
+to an hour while it waits for decisions; back to 2 s when the run moves on). A decision over HTTP
+wakes it at once with an external event of the decided call, and what is still undecided when
+the approvals are due is rejected. Timers and entity calls are
 what the Durable extension documents for Python orchestrators, and both are replayed from the
 history, so the wait is deterministic; the first call is the one `run` always made, so an
 orchestration already past it replays unchanged.
@@ -28,7 +30,7 @@ from ._errors import AgentRunFailed, InvalidOperation, ProblemCode
 from ._ids import id_problem
 from ._telemetry import orchestration_trace_context
 from .client._submit import RUN_OPERATION, session_entity
-from .stored._approvals import DECIDED_EVENT
+from .stored import decided_event
 
 STATUS_OPERATION = "run_status"
 """The entity operation that answers a run's result, or where it is (hosting.entity._approvals)."""
@@ -58,9 +60,11 @@ class OrchestrationContext(Protocol):
 
 UNFINISHED = frozenset({"pending", "running", "awaiting_approval"})
 """The statuses a `run` or `run_status` answer has while the turn has not ended."""
-FIRST_POLL_SECONDS, LAST_POLL_SECONDS = 2.0, 60.0
+FIRST_POLL_SECONDS, LAST_POLL_SECONDS, PAUSED_POLL_SECONDS = 2.0, 60.0, 3600.0
 """How long a waiting orchestration sleeps between two reads of its run: short at first (a turn
-that goes on ends soon), doubling up to a minute (a person may take a day to decide)."""
+that goes on ends soon), doubling up to a minute while the turn runs, and up to an hour while it
+waits for decisions (their events wake it; each read is an entity batch, which on Azure Storage
+rewrites the entity's whole state, so a day of waiting costs a few dozen, not 1,440)."""
 
 
 def _unfinished(answer: Any) -> bool:
@@ -133,6 +137,7 @@ class AgentHandle:
         and this orchestration is waiting anyway)."""
         interval = FIRST_POLL_SECONDS
         expired: set[Any] = set()
+        heard: set[str] = set()
         while _unfinished(answer):
             now = self._context.current_utc_datetime
             wake = now + timedelta(seconds=interval)
@@ -143,16 +148,25 @@ class AgentHandle:
                     expired.add(step)
                     expire = {"correlationId": correlation_id, "step": step, "seconds": answer["seconds"]}
                     self._context.signal_entity(entity_id, "expire_approvals", expire)
+                    wake = now + timedelta(seconds=FIRST_POLL_SECONDS)  # the turn goes on now
                 else:
                     wake = min(wake, due)
             timer = self._context.create_timer(wake)
-            if answer.get("status") == "awaiting_approval":
-                # A decision over HTTP raises this event (hosting.http._approvals): no need to
-                # sleep out the interval. The timer stays the safety net for a lost event.
-                decided = self._context.wait_for_external_event(DECIDED_EVENT)
-                winner = yield self._context.task_any([timer, decided])
-                if winner is decided:
+            # A decision over HTTP raises its call's event (hosting.http._approvals): no need to
+            # sleep out the interval. Each call's event is listened for until it comes once (a
+            # name is never waited on again after its event: the SDK would hand the same event
+            # to that wait at once). The timer stays the safety net for a lost event and for a
+            # decision by signal (`decide`), which raises none.
+            events = {
+                self._context.wait_for_external_event(decided_event(correlation_id, call)): call
+                for call in _waiting_calls(answer)
+                if call not in heard
+            }
+            if events:
+                winner = yield self._context.task_any([timer, *events])
+                if winner is not timer:
                     timer.cancel()
+                    heard.add(events[winner])
                     interval = FIRST_POLL_SECONDS / 2  # the turn goes on now: read it soon again
             else:
                 yield timer
@@ -163,7 +177,8 @@ class AgentHandle:
                 gone = failure(ProblemCode.RUN_DISCARDED, "a reset or delete discarded the run")
                 raise AgentRunFailed(self.name, session_id, correlation_id, gone)
             moved = (answer.get("status"), answer.get("step")) != before if isinstance(answer, dict) else True
-            interval = FIRST_POLL_SECONDS if moved else min(interval * 2, LAST_POLL_SECONDS)
+            ceiling = PAUSED_POLL_SECONDS if _waiting_calls(answer) else LAST_POLL_SECONDS
+            interval = FIRST_POLL_SECONDS if moved else min(interval * 2, ceiling)
         return answer
 
     def decide(
@@ -194,6 +209,15 @@ class AgentHandle:
         entity_id, operation = self._operation(message, session_id, response_format, role, options)
         self._context.signal_entity(entity_id, RUN_OPERATION, operation.to_json())
         return operation.correlation_id
+
+
+def _waiting_calls(answer: Any) -> list[str]:
+    """The ids of the calls an `awaiting_approval` answer shows undecided (none for any other)."""
+    if not isinstance(answer, dict) or answer.get("status") != "awaiting_approval":
+        return []
+    shown = answer.get("approvals")
+    calls = [a.get("callId") for a in shown if isinstance(a, dict)] if isinstance(shown, list) else []
+    return [c for c in calls if isinstance(c, str)]
 
 
 def _due(answer: dict[str, Any]) -> datetime | None:

@@ -49,6 +49,8 @@ class DurableClient(Protocol):
 
     async def raise_event(self, instance_id: str, event_name: str, event_data: Any = None) -> None: ...
 
+    async def terminate(self, instance_id: str, reason: str) -> None: ...
+
 
 class BoundClient(df.DurableOrchestrationClient):
     """The SDK's durable client, with the base URL of the extension's HTTP API it is bound to."""

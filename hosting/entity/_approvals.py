@@ -2,10 +2,11 @@
 "Tool approvals").
 
 A step whose tool calls need a decision does not run (agents._approvals): `pause` records the
-calls waiting in the turn in progress (`data.activeTurn.approvals`), publishes `approval.required`
-and ends the operation without signalling a next step, so nothing runs or waits in a worker
-while people decide. `decide` records one decision; the one that leaves no call of the step
-undecided signals the step again, which then runs with the decisions. `expire_approvals` rejects
+calls waiting in the turn in progress (`data.activeTurn.approvals`) and ends the operation
+without signalling a next step (only `announce_approvals`, which publishes `approval.required`
+once the pause is committed), so nothing runs or waits in a worker while people decide.
+`decide` records one decision; the one that leaves no call of the step undecided signals the
+step again, which then runs with the decisions. `expire_approvals` rejects
 what is still undecided when the approval time is up (hosting.lifecycle._approval_expiry). The
 time the turn spent waiting does not count towards its deadline: its start moves on by it.
 """
@@ -17,7 +18,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agents import AwaitingApproval, TurnResult
+from agents import Agent, AwaitingApproval, TurnResult
 from state import dump_state
 
 from .._errors import InvalidOperation
@@ -33,7 +34,7 @@ from ..stored import (
     unrecorded_run,
 )
 from ..stored._approvals import Decision, decided, find, with_requested
-from ..streams import RunEvents
+from ..streams import RunEvents, StreamKey, StreamStore
 from ._context import EntityContext, Loaded, cache_load, load, operation_input, store_text
 from ._signals import send_signal
 
@@ -42,6 +43,8 @@ log = logging.getLogger("hosting.entity")
 DECIDED, UNCHANGED, CONFLICT = "decided", "unchanged", "conflict"
 UNKNOWN_CALL, NOT_AWAITING = "unknown_call", "not_awaiting"
 """What a `decide` operation answers (its `outcome`)."""
+ANNOUNCE_OPERATION = "announce_approvals"
+"""The operation a pause signals its entity, to publish `approval.required` once committed."""
 
 
 def expired_reason(seconds: float) -> str:
@@ -53,6 +56,8 @@ class TurnApprovals:
     """The `decide` and `expire_approvals` operations and a step's pause (a mixin of `AgentEntity`)."""
 
     name: str
+    agent: Agent
+    streams: StreamStore | None
 
     def _pause(
         self,
@@ -67,14 +72,20 @@ class TurnApprovals:
         approvals = with_requested(turn.approvals, waiting.calls, turn.progress.steps, now_iso())
         paused = replace(turn, approvals=approvals)
         shown = [a.to_json() for a in paused.waiting]
-        events.approval_required({"step": turn.progress.steps, "approvals": shown})
-        state.active_turn = replace(paused, stream_seq=events.seq).to_json()
+        # approval.required goes out once this is committed (`announce_approvals`, signalled to
+        # this entity: the extension sends a batch's signals with its commit, and none for a
+        # batch that fails or is aborted), so it never names a pause that was not stored. Its
+        # number in the run's stream is reserved here, so the next step continues after it.
+        reserved = events.seq + 1 if events.store is not None else events.seq
+        state.active_turn = replace(paused, stream_seq=reserved).to_json()
         state.last_activity_at = now_iso()
         text = dump_state(state)
         store_text(context, text)
         cache_load(context, Loaded(text, state))
         cid = turn.correlation_id
         key = context.entity_key
+        announce = {"correlationId": cid, "step": turn.progress.steps, "seq": reserved}
+        send_signal(self.name, str(key), ANNOUNCE_OPERATION, announce)
         log.info("entity %s@%s run %s: awaiting approval of %d call(s)", self.name, key, cid, len(shown))
         return {"correlationId": cid, "status": "awaiting_approval", "approvals": shown}
 
@@ -124,6 +135,25 @@ class TurnApprovals:
             approvals = decided(approvals, call_id, Decision(False, now_iso(), reason, expired=True))
         self._store_decided(context, loaded, replace(turn, approvals=approvals))
         return {"correlationId": turn.correlation_id, "expired": expired}
+
+    def _announce_approvals(self, context: EntityContext) -> None:
+        """The `announce_approvals` operation: `{correlationId, step, seq}`: publish
+        `approval.required` with the calls step `step` of the run waits on, as stored (nothing
+        when it waits on none any more, or the run moved on)."""
+        value = operation_input(context)
+        ok = isinstance(value, dict) and isinstance(value.get("correlationId"), str)
+        numbers = [value.get(k) for k in ("step", "seq")] if ok else []
+        ok = ok and all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)
+        if not ok:
+            raise InvalidOperation(f"invalid input for {self.name} announce_approvals")
+        loaded = load(context)
+        turn = self._paused_turn(context, loaded, value["correlationId"])
+        if turn is None or turn.progress.steps != value["step"] or not turn.waiting:
+            return
+        shown = [a.to_json() for a in turn.waiting]
+        key = StreamKey(self.agent.name, str(context.entity_key), turn.correlation_id)
+        data = {"step": turn.progress.steps, "approvals": shown}
+        RunEvents(self.streams, key).approval_required(value["seq"], data)
 
     def _run_status(self, context: EntityContext) -> dict[str, Any] | None:
         """The `run_status` operation: `{correlationId}`: the run's result once it has one, else

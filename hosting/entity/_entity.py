@@ -61,7 +61,7 @@ from ._steps import TurnSteps
 log = logging.getLogger("hosting.entity")
 
 OPERATIONS = (
-    "run", "step", "cancel", "decide", "expire_approvals", "run_status",
+    "run", "step", "cancel", "decide", "expire_approvals", "announce_approvals", "run_status",
     "reset", "delete", "get", "expire", "archive_epoch",
 )
 """The operations every agent entity understands."""
@@ -136,7 +136,15 @@ class AgentEntity(TurnApprovals, TurnSteps):
     def __call__(self, context: EntityContext) -> None:
         # Callers waiting in this process for this session wake when the operation ends.
         with session_operation(self.name, str(context.entity_key)):
-            self._operate(context)
+            try:
+                self._operate(context)
+            finally:
+                if stored_text(context) is None:
+                    # An operation that stored nothing leaves no entity: the SDK's `set_result`
+                    # marks the entity as existing, and the extension would then keep one with
+                    # a `null` state (a signal to a deleted session, an approval's expiry after
+                    # an erasure, would bring it back as a session nobody can read).
+                    context.destruct_on_exit()
 
     def _operate(self, context: EntityContext) -> None:
         operation = context.operation_name
@@ -157,6 +165,9 @@ class AgentEntity(TurnApprovals, TurnSteps):
             context.set_result(self._decide(context))
         elif operation == "expire_approvals":
             context.set_result(self._expire_approvals(context))
+        elif operation == "announce_approvals":
+            # A pause, committed: its approval.required event goes out (hosting.entity._approvals).
+            self._announce_approvals(context)
         elif operation == "run_status":
             # A waiting orchestration reads where its run is (hosting._orchestration).
             context.set_result(self._run_status(context))

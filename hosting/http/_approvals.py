@@ -30,8 +30,7 @@ from ..client._outcome import RunOutcome
 from ..client._read import read_session, state_problem
 from ..client._waiting import wait_for_run
 from ..lifecycle._approval_expiry import start_approval_expiry
-from ..stored import Approval, RunApprovals, approvals_of
-from ..stored._approvals import DECIDED_EVENT
+from ..stored import Approval, RunApprovals, approvals_of, decided_event
 from ._answers import Answers
 from ._lookup import hosted_agent
 from ._models import ApprovalDecisionBody, ApprovalDecisionRequest
@@ -86,9 +85,10 @@ async def decide_approval(
     paused = approvals_of(snapshot.document, cid)
     running = cid in snapshot.stored.waiting_ids()
     if outcome.run is None and (paused is None or not paused.approvals) and running:
-        # The entity publishes `approval.required` just before its batch commits: a caller that
-        # decides the moment the event arrives can read the run still running. Wait for it to
-        # pause (or end) as a waiting run would, before saying there is nothing to decide.
+        # A caller that decides a call before the pause is stored (one that guessed it, or
+        # decided from an earlier attempt of a pause run again after a crash) reads the run still
+        # running. Wait for it to pause (or end) as a waiting run would, before saying there is
+        # nothing to decide.
         outcome = await wait_for_run(
             client, entity_id, agent=agent.name, session_id=session_id, correlation_id=cid,
             timeout=RECORD_WAIT_SECONDS, state_checked=True, user=user,
@@ -124,7 +124,7 @@ async def decide_approval(
     await client.signal_entity(entity_id, DECIDE_OPERATION, operation)
     await start_approval_expiry(client, agent.name, session_id, cid, paused)
     stored = await _recorded(client, entity_id, cid, decision.call_id)
-    await _wake(client, paused, cid)
+    await _wake(client, paused, cid, decision.call_id)
     if stored is None:
         return json_response(answer("decision_requested"), 202, {"Location": location})
     if stored is _MOVED_ON:
@@ -132,14 +132,16 @@ async def decide_approval(
     return _settled(stored, decision, answer, location, fresh=True)
 
 
-async def _wake(client: DurableClient, paused: RunApprovals, cid: str) -> None:
-    """Tell the orchestration waiting for the run, if one is, that it was decided (documented
-    for Python clients: `DurableOrchestrationClient.raise_event`). Its wait has a timer as well,
-    so an event that fails or is lost only delays it."""
+async def _wake(client: DurableClient, paused: RunApprovals, cid: str, call_id: str) -> None:
+    """Tell the orchestration waiting for the run, if one is, that the call was decided
+    (documented for Python clients: `DurableOrchestrationClient.raise_event`), with the call's
+    own event name (`decided_event`). Its wait has a timer as well, so an event that fails or is
+    lost only delays it."""
     if paused.orchestration_id is None:
         return
     with contextlib.suppress(Exception):  # finished, purged, or the backend unreachable
-        await client.raise_event(paused.orchestration_id, DECIDED_EVENT, {"correlationId": cid})
+        event = decided_event(cid, call_id)
+        await client.raise_event(paused.orchestration_id, event, {"correlationId": cid, "callId": call_id})
 
 
 def _answer_of(

@@ -26,7 +26,7 @@ import azure.durable_functions as df
 from .._ids import entity_name
 from .._numbers import number_setting
 from ..client._binding import DurableClient
-from ..stored import RunApprovals
+from ..stored import RunApprovals, StoredDocument, approvals_of
 from ..stored._approvals import Approval
 from ._names import APPROVAL_EXPIRY, approval_instance
 
@@ -68,6 +68,28 @@ def approval_expiry_orchestrator(context: df.DurableOrchestrationContext) -> Gen
     operation = {"correlationId": spec["correlationId"], "step": spec["step"], "seconds": spec["seconds"]}
     context.signal_entity(entity, "expire_approvals", operation)
     return "signalled"
+
+
+def approval_expiries(agent: str, session_id: str, document: StoredDocument) -> list[str]:
+    """The instance ids of the expiries the session's turn in progress may have running (one
+    per step of its that paused): what a user's erasure stops before they signal a deleted
+    session."""
+    waiting = document.waiting_ids()
+    paused = approvals_of(document.document, waiting[0]) if waiting else None
+    if paused is None:
+        return []
+    steps = sorted({a.step for a in paused.approvals})
+    return [approval_instance(agent, session_id, waiting[0], step) for step in steps]
+
+
+async def stop_approval_expiries(client: DurableClient, instances: Sequence[str]) -> None:
+    """Terminate these expiries (documented for Python clients:
+    `DurableOrchestrationClient.terminate`); one finished or never started is left as it is."""
+    for instance in instances:
+        try:
+            await client.terminate(instance, "the session was erased")
+        except Exception as error:  # finished, never started, or refused: nothing to stop
+            log.debug("approval expiry %s not terminated: %s", instance, error)
 
 
 async def start_approval_expiry(

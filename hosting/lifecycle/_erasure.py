@@ -9,8 +9,12 @@ what there was, however often a step runs again:
    stream events (counted before anything is deleted);
 2. each session's entity gets `delete` twice, a batch at a time: the first empties it and leaves a
    tombstone of its run ids, which still names the user (`data.userId`), so the second removes the
-   tombstone for good (hosting.stored._marks); then `dafx_erasure_forget_sessions` deletes the
-   sessions' chunks (every epoch) and their runs' stream events and claims;
+   tombstone for good (hosting.stored._marks); then `dafx_erasure_forget_sessions` terminates the
+   sessions' pending approval expiries (which would signal them later), and deletes the
+   sessions' chunks (every epoch) and their runs' stream events and claims. A signal that still
+   reaches a deleted session (an expiry that fired first, a waiting orchestration's read)
+   creates nothing: an entity operation that stores nothing leaves no entity
+   (hosting.entity._entity);
 3. `dafx_erasure_find_memories` lists the ids of the user's memory items (every namespace), and
    `dafx_erasure_forget_memories` deletes them a batch at a time. Memory goes last: a turn of a
    session being erased could still remember something until the session is gone.
@@ -40,6 +44,7 @@ from ..archive import HistoryArchive, default_archive, session_prefix
 from ..client._binding import DurableClient
 from ..client._owned import owned_sessions
 from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
+from ._approval_expiry import approval_expiries, stop_approval_expiries
 from ._names import ERASE_FIND_MEMORIES, ERASE_FIND_SESSIONS, ERASE_MEMORIES, ERASE_SESSION_DATA
 
 log = logging.getLogger("hosting.lifecycle")
@@ -129,8 +134,12 @@ class Eraser:
             runs = list(dict.fromkeys([*document.run_ids(), *document.discarded_ids, *document.refused_ids]))
             chunks = await self.archive().store.list_paths(session_prefix(entity, owned.session_id))
             events = await self.events(agent, owned.session_id, runs)
+            expiries = approval_expiries(agent, owned.session_id, document)
             found.append(
-                {"session": owned.session_id, "run_ids": runs, "chunks": len(chunks), "events": events}
+                {
+                    "session": owned.session_id, "run_ids": runs, "chunks": len(chunks), "events": events,
+                    "expiries": expiries,
+                }
             )
         log.info("erasure: %d session(s) of %s found", len(found), agent)
         return found
@@ -150,6 +159,12 @@ class Eraser:
                 raise
             events += 0 if last is None else last.seq
         return events
+
+    async def stop_expiries(self, spec: dict[str, Any], client: DurableClient) -> None:
+        """Stop the approval expiries of deleted sessions: a later one would signal a session
+        that is gone (an inventory taken before they were listed has none)."""
+        for session in spec["sessions"]:
+            await stop_approval_expiries(client, session.get("expiries", []))
 
     async def forget_sessions(self, spec: dict[str, Any]) -> int:
         """Delete the chunks (every epoch) and the runs' stream events and claims of deleted

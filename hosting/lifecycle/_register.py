@@ -79,7 +79,8 @@ def _register_erasure(app: df.DFApp, eraser: Eraser) -> None:
     async def find_sessions(spec: dict, client: BoundClient) -> list:
         return await eraser.find_sessions(spec, client)
 
-    async def forget_sessions(spec: dict) -> int:
+    async def forget_sessions(spec: dict, client: BoundClient) -> int:
+        await eraser.stop_expiries(spec, client)
         return await eraser.forget_sessions(spec)
 
     async def find_memories(spec: dict) -> list:
@@ -88,13 +89,11 @@ def _register_erasure(app: df.DFApp, eraser: Eraser) -> None:
     async def forget_memories(spec: dict) -> int:
         return await eraser.forget_memories(spec)
 
-    find_sessions.__name__ = ERASE_FIND_SESSIONS
-    with_client = durable_client_input(app, find_sessions)
-    app.function_name(ERASE_FIND_SESSIONS)(
-        app.activity_trigger(input_name="spec", activity=ERASE_FIND_SESSIONS)(with_client)
-    )
+    for name, with_client in ((ERASE_FIND_SESSIONS, find_sessions), (ERASE_SESSION_DATA, forget_sessions)):
+        with_client.__name__ = name
+        bound = durable_client_input(app, with_client)
+        app.function_name(name)(app.activity_trigger(input_name="spec", activity=name)(bound))
     for name, function in (
-        (ERASE_SESSION_DATA, forget_sessions),
         (ERASE_FIND_MEMORIES, find_memories),
         (ERASE_MEMORIES, forget_memories),
     ):

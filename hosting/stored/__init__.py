@@ -1,7 +1,7 @@
 """The stored session document, pure (no IO): one reader (`StoredDocument`) of its wire keys
 and of hosting's marks in `data`, the marks' writers, and the runs they answer without entries."""
 
-from ._approvals import Approval, Decision, RunApprovals, approvals_of
+from ._approvals import Approval, Decision, RunApprovals, approvals_of, decided_event
 from ._document import (
     INTERNAL,
     Internal,
@@ -46,6 +46,7 @@ __all__ = [
     "WaitingRun",
     "active_turn",
     "approvals_of",
+    "decided_event",
     "first_text",
     "forget_waiting",
     "queued_requests",

@@ -5,6 +5,7 @@ values out. A turn that never needed a decision has no `approvals` key at all.""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -126,9 +127,20 @@ def read_approvals(raw: Any) -> list[Approval]:
     return [Approval.from_json(item) for item in raw]
 
 
-DECIDED_EVENT = "dafx_approval_decided"
-"""The external event a decision raises to the orchestration whose turn it decides: it wakes the
-orchestration's wait (hosting._orchestration) instead of leaving it to its next poll."""
+DECIDED_EVENT_PREFIX = "dafx_approval_decided_"
+
+
+def decided_event(correlation_id: str, call_id: str) -> str:
+    """The external event a decision of call `call_id` raises to the orchestration whose run it
+    decides: it wakes the orchestration's wait (hosting._orchestration) instead of leaving it to
+    its next poll. One name per call, never reused: the Python SDK keeps an event that arrives
+    while no wait for its name is open and hands it to every later wait of that name
+    (azure-functions-durable `TaskOrchestrationExecutor.set_task_value` files it under
+    `deferred_tasks`, which `DurableOrchestrationContext._add_to_open_tasks` replays and never
+    clears), so a name shared by the calls of a run would wake each later wait at once. A
+    digest keeps the name URL-safe whatever the model named its call."""
+    digest = hashlib.sha256(f"{correlation_id}\n{call_id}".encode()).hexdigest()[:32]
+    return DECIDED_EVENT_PREFIX + digest
 
 
 @dataclass(frozen=True)

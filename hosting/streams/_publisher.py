@@ -220,9 +220,31 @@ class RunEvents:
         """Close the stream with the turn's result (`TurnResult.to_json()`)."""
         run_sync(lambda: self._put(terminal_type(result), result))
 
-    def approval_required(self, data: dict[str, Any]) -> None:
-        """The turn pauses: its next step's calls wait for decisions (not a terminal event)."""
-        run_sync(lambda: self._put(APPROVAL_REQUIRED, data))
+    def approval_required(self, seq: int, data: dict[str, Any]) -> None:
+        """The turn paused: its next step's calls wait for decisions (not a terminal event).
+        Published once the pause is committed, as event `seq`, the number the pause reserved
+        for it; the stream's last event must be the one before (an announcement run again after
+        it was published, or one the stream moved past, publishes nothing)."""
+        run_sync(lambda: self._announce(seq, data))
+
+    async def _read_last(self, otherwise: str) -> tuple[bool, StreamEvent | None]:
+        """The stream's last event; False first when there is no store or it cannot be read
+        (then `otherwise`, what is not done, is logged)."""
+        if self.store is None:
+            return False, None
+        try:
+            return True, await self.store.last(self.key)
+        except Exception:
+            log.warning("run %s: stream store unreachable; %s", self.key, otherwise, exc_info=True)
+            return False, None
+
+    async def _announce(self, seq: int, data: dict[str, Any]) -> None:
+        read, last = await self._read_last("no approval.required")
+        if not read or last is None or last.terminal or last.seq != seq - 1:
+            return
+        self.seq = last.seq
+        self._enqueue(APPROVAL_REQUIRED, data)
+        await self._drain()
 
     def withdraw_interrupt(self) -> None:
         """Forget the session's interrupt mark: the interrupting run has reached its session, so
@@ -242,12 +264,8 @@ class RunEvents:
         run_sync(lambda: self._close(result))
 
     async def _close(self, result: dict[str, Any]) -> None:
-        if self.store is None:
-            return
-        try:
-            last = await self.store.last(self.key)
-        except Exception:
-            log.warning("run %s: stream store unreachable; its stream is not closed", self.key, exc_info=True)
+        read, last = await self._read_last("its stream is not closed")
+        if not read:
             return
         if last is not None and last.terminal:
             return

@@ -66,6 +66,12 @@ def stored_sessions(host: HostProcess, user: str) -> list[tuple[str, str]]:
     return [(name, key) for name, key, state in rows if json.dumps(user) in state]
 
 
+def session_rows(host: HostProcess, agent: str, session: str) -> list[tuple[Any, ...]]:
+    """The entity store's rows of one session, whatever their state (a `null` one too)."""
+    query = "SELECT state FROM entity_states WHERE name = ? AND key = ?"
+    return _rows(host.data_dir / "devhost.db", query, f"dafx-{agent}", session)
+
+
 async def archived_files(host: HostProcess, sessions: list[tuple[str, str]]) -> int:
     """How many files the archive holds of these sessions ((agent, session id)), read by the file
     store's own listing (every layout it reads)."""

@@ -5,6 +5,7 @@ in the middle of an erasure finishes it after a restart, and hostile input chang
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
 import uuid
@@ -24,12 +25,16 @@ from erasure_support import (
     memory_rows,
     receipt,
     remember,
+    session_rows,
     stored_sessions,
     stream_rows,
     turn,
 )
 
 from agents.testing import ModelServer, Reply
+
+WEBHOOKS = "/runtime/webhooks/durabletask"
+"""The Durable extension's HTTP API, which the host serves as Azure does."""
 
 
 def _user(prefix: str) -> str:
@@ -219,5 +224,56 @@ async def test_kill_9_in_the_middle_of_an_erasure_then_restart_finishes_it(
             "memory_rows": 0,
         }
         assert len(_sessions(await _export(client, u2))) == 1
+    finally:
+        host.stop()
+
+
+async def test_erasing_a_user_whose_run_awaits_approval_leaves_no_session_behind(
+    tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
+) -> None:
+    """The adversarial steps: a user's run waits for a decision (its expiry has started), the
+    user is erased, then the approval's expiry comes due. The session must stay gone: no entity
+    (not even one whose state is `null`), not in the sessions list, a 404 to read."""
+    data = tmp_path / "data"
+    env = {**erasure_env(data), "DURABLE_AGENTS_APPROVAL_TIMEOUT_SECONDS": "4"}
+    host = HostProcess(data, model.base_url, tmp_path / "host.log", extra_env=env).start()
+    user = _user("waiting")
+    model.script(Reply.tool_call("book_hotel", {"city": "Oslo", "nights": 1}, call_id="call-1"))
+    try:
+        client = Client(http, host.url)
+        body = {"message": "book Oslo", "session_id": "paused-" + uuid.uuid4().hex[:8]}
+        answer = await client.post("/api/agents/concierge/run", json_body=body, headers={PRINCIPAL: user})
+        # The waiting POST saw the pause: it started the approval's expiry.
+        assert answer.status == 202 and answer.json()["status"] == "awaiting_approval", answer.body[:500]
+        session = body["session_id"]
+        done = await receipt(client, await erase(client, user), user)
+        assert done["status"] == "completed" and done["sessions"]["concierge"] == 1, done
+        assert session_rows(host, "concierge", session) == []
+        # The erasure stopped the approval's expiry, which would have signalled the session.
+        run = answer.json()["correlation_id"]
+        expiry = await client.get(f"{WEBHOOKS}/instances/dafx-approval-concierge-{session}-1-{run}")
+        assert expiry.json()["runtimeStatus"] == "Terminated", expiry.body[:300]
+        # Past the approval's due time, with time for its expiry to run.
+        await asyncio.sleep(7)
+        assert session_rows(host, "concierge", session) == [], host.log()[-3000:]
+        read = await client.get(f"/api/agents/concierge/sessions/{session}", headers={PRINCIPAL: user})
+        assert read.status == 404, read.body[:300]
+        listed = await client.get("/api/agents/concierge/sessions", headers={PRINCIPAL: user})
+        assert listed.status == 200 and session not in json.dumps(listed.json()), listed.body[:500]
+        # A signal that still reaches the deleted session (one sent before its sender was
+        # stopped) creates nothing either.
+        signals = {
+            "expire_approvals": {"correlationId": run, "step": 1, "seconds": 4},
+            "run_status": {"correlationId": run},
+        }
+        for op, value in signals.items():
+            sent = await client.post(f"{WEBHOOKS}/entities/dafx-concierge/{session}?op={op}", json_body=value)
+            assert sent.status == 202, sent.body[:300]
+
+        async def both_ran() -> bool:
+            return f"key={session} op=run_status correlation=" in host.log()
+
+        await eventually(both_ran, "the signals to the deleted session running")
+        assert session_rows(host, "concierge", session) == []
     finally:
         host.stop()

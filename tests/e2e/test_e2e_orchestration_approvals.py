@@ -5,6 +5,7 @@ orchestration completes with the turn's result; undecided approvals expire as re
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
 from collections.abc import AsyncIterator
@@ -15,6 +16,7 @@ import pytest
 from e2e_support import Client, HostProcess, eventually
 
 from agents.testing import ModelServer, Reply
+from hosting.stored import decided_event
 
 APP = '''
 from __future__ import annotations
@@ -163,7 +165,8 @@ async def test_an_orchestration_waits_for_the_decision_of_its_turn(
         history = (await client.get(f"{WEBHOOKS}/instances/{instance}?showHistory=true")).json()
         # (Entity answers arrive as events too, named by their request id.)
         raised = [e.get("Name") for e in history["historyEvents"] if e.get("EventType") == "EventRaised"]
-        assert raised.count("dafx_approval_decided") == 1, raised
+        decided_events = [n for n in raised if n.startswith("dafx_approval_decided_")]
+        assert decided_events == [decided_event(run, "call-1")], raised
     finally:
         host.stop()
 
@@ -226,5 +229,59 @@ async def test_an_orchestration_s_undecided_call_expires_as_rejected(
         [result] = _tool_results(model)
         assert "no decision was made within 3 seconds" in result, result
         assert not (tmp_path / "bookings.txt").exists()
+    finally:
+        host.stop()
+
+
+async def _status_reads(client: Client, instance: str) -> int:
+    """How many `run_status` operations the orchestration has sent its session so far."""
+    path = f"{WEBHOOKS}/instances/{instance}?showHistory=true&showHistoryOutput=true"
+    history = (await client.get(path)).json()["historyEvents"]
+    sent = [e for e in history if e.get("EventType") == "EventSent"]
+    return sum(1 for e in sent if "run_status" in json.dumps(e.get("Input")))
+
+
+async def test_a_decision_made_between_two_waits_wakes_one_wait_only(
+    tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
+) -> None:
+    """A turn pauses twice. The first pause is decided while the orchestration sleeps on its
+    first timer (the `run` call answered `running`: no wait for a decision is open), so the
+    event reaches it between waits. The second pause must then be waited on quietly: a few
+    reads, not one after another for as long as it lasts."""
+    second = {"city": "Rome", "nights": 1}
+    model.script(
+        Reply.tool_call("book_hotel", BOOK, call_id="call-1"),
+        Reply.tool_call("book_hotel", second, call_id="call-2"),
+        Reply.text("Both booked."),
+    )
+    host = _host(tmp_path, model).start()
+    try:
+        client = Client(http, host.url)
+        session = "orch-approval-twice"
+        instance, run = await _paused_trip(client, session)
+        decided = await client.post(run_path(session, run) + "/approvals",
+            json_body={"call_id": "call-1", "approved": True}
+        )
+        assert decided.status == 200, decided.body
+
+        async def second_pause() -> bool | None:
+            status = (await client.get(run_path(session, run))).json()
+            approvals = status.get("approvals") or []
+            waiting = [a["call_id"] for a in approvals if a.get("decision") is None]
+            return True if waiting == ["call-2"] else None
+
+        await eventually(second_pause, "the second pause", timeout=30)
+        before = await _status_reads(client, instance)
+        await asyncio.sleep(6)
+        during = await _status_reads(client, instance) - before
+        # Read at 2 s and 4 s after the run moved on (the timer is the safety net), not spinning.
+        assert during <= 4, f"{during} run_status reads in 6 s of the second pause"
+        decided = await client.post(run_path(session, run) + "/approvals",
+            json_body={"call_id": "call-2", "approved": True}
+        )
+        assert decided.status == 200, decided.body
+        output = await _finished(client, instance)
+        assert output == {"text": "Both booked.", "correlationId": run}
+        assert (tmp_path / "bookings.txt").read_text().splitlines() == ["Paris 2", "Rome 1"]
     finally:
         host.stop()

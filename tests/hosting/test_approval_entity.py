@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -73,7 +74,8 @@ def test_a_tool_step_that_needs_a_decision_pauses_the_turn(
     answer = _result(tools)
     assert answer["status"] == "awaiting_approval"
     assert [a["callId"] for a in answer["approvals"]] == ["call-500"]  # 5 needs no approval
-    assert tools["signals"] == [] and CHARGED == []  # the whole step waits, nothing is signalled
+    # The whole step waits: nothing runs; the one signal announces the pause once committed.
+    assert [name for name, _ in _signals(tools)] == ["announce_approvals"] and CHARGED == []
     turn = ActiveTurn.from_json(load_state(tools["entityState"]).active_turn)
     assert turn.progress.steps == 1 and [a.call_id for a in turn.waiting] == ["call-500"]
     # A step signal redelivered meanwhile changes nothing (not even the turn's deadline passing
@@ -194,6 +196,33 @@ def test_run_status_answers_where_an_orchestration_s_run_is(
     assert "run_status" in json.dumps(bad["results"][0])
 
 
+async def _held_pause(
+    app: df.DFApp, host: Any, model: ModelServer, monkeypatch: pytest.MonkeyPatch, session: str,
+    hold: Callable[[], Awaitable[Any]],
+) -> Api:
+    """Send run `{session}-1` (one call of 500, which needs approval) and return once its pause's
+    commit is held (by `hold()`, then the commit goes on); the API over the local host."""
+    gateway = host.entities
+    assert gateway is not None
+    commit = gateway._commit
+    pause_held = asyncio.Event()
+
+    async def held_commit(*args: Any) -> None:
+        if '"approvals"' in str(args[4]) and not pause_held.is_set():
+            pause_held.set()
+            await hold()
+        await commit(*args)
+
+    monkeypatch.setattr(gateway, "_commit", held_commit)
+    api = Api(app, host.client_binding())
+    model.script(Reply.tool_calls([("charge", {"amount": 500}, "call-500")]), Reply.text("done"))
+    body = {"message": "pay", "session_id": session, "correlation_id": f"{session}-1"}
+    sent = await api.post("/api/agents/payer/run", json_body={**body, "wait_for_response": False})
+    assert sent.status == 202, sent.body
+    await asyncio.wait_for(pause_held.wait(), 30)
+    return api
+
+
 async def test_a_decision_sent_as_the_pause_is_published_waits_for_it_to_be_stored(
     approvals_app: df.DFApp, model: ModelServer, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -205,26 +234,48 @@ async def test_a_decision_sent_as_the_pause_is_published_waits_for_it_to_be_stor
     host = LocalHost(approvals_app, tmp_path / "devhost", project_dir=ROOT)
     await host.start()
     try:
-        gateway = host.entities
-        assert gateway is not None
-        commit = gateway._commit
-        pause_held = asyncio.Event()
-
-        async def held_commit(*args: Any) -> None:
-            if '"approvals"' in str(args[4]) and not pause_held.is_set():
-                pause_held.set()
-                await asyncio.sleep(1.0)
-            await commit(*args)
-
-        monkeypatch.setattr(gateway, "_commit", held_commit)
-        api = Api(approvals_app, host.client_binding())
-        model.script(Reply.tool_calls([("charge", {"amount": 500}, "call-500")]), Reply.text("done"))
-        body = {"message": "pay", "session_id": "race", "correlation_id": "race-1"}
-        sent = await api.post("/api/agents/payer/run", json_body={**body, "wait_for_response": False})
-        assert sent.status == 202, sent.body
-        await asyncio.wait_for(pause_held.wait(), 30)
+        api = await _held_pause(approvals_app, host, model, monkeypatch, "race", lambda: asyncio.sleep(1.0))
         decision = {"call_id": "call-500", "approved": True}
         decided = await api.post("/api/agents/payer/sessions/race/runs/race-1/approvals", json_body=decision)
         assert decided.status == 200 and decided.json()["status"] == "decided", decided.body
     finally:
+        await host.stop()
+
+
+async def test_approval_required_is_published_once_the_pause_is_committed(
+    approvals_app: df.DFApp, model: ModelServer, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A batch that dies or is aborted before its commit leaves nothing stored: an event it had
+    # published would announce a pause that is not there. Hold the pause's commit and look at
+    # the run's stream meanwhile: no approval.required yet; once committed, it names the calls
+    # exactly as stored.
+    from devhost import LocalHost
+    from hosting.streams import StreamKey, stream_store_from_env
+
+    host = LocalHost(approvals_app, tmp_path / "devhost", project_dir=ROOT)
+    await host.start()
+    streams = stream_store_from_env()
+    try:
+        released = asyncio.Event()
+        api = await _held_pause(approvals_app, host, model, monkeypatch, "held", released.wait)
+        key = StreamKey("payer", "held", "held-1")
+        await asyncio.sleep(0.3)
+        last = await streams.last(key)
+        assert last is not None and last.type != "approval.required", last
+        released.set()
+
+        async def announced() -> Any:
+            for _ in range(200):
+                event = await streams.last(key)
+                if event is not None and event.type == "approval.required":
+                    return event
+                await asyncio.sleep(0.05)
+            raise AssertionError("approval.required was never published")
+
+        event = await announced()
+        stored = await api.get("/api/agents/payer/sessions/held")
+        approvals = stored.json()["state"]["data"]["activeTurn"]["approvals"]
+        assert event.data["approvals"] == approvals
+    finally:
+        await streams.aclose()
         await host.stop()

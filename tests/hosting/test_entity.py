@@ -32,7 +32,7 @@ def test_every_agent_has_an_entity_named_after_it(app: df.DFApp) -> None:
             "entityName": f"dafx-{agent}",
         }
     assert OPERATIONS == (
-        "run", "step", "cancel", "decide", "expire_approvals", "run_status",
+        "run", "step", "cancel", "decide", "expire_approvals", "announce_approvals", "run_status",
         "reset", "delete", "get", "expire", "archive_epoch",
     )
 

@@ -98,6 +98,7 @@ PINNED = {
         "Decision",
         "RunApprovals",
         "approvals_of",
+        "decided_event",
         "MAX_DISCARDED_RUNS",
         "MAX_REFUSED_BYTES",
         "REFUSED_MESSAGE",
