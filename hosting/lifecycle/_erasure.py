@@ -7,10 +7,12 @@ what there was, however often a step runs again:
 1. per hosted agent, `dafx_erasure_find_sessions` walks the user's sessions (the walk the export
    uses, hosting.client._owned) and answers, per session, its run ids, its archived chunks and its
    stream events (counted before anything is deleted);
-2. each session's entity gets `delete` twice, a batch at a time: the first empties it and leaves a
-   tombstone of its run ids, which still names the user (`data.userId`), so the second removes the
-   tombstone for good (hosting.stored._marks); then `dafx_erasure_forget_sessions` deletes the
-   sessions' chunks (every epoch) and their runs' stream events and claims;
+2. each session's entity gets `delete` (as an erasure: `{"erase": true}`) twice, a batch at a
+   time: the first empties it and leaves a tombstone of its run ids that names no user (no
+   `data.userId`: hosting.stored._marks), so those runs answer 410 `run_discarded`, not `pending`;
+   the second keeps that tombstone (an erasure replayed after an upgrade sends the same calls);
+   then `dafx_erasure_forget_sessions` deletes the sessions' chunks (every epoch) and their runs'
+   stream events and claims (steer runs' too: their ids live only on the messages they added);
 3. `dafx_erasure_find_memories` lists the ids of the user's memory items (every namespace), and
    `dafx_erasure_forget_memories` deletes them a batch at a time. Memory goes last: a turn of a
    session being erased could still remember something until the session is gone.
@@ -44,6 +46,8 @@ from ._names import ERASE_FIND_MEMORIES, ERASE_FIND_SESSIONS, ERASE_MEMORIES, ER
 
 log = logging.getLogger("hosting.lifecycle")
 
+ERASE_DELETE_KEY = "erase"
+"""In the `delete` operation's input (`{"erase": true}`): the tombstone it leaves names no user."""
 DELETE_BATCH = 20
 """Sessions deleted at once (entity calls in parallel), and their data in one activity."""
 MEMORY_BATCH = 100
@@ -78,9 +82,11 @@ def erasure_orchestrator(context: df.DurableOrchestrationContext) -> Generator[A
         for start in range(0, len(found), DELETE_BATCH):
             batch = found[start : start + DELETE_BATCH]
             entities = [df.EntityId(entity_name(agent), s["session"]) for s in batch]
-            # The first delete leaves a tombstone naming the user; the second removes it.
+            # The first delete leaves a tombstone of the runs' ids naming no user, so they still
+            # answer 410 `run_discarded`; the second finds that tombstone and keeps it.
+            erase = {ERASE_DELETE_KEY: True}
             for _ in range(2):
-                yield context.task_all([context.call_entity(e, "delete") for e in entities])
+                yield context.task_all([context.call_entity(e, "delete", erase) for e in entities])
             forget = {"agent": agent, "sessions": batch}
             yield context.call_activity_with_retry(ERASE_SESSION_DATA, RETRY, forget)
             receipt["sessions"][agent] += len(batch)
@@ -126,7 +132,8 @@ class Eraser:
         found: list[dict[str, Any]] = []
         async for owned in owned_sessions(client, agent, user):
             document = owned.document
-            runs = list(dict.fromkeys([*document.run_ids(), *document.discarded_ids, *document.refused_ids]))
+            known = [*document.run_ids(), *document.discarded_ids, *document.refused_ids]
+            runs = list(dict.fromkeys([*known, *document.steer_ids()]))
             chunks = await self.archive().store.list_paths(session_prefix(entity, owned.session_id))
             events = await self.events(agent, owned.session_id, runs)
             found.append(
@@ -157,8 +164,9 @@ class Eraser:
         agent = spec["agent"]
         for session in spec["sessions"]:
             await self.archive().forget(entity_name(agent), session["session"])
-            for run in session["run_ids"]:
-                key = StreamKey(agent, session["session"], run)
+            # The session's own key last: its latest claimed run (a run id, no user).
+            keys = [StreamKey(agent, session["session"], run) for run in session["run_ids"]]
+            for key in [*keys, StreamKey.interrupt(agent, session["session"])]:
                 await self.streams.discard(key)
                 await self.streams.release(key)
         return len(spec["sessions"])

@@ -256,6 +256,22 @@ class StoredDocument:
                 ids.append(cid)
         return ids
 
+    def steer_ids(self) -> list[str]:
+        """(1.7.0) The ids of the runs sent with `steer` that the state names: waiting in the turn in
+        progress, or marked (`steerCorrelationId`) on the messages they added to it or to a stored
+        response. They have no record of their own (a steer run is answered as the run it joined)."""
+        ids: list[JSON] = []
+        active = self.data.get("activeTurn")
+        if isinstance(active, dict):
+            steered = active.get("steered")
+            for item in steered if isinstance(steered, list) else []:
+                ids.append(item.get("correlationId") if isinstance(item, dict) else None)
+            progress = active.get("progress")
+            ids += _steer_marks(progress.get("messages") if isinstance(progress, dict) else None)
+        for entry in self.history:
+            ids += _steer_marks(entry.get("messages") if isinstance(entry, dict) else None)
+        return list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+
     def steered_into(self, correlation_id: str) -> str | None:
         """(1.7.0) The run a run sent with `steer` joined: the turn in progress, while its messages
         wait for the turn's next model step (`activeTurn.steered`), then the run whose stored
@@ -367,6 +383,12 @@ class StoredDocument:
             else:
                 data[keys[name]] = value
         return {**self.document, "data": data}
+
+
+def _steer_marks(messages: JSON) -> list[JSON]:
+    if not isinstance(messages, list):
+        return []
+    return [m.get(STEERED_BY) for m in messages if isinstance(m, dict) and STEERED_BY in m]
 
 
 def _marked(messages: JSON, correlation_id: str) -> bool:

@@ -5,6 +5,7 @@ in the middle of an erasure finishes it after a restart, and hostile input chang
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
 import uuid
@@ -29,7 +30,7 @@ from erasure_support import (
     turn,
 )
 
-from agents.testing import ModelServer, Reply
+from agents.testing import ModelRequest, ModelServer, Reply
 
 
 def _user(prefix: str) -> str:
@@ -220,3 +221,60 @@ async def test_kill_9_in_the_middle_of_an_erasure_then_restart_finishes_it(
         assert len(_sessions(await _export(client, u2))) == 1
     finally:
         host.stop()
+
+
+async def _erased_steered_session(client: Client, host: HostProcess, model: ModelServer) -> str:
+    """A session of a new user's with a turn and a steer run joined into it, then the user erased."""
+    user = _user("steerer")
+    session = "erased-" + uuid.uuid4().hex[:8]
+
+    async def handler(request: ModelRequest) -> Reply:
+        if request.last_user_text == "slow":
+            await asyncio.sleep(1.5)
+            return Reply.tool_call("get_weather", {"city": "Paris"})
+        return Reply.text("done")
+
+    model.handler = handler
+    run = "/api/agents/concierge/run"
+    first = {
+        "message": "slow", "session_id": session, "correlation_id": "slow-run", "wait_for_response": False
+    }
+    assert (await client.post(run, json_body=first, headers={PRINCIPAL: user})).status == 202
+
+    async def at_model() -> bool:
+        return bool(model.requests)
+
+    await eventually(at_model, "the turn's first model call")
+    steer = {
+        "message": "and Lyon", "session_id": session, "correlation_id": "steer-run",
+        "multitask_strategy": "steer",
+    }
+    steered = await client.post(run, json_body=steer, headers={PRINCIPAL: user})
+    assert steered.status == 200 and steered.json()["correlation_id"] == "slow-run", steered.body[:300]
+    assert stream_rows(host, [("concierge", session)])["claims"] >= 2  # the run's and the steer's
+    done = await receipt(client, await erase(client, user), user)
+    assert done["status"] == "completed", done
+    assert stored_sessions(host, user) == []  # not even a tombstone names them
+    return session
+
+
+async def test_an_erasure_leaves_no_claim_of_a_steer_run(
+    host: HostProcess, http: aiohttp.ClientSession, model: ModelServer
+) -> None:
+    client = Client(http, host.url)
+    session = await _erased_steered_session(client, host, model)
+    # The steer run's claim named the user; its id lived only on the messages it added.
+    assert stream_rows(host, [("concierge", session)]) == {"events": 0, "streams": 0, "claims": 0}
+
+
+async def test_an_erased_sessions_runs_answer_410_at_once(
+    host: HostProcess, http: aiohttp.ClientSession, model: ModelServer
+) -> None:
+    client = Client(http, host.url)
+    session = await _erased_steered_session(client, host, model)
+    for cid in ("slow-run", "steer-run"):
+        status = await client.get(f"/api/agents/concierge/sessions/{session}/runs/{cid}?wait=5")
+        assert status.status == 410 and status.json()["code"] == "run_discarded", (cid, status.body[:300])
+        assert status.elapsed < 2, status.elapsed
+    gone = await client.get(f"/api/agents/concierge/sessions/{session}")
+    assert gone.status == 404 and gone.json()["code"] == "session_not_found"
