@@ -177,10 +177,19 @@ class StoredDocument:
     def archived_run(self, correlation_id: str) -> ArchivedRun | None:
         """Where the archived run `correlation_id` is (its record in `data.archive.runs`), or None."""
         runs = self.archive.get("runs") if self.archive is not None else None
-        record = runs.get(correlation_id) if isinstance(runs, Mapping) else None
+        return self.archived_record(runs.get(correlation_id) if isinstance(runs, Mapping) else None)
+
+    @staticmethod
+    def archived_record(record: object) -> ArchivedRun | None:
+        """An archived run's record (`data.archive.runs`, or a chunk's `runs`: absolute indexes)."""
         if not isinstance(record, Mapping):
             return None
         return ArchivedRun(record["responseIndex"], record.get("requestIndex"), record.get("requestHash"))
+
+    def archived_runs_indexed(self) -> int:
+        """How many archived runs `data.archive.runs` indexes (it keeps the most recent ones)."""
+        runs = self.archive.get("runs") if self.archive is not None else None
+        return len(runs) if isinstance(runs, Mapping) else 0
 
     def counts(self) -> tuple[int, int]:
         """(entries in all, entries archived)."""
