@@ -21,6 +21,7 @@ run it is (its claim names the user).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -61,8 +62,8 @@ async def start_run(
     if earlier is not None:
         return False
     try:
-        await _note_latest(store, key)
-        await send()
+        # The note alongside the send: not one more round trip on the way to the first token.
+        await asyncio.gather(_note_latest(store, key), send())
     except BaseException:
         # Not sent: a retry must be able to send it.
         try:
