@@ -12,7 +12,8 @@ what there was, however often a step runs again:
    `data.userId`: hosting.stored._marks), so those runs answer 410 `run_discarded`, not `pending`;
    the second keeps that tombstone (an erasure replayed after an upgrade sends the same calls);
    then `dafx_erasure_forget_sessions` deletes the sessions' chunks (every epoch) and their runs'
-   stream events and claims (steer runs' too: their ids live only on the messages they added);
+   stream events and claims (steer runs' too: their ids live only on the messages they added, in
+   the state or in its archived chunks);
 3. `dafx_erasure_find_memories` lists the ids of the user's memory items (every namespace), and
    `dafx_erasure_forget_memories` deletes them a batch at a time. Memory goes last: a turn of a
    session being erased could still remember something until the session is gone.
@@ -36,11 +37,13 @@ from typing import Any
 import azure.durable_functions as df
 
 from agents.memory import MAX_LIST_LIMIT, MemoryCursor, MemoryStore, memory_store_from_env
+from state import HistoryUnavailable
 
 from .._ids import entity_name
-from ..archive import HistoryArchive, default_archive, session_prefix
+from ..archive import HistoryArchive, archived_chunks, default_archive, session_prefix
 from ..client._binding import DurableClient
 from ..client._owned import owned_sessions
+from ..stored import StoredDocument
 from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
 from ._names import ERASE_FIND_MEMORIES, ERASE_FIND_SESSIONS, ERASE_MEMORIES, ERASE_SESSION_DATA
 
@@ -133,7 +136,9 @@ class Eraser:
         async for owned in owned_sessions(client, agent, user):
             document = owned.document
             known = [*document.run_ids(), *document.discarded_ids, *document.refused_ids]
-            runs = list(dict.fromkeys([*known, *document.steer_ids()]))
+            archived = await self._archived_steers(entity, owned.session_id, document)
+            steered = [*document.steer_ids(), *archived]
+            runs = list(dict.fromkeys([*known, *(i for i in steered if isinstance(i, str))]))
             chunks = await self.archive().store.list_paths(session_prefix(entity, owned.session_id))
             events = await self.events(agent, owned.session_id, runs)
             found.append(
@@ -141,6 +146,18 @@ class Eraser:
             )
         log.info("erasure: %d session(s) of %s found", len(found), agent)
         return found
+
+    async def _archived_steers(self, entity: str, session: str, document: StoredDocument) -> list[Any]:
+        """The steer run ids on the archived entries' messages (a steer run's claim names its user
+        and outlives a turn archived soon after it). A chunk that cannot be read is deleted all
+        the same; its steer runs' claims then expire with the stream retention."""
+        ids: list[Any] = []
+        try:
+            async for chunk in archived_chunks(self.archive(), entity, session, document):
+                ids += StoredDocument.steer_marks(chunk.entries)
+        except HistoryUnavailable as error:
+            log.warning("erasure: the archive of %s@%s is not all readable: %s", entity, session, error)
+        return ids
 
     async def events(self, agent: str, session: str, runs: list[str]) -> int:
         """How many stream events the runs of a session have (a stream's events are numbered from

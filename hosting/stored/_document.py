@@ -20,7 +20,7 @@ one rule of who may see a session: its owner, or anyone when it has none.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -277,9 +277,16 @@ class StoredDocument:
                 ids.append(item.get("correlationId") if isinstance(item, dict) else None)
             progress = active.get("progress")
             ids += _steer_marks(progress.get("messages") if isinstance(progress, dict) else None)
-        for entry in self.history:
-            ids += _steer_marks(entry.get("messages") if isinstance(entry, dict) else None)
+        ids += self.steer_marks(self.history)
         return list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+
+    @staticmethod
+    def steer_marks(entries: Iterable[object]) -> list[JSON]:
+        """The steer run ids marked on the messages of history entries (the state's, a chunk's)."""
+        ids: list[JSON] = []
+        for entry in entries:
+            ids += _steer_marks(entry.get("messages") if isinstance(entry, Mapping) else None)
+        return ids
 
     def steered_into(self, correlation_id: str) -> str | None:
         """(1.7.0) The run a run sent with `steer` joined: the turn in progress, while its messages

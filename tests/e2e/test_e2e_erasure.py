@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -223,8 +224,11 @@ async def test_kill_9_in_the_middle_of_an_erasure_then_restart_finishes_it(
         host.stop()
 
 
-async def _erased_steered_session(client: Client, host: HostProcess, model: ModelServer) -> str:
-    """A session of a new user's with a turn and a steer run joined into it, then the user erased."""
+async def _erased_steered_session(
+    client: Client, host: HostProcess, model: ModelServer, archived: bool = False
+) -> str:
+    """A session of a new user's with a turn and a steer run joined into it (`archived`: then
+    enough turns after it that it went to the archive), then the user erased."""
     user = _user("steerer")
     session = "erased-" + uuid.uuid4().hex[:8]
 
@@ -252,6 +256,14 @@ async def _erased_steered_session(client: Client, host: HostProcess, model: Mode
     steered = await client.post(run, json_body=steer, headers={PRINCIPAL: user})
     assert steered.status == 200 and steered.json()["correlation_id"] == "slow-run", steered.body[:300]
     assert stream_rows(host, [("concierge", session)])["claims"] >= 2  # the run's and the steer's
+    if archived:
+        for i in range(6):
+            later = {"message": f"later {i} " + "y" * 1500, "session_id": session}
+            assert (await client.post(run, json_body=later, headers={PRINCIPAL: user})).status == 200
+        query = "SELECT state FROM entity_states WHERE key = ? AND state IS NOT NULL"
+        with sqlite3.connect(host.data_dir / "devhost.db") as db:
+            (state,) = db.execute(query, (session,)).fetchone()
+        assert "steer-run" not in state  # its mark is on an archived message only
     done = await receipt(client, await erase(client, user), user)
     assert done["status"] == "completed", done
     assert stored_sessions(host, user) == []  # not even a tombstone names them
@@ -264,6 +276,14 @@ async def test_an_erasure_leaves_no_claim_of_a_steer_run(
     client = Client(http, host.url)
     session = await _erased_steered_session(client, host, model)
     # The steer run's claim named the user; its id lived only on the messages it added.
+    assert stream_rows(host, [("concierge", session)]) == {"events": 0, "streams": 0, "claims": 0}
+
+
+async def test_an_erasure_leaves_no_claim_of_an_archived_steer_run(
+    host: HostProcess, http: aiohttp.ClientSession, model: ModelServer
+) -> None:
+    client = Client(http, host.url)
+    session = await _erased_steered_session(client, host, model, archived=True)
     assert stream_rows(host, [("concierge", session)]) == {"events": 0, "streams": 0, "claims": 0}
 
 
