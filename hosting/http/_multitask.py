@@ -47,9 +47,13 @@ async def busy_session(store: StreamStore, call: RunCall, snapshot: Snapshot) ->
         flying = await latest_run(store, call.agent, call.session_id)
         if flying is not None and flying[0].correlation_id != call.correlation_id:
             key, claim = flying
-            if not snapshot.exists and claimed_user(claim.request_hash)[1] not in (None, call.user_id):
+            owner = claimed_user(claim.request_hash)[1]
+            if not snapshot.exists and owner not in (None, call.user_id):
                 raise no_session(call.agent, call.session_id)
-            if not (snapshot.exists and _finished(snapshot, key.correlation_id)):
+            # A stored session's own runs only: another user's run sent to it was refused by the
+            # entity, its claim left behind.
+            own = not snapshot.exists or snapshot.stored.visible_to(owner)
+            if own and not (snapshot.exists and _finished(snapshot, key.correlation_id)):
                 others = [key.correlation_id]
     if others and call.multitask_strategy == "reject":
         raise ProblemError(

@@ -98,3 +98,19 @@ async def test_another_users_cancel_and_status_of_a_first_turn_are_404(
     # Once stored, the session's owner decides: still 404 to them.
     after = await sclient.get(run + _as(intruder))
     assert after.status == 404, after.body
+
+
+async def test_another_users_refused_run_leaves_no_busy_session_behind(
+    sclient: Client, model: ModelServer
+) -> None:
+    # Bob's run, sent while alice's first turn was pending, is refused by the entity once her
+    # session is stored; its claim stays in the store, yet it is no run of her session.
+    session = _sid()
+    await _first_turn_running(sclient, model, session, "alice")
+    body = {"message": "mine now", "session_id": session, "user_id": "bob", "wait_for_response": False}
+    assert (await sclient.post(RUN, json_body=body)).status in (202, 404)
+    done = await sclient.get(f"/api/agents/{AGENT}/sessions/{session}/runs/first?wait=20&user_id=alice")
+    assert done.json()["status"] == "succeeded", done.body
+    free = await sclient.run(AGENT, "now", session, user_id="alice", multitask_strategy="reject")
+    assert free.status == 200 and free.json()["response"]["text"] == "later", free.body
+    assert not any(r.last_user_text == "mine now" for r in model.requests)
