@@ -5,7 +5,7 @@ Blob Storage), the entity's archiving and the readers of long histories. See doc
 from ._azure import AzureBlobChunkStore, BlobConnection
 from ._default import default_archive
 from ._history import CRASH_ENV, HistoryArchive, SessionHistory
-from ._pages import CURSOR_PATTERN, Cursor, Page, archived_run, history_page
+from ._pages import CURSOR_PATTERN, Cursor, Page, archived_chunks, archived_run, history_page
 from ._settings import policy_from_env, store_from_env
 from ._store import ChunkStore, FileChunkStore, chunk_path, epoch_prefix, session_prefix
 
@@ -20,6 +20,7 @@ __all__ = [
     "HistoryArchive",
     "Page",
     "SessionHistory",
+    "archived_chunks",
     "archived_run",
     "chunk_path",
     "default_archive",

@@ -88,17 +88,45 @@ async def archived_run(
     document: StoredDocument,
     correlation_id: str,
 ) -> StoredRun | None:
-    """A finished run whose entries were archived (its record is among the state's archived
-    runs), read from its chunks; None when the state has no record of it."""
-    record = document.archived_run(correlation_id)
-    if record is None or document.archive is None:
-        return None
+    """A finished run whose entries were archived, read from its chunks: its record is among the
+    state's archived runs, or (once that index is full: it keeps the most recent runs) in the
+    chunk that holds its entries; None when neither has it."""
     state_archive = document.archive
+    if state_archive is None:
+        return None
+    record = document.archived_run(correlation_id)
+    if record is None and document.archived_runs_indexed() >= archive.policy.max_archived_runs:
+        chained = await _chained_record(archive, entity, key, state_archive, correlation_id)
+        record = StoredDocument.archived_record(chained)
+    if record is None:
+        return None
     response = await _archived_entry(archive, entity, key, state_archive, record.response_index)
     request = None
     if record.request_index is not None:
         request = dict(await _archived_entry(archive, entity, key, state_archive, record.request_index))
     return StoredRun(correlation_id, request, dict(response), record.request_hash)
+
+
+async def _chained_record(
+    archive: HistoryArchive, entity: str, key: str, state_archive: Mapping[str, Any], correlation_id: str
+) -> Mapping[str, Any] | None:
+    """The record of an archived run the state's index no longer keeps, from the chunk holding
+    its entries (each chunk records its own runs), walking the chain back from the newest chunk
+    (chunks are cached; a missing one raises `state.HistoryUnavailable`)."""
+    refs = state_archive.get("chunks")
+    if not isinstance(refs, list) or not refs:
+        return None
+    epoch = state_archive["epoch"]
+    ref: ChunkRef | None = ChunkRef.from_json(refs[-1])
+    while ref is not None:
+        chunk = await archive.chunk(entity, key, epoch, ref)
+        record = chunk.runs.get(correlation_id)
+        if isinstance(record, Mapping):
+            return record
+        if chunk.previous is not None and chunk.previous.first >= chunk.ref.first:
+            raise HistoryUnavailable(chunk.ref.name, "the chain of chunks does not go back")
+        ref = chunk.previous
+    return None
 
 
 async def _archived_entry(

@@ -15,8 +15,10 @@ async def find_archived_run(
     archive: HistoryArchive | None = None,
 ) -> StoredRun | None:
     """A finished run of the session whose entries were archived, or None. Raises
-    `state.HistoryUnavailable` when its chunk cannot be read."""
-    if not document.is_archived_run(correlation_id):
+    `state.HistoryUnavailable` when its chunk cannot be read. A run the state shows queued or in
+    progress was not archived; any other may have been, even once the state's index of archived
+    runs no longer keeps it (hosting.archive `archived_run` then reads the chunks)."""
+    if document.archive is None or correlation_id in document.waiting_ids():
         return None
     store = archive or default_archive()
     return await archived_run(store, entity_name(agent), session_id, document, correlation_id)

@@ -177,7 +177,8 @@ class AgentEntity(TurnApprovals, TurnSteps):
             self._reset(context)
             context.set_result({"epoch": epoch})
         elif operation == "delete":
-            delete(context)  # leaves a tombstone of the discarded run ids (hosting.stored)
+            # Leaves a tombstone of the discarded run ids (hosting.stored); a user's erasure's names no user.
+            delete(context, operation_input(context))
         elif operation == "expire":
             capture = wants_session_end(self.agent.context_providers)
             expire(context, self.name, self.agent.name, capture=capture)

@@ -13,6 +13,7 @@ from agents import ended_session
 from state import AgentState, StateError, archive_info
 
 from ..lifecycle._approval_expiry import approval_timeout, approvals_due
+from ..lifecycle._erasure import ERASE_DELETE_KEY
 from ..lifecycle._ttl import due_at, now_iso, ttl_for
 from ..stored import StoredDocument, UnreadableTurn, active_turn, tombstone_text
 from ._context import EntityContext, cache_load, load, store_text, stored_text
@@ -58,11 +59,13 @@ def _stored_document(context: EntityContext) -> StoredDocument | None:
         return StoredDocument.parse(text)
 
 
-def delete(context: EntityContext) -> None:
+def delete(context: EntityContext, spec: object = None) -> None:
     """Delete the session: answer `{"epoch"}` of the archive left behind, and leave a tombstone
-    of the discarded run ids (hosting.stored), or nothing when there is nothing to remember."""
+    of the discarded run ids (hosting.stored), or nothing when there is nothing to remember.
+    `spec` `{"erase": true}`: a user's erasure, whose tombstone names no user."""
+    erase = isinstance(spec, dict) and spec.get(ERASE_DELETE_KEY) is True
     context.set_result({"epoch": archive_epoch(context)})
-    tombstone = tombstone_text(_stored_document(context), now_iso())
+    tombstone = tombstone_text(_stored_document(context), now_iso(), erase=erase)
     cache_load(context, None)
     if tombstone is None:
         # destruct_on_exit after set_result: set_result would mark the entity as existing.

@@ -29,7 +29,7 @@ from .._settings import ApiSettings
 from ..client._binding import DurableClient
 from ..client._outcome import RunOutcome
 from ..client._pacing import read_pacer
-from ..client._read import checked_state, state_problem
+from ..client._read import checked_state, read_session, state_problem
 from ..client._submit import Submission, Submitter
 from ..client._waiting import wait_for_run
 from ..lifecycle._approval_expiry import start_approval_expiry
@@ -44,7 +44,7 @@ from ._answers import Answers, approval_body
 from ._approvals import decide_approval
 from ._cancel import cancel_run
 from ._history import with_history
-from ._lookup import existing_session, hosted_agent
+from ._lookup import claimed_by_other, existing_session, hosted_agent
 from ._models import (
     AgentInfo,
     AgentsBody,
@@ -191,7 +191,7 @@ class Api:
         self._refuse(prepared.outcome, agent.name, call.session_id, call.correlation_id)
         done = prepared.outcome.run
         if done is None:
-            await busy_session(call, prepared.snapshot)
+            await busy_session(self.streams.store, call, prepared.snapshot)
         if done is not None:
             if streams is not None:  # a retry attaches to the finished run's stream
                 return await streams.open(client, key, after, prepared.snapshot)
@@ -269,9 +269,17 @@ class Api:
         )
         wait = self._wait_param(req)
         user = caller_user(req)
+        entity_id = df.EntityId(entity_name(agent.name), session_id)
+        key = StreamKey(agent.name, session_id, correlation_id)
+        if await claimed_by_other(self.streams.store, key, user):
+            # Another user's run: theirs alone while their session is not stored (once it is, its
+            # owner decides, below).
+            snapshot = await read_session(client, entity_id)
+            if not (snapshot.exists or snapshot.deleted):
+                raise no_session(agent.name, session_id)
         outcome = await wait_for_run(
             client,
-            df.EntityId(entity_name(agent.name), session_id),
+            entity_id,
             agent=agent.name,
             session_id=session_id,
             correlation_id=correlation_id,

@@ -25,7 +25,7 @@ from ..client._read import read_session
 from ..client._waiting import snapshot_outcome
 from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
 from ._answers import Answers, is_cancelled
-from ._lookup import hosted_agent
+from ._lookup import claimed_by_other, hosted_agent
 from ._models import RunActionBody
 from ._problems import json_response
 from ._refusals import no_session
@@ -62,6 +62,9 @@ async def cancel_run(
         snapshot, agent=agent.name, session_id=session_id, correlation_id=correlation_id, user=user
     )
     refuse(outcome, agent.name, session_id, correlation_id)  # hidden, unreadable, discarded, archived
+    key = StreamKey(agent.name, session_id, correlation_id)
+    if not (snapshot.exists or snapshot.deleted) and await claimed_by_other(store, key, user):
+        raise no_session(agent.name, session_id)  # another user's first turn: theirs alone
     location = answers.run_location(agent.name, session_id, correlation_id)
     if outcome.run is not None:
         if not is_cancelled(outcome.run.result()):
@@ -71,7 +74,6 @@ async def cancel_run(
                 location=location,
             )
         return _answer(agent.name, session_id, correlation_id, "cancelled", location)
-    key = StreamKey(agent.name, session_id, correlation_id)
     # A turn's first step is stored only when it ends: until then its stream says it was sent.
     known = snapshot.exists and correlation_id in stored.waiting_ids()
     if not known and not await _streamed(store, key):

@@ -1,5 +1,6 @@
 """What every agent route looks up first: the hosted agent its `{agent}` names, and for session
-routes the session itself (404 when there is none)."""
+routes the session itself (404 when there is none); for run routes, the owner a pending run's
+claim names (404 for another user's, as their session is once stored)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from agents import Agent
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from ..client._read import DurableClient, Snapshot, read_session
+from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
 from ._refusals import no_session
 from ._requests import check_id
-from ._users import caller_user
+from ._users import caller_user, claimed_user
 
 
 def hosted_agent(agents: Mapping[str, Agent], req: func.HttpRequest) -> Agent:
@@ -44,3 +46,18 @@ async def existing_session(
     if not snapshot.exists or not snapshot.stored.visible_to(user):
         raise no_session(agent.name, session_id)
     return agent, session_id, entity_id, snapshot
+
+
+async def claimed_by_other(store: StreamStore, key: StreamKey, user: str | None) -> bool | None:
+    """Whether the run's claim in the stream store names another user than `user` (before its
+    session is stored, the claim is what knows whose run it is: hosting.http._users
+    `claim_identity`; a run of no one in particular is everyone's); None when it has no claim, or
+    the store cannot tell (the stored session's owner is checked all the same)."""
+    try:
+        claim = await store.claimed(key)
+    except StreamStoreUnavailable:
+        return None
+    if claim is None:
+        return None
+    owner = claimed_user(claim.request_hash)[1]
+    return owner is not None and owner != user

@@ -47,11 +47,11 @@ from ..streams._store import (
     seconds_from_env,
 )
 from ._answers import Answers
-from ._lookup import hosted_agent
+from ._lookup import claimed_by_other, hosted_agent
 from ._problems import problem_response
 from ._refusals import discarded_problem, history_unavailable, no_session, unreadable
 from ._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
-from ._users import caller_user, claimed_user
+from ._users import caller_user
 
 log = logging.getLogger("hosting.streams")
 
@@ -329,11 +329,10 @@ class RunStreams:
         """404 for another user's pending first run: its session is not stored yet, so its
         claim (hosting.http._users.claim_identity) is what knows the user; a claim gone since
         means the session is stored now, whose owner is checked instead."""
-        claim = await self.store.claimed(key)
-        if claim is not None:
-            owner = claimed_user(claim.request_hash)[1]
-            if owner is not None and owner != user:  # a run of no one in particular is everyone's
-                raise no_session(key.agent, key.session_id)
+        other = await claimed_by_other(self.store, key, user)
+        if other:
+            raise no_session(key.agent, key.session_id)
+        if other is not None:
             return
         snapshot = await read_session(client, df.EntityId(entity_name(key.agent), key.session_id))
         if (snapshot.exists or snapshot.deleted) and not snapshot.stored.visible_to(user):

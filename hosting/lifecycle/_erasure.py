@@ -7,14 +7,16 @@ what there was, however often a step runs again:
 1. per hosted agent, `dafx_erasure_find_sessions` walks the user's sessions (the walk the export
    uses, hosting.client._owned) and answers, per session, its run ids, its archived chunks and its
    stream events (counted before anything is deleted);
-2. each session's entity gets `delete` twice, a batch at a time: the first empties it and leaves a
-   tombstone of its run ids, which still names the user (`data.userId`), so the second removes the
-   tombstone for good (hosting.stored._marks); then `dafx_erasure_forget_sessions` terminates the
-   sessions' pending approval expiries (which would signal them later), and deletes the
-   sessions' chunks (every epoch) and their runs' stream events and claims. A signal that still
-   reaches a deleted session (an expiry that fired first, a waiting orchestration's read)
-   creates nothing: an entity operation that stores nothing leaves no entity
-   (hosting.entity._entity);
+2. each session's entity gets `delete` (as an erasure: `{"erase": true}`) twice, a batch at a
+   time: the first empties it and leaves a tombstone of its run ids that names no user (no
+   `data.userId`: hosting.stored._marks), so those runs answer 410 `run_discarded`, not `pending`;
+   the second keeps that tombstone (an erasure replayed after an upgrade sends the same calls);
+   then `dafx_erasure_forget_sessions` terminates the sessions' pending approval expiries (which
+   would signal them later), and deletes the sessions' chunks (every epoch) and their runs'
+   stream events and claims (steer runs' too: their ids live only on the messages they added, in
+   the state or in its archived chunks). A signal that still reaches an erased session (an expiry
+   that fired first, a waiting orchestration's read) creates nothing: an entity operation that
+   stores nothing leaves no entity (hosting.entity._entity);
 3. `dafx_erasure_find_memories` lists the ids of the user's memory items (every namespace), and
    `dafx_erasure_forget_memories` deletes them a batch at a time. Memory goes last: a turn of a
    session being erased could still remember something until the session is gone.
@@ -38,17 +40,21 @@ from typing import Any
 import azure.durable_functions as df
 
 from agents.memory import MAX_LIST_LIMIT, MemoryCursor, MemoryStore, memory_store_from_env
+from state import HistoryUnavailable
 
 from .._ids import entity_name
-from ..archive import HistoryArchive, default_archive, session_prefix
+from ..archive import HistoryArchive, archived_chunks, default_archive, session_prefix
 from ..client._binding import DurableClient
 from ..client._owned import owned_sessions
+from ..stored import StoredDocument
 from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
 from ._approval_expiry import approval_expiries, stop_approval_expiries
 from ._names import ERASE_FIND_MEMORIES, ERASE_FIND_SESSIONS, ERASE_MEMORIES, ERASE_SESSION_DATA
 
 log = logging.getLogger("hosting.lifecycle")
 
+ERASE_DELETE_KEY = "erase"
+"""In the `delete` operation's input (`{"erase": true}`): the tombstone it leaves names no user."""
 DELETE_BATCH = 20
 """Sessions deleted at once (entity calls in parallel), and their data in one activity."""
 MEMORY_BATCH = 100
@@ -83,9 +89,11 @@ def erasure_orchestrator(context: df.DurableOrchestrationContext) -> Generator[A
         for start in range(0, len(found), DELETE_BATCH):
             batch = found[start : start + DELETE_BATCH]
             entities = [df.EntityId(entity_name(agent), s["session"]) for s in batch]
-            # The first delete leaves a tombstone naming the user; the second removes it.
+            # The first delete leaves a tombstone of the runs' ids naming no user, so they still
+            # answer 410 `run_discarded`; the second finds that tombstone and keeps it.
+            erase = {ERASE_DELETE_KEY: True}
             for _ in range(2):
-                yield context.task_all([context.call_entity(e, "delete") for e in entities])
+                yield context.task_all([context.call_entity(e, "delete", erase) for e in entities])
             forget = {"agent": agent, "sessions": batch}
             yield context.call_activity_with_retry(ERASE_SESSION_DATA, RETRY, forget)
             receipt["sessions"][agent] += len(batch)
@@ -131,7 +139,10 @@ class Eraser:
         found: list[dict[str, Any]] = []
         async for owned in owned_sessions(client, agent, user):
             document = owned.document
-            runs = list(dict.fromkeys([*document.run_ids(), *document.discarded_ids, *document.refused_ids]))
+            known = [*document.run_ids(), *document.discarded_ids, *document.refused_ids]
+            archived = await self._archived_steers(entity, owned.session_id, document)
+            steered = [*document.steer_ids(), *archived]
+            runs = list(dict.fromkeys([*known, *(i for i in steered if isinstance(i, str))]))
             chunks = await self.archive().store.list_paths(session_prefix(entity, owned.session_id))
             events = await self.events(agent, owned.session_id, runs)
             expiries = approval_expiries(agent, owned.session_id, document)
@@ -143,6 +154,18 @@ class Eraser:
             )
         log.info("erasure: %d session(s) of %s found", len(found), agent)
         return found
+
+    async def _archived_steers(self, entity: str, session: str, document: StoredDocument) -> list[Any]:
+        """The steer run ids on the archived entries' messages (a steer run's claim names its user
+        and outlives a turn archived soon after it). A chunk that cannot be read is deleted all
+        the same; its steer runs' claims then expire with the stream retention."""
+        ids: list[Any] = []
+        try:
+            async for chunk in archived_chunks(self.archive(), entity, session, document):
+                ids += StoredDocument.steer_marks(chunk.entries)
+        except HistoryUnavailable as error:
+            log.warning("erasure: the archive of %s@%s is not all readable: %s", entity, session, error)
+        return ids
 
     async def events(self, agent: str, session: str, runs: list[str]) -> int:
         """How many stream events the runs of a session have (a stream's events are numbered from
@@ -172,8 +195,9 @@ class Eraser:
         agent = spec["agent"]
         for session in spec["sessions"]:
             await self.archive().forget(entity_name(agent), session["session"])
-            for run in session["run_ids"]:
-                key = StreamKey(agent, session["session"], run)
+            # The session's own key last: its latest claimed run (a run id, no user).
+            keys = [StreamKey(agent, session["session"], run) for run in session["run_ids"]]
+            for key in [*keys, StreamKey.interrupt(agent, session["session"])]:
                 await self.streams.discard(key)
                 await self.streams.release(key)
         return len(spec["sessions"])

@@ -20,7 +20,7 @@ one rule of who may see a session: its owner, or anyone when it has none.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -195,10 +195,19 @@ class StoredDocument:
     def archived_run(self, correlation_id: str) -> ArchivedRun | None:
         """Where the archived run `correlation_id` is (its record in `data.archive.runs`), or None."""
         runs = self.archive.get("runs") if self.archive is not None else None
-        record = runs.get(correlation_id) if isinstance(runs, Mapping) else None
+        return self.archived_record(runs.get(correlation_id) if isinstance(runs, Mapping) else None)
+
+    @staticmethod
+    def archived_record(record: object) -> ArchivedRun | None:
+        """An archived run's record (`data.archive.runs`, or a chunk's `runs`: absolute indexes)."""
         if not isinstance(record, Mapping):
             return None
         return ArchivedRun(record["responseIndex"], record.get("requestIndex"), record.get("requestHash"))
+
+    def archived_runs_indexed(self) -> int:
+        """How many archived runs `data.archive.runs` indexes (it keeps the most recent ones)."""
+        runs = self.archive.get("runs") if self.archive is not None else None
+        return len(runs) if isinstance(runs, Mapping) else 0
 
     def counts(self) -> tuple[int, int]:
         """(entries in all, entries archived)."""
@@ -289,6 +298,29 @@ class StoredDocument:
             else:
                 runs.append(WaitingRun(cid, messages, None, True))
         return runs
+
+    def steer_ids(self) -> list[str]:
+        """(1.7.0) The ids of the runs sent with `steer` that the state names: waiting in the turn in
+        progress, or marked (`steerCorrelationId`) on the messages they added to it or to a stored
+        response. They have no record of their own (a steer run is answered as the run it joined)."""
+        ids: list[JSON] = []
+        active = self.data.get("activeTurn")
+        if isinstance(active, dict):
+            steered = active.get("steered")
+            for item in steered if isinstance(steered, list) else []:
+                ids.append(item.get("correlationId") if isinstance(item, dict) else None)
+            progress = active.get("progress")
+            ids += _steer_marks(progress.get("messages") if isinstance(progress, dict) else None)
+        ids += self.steer_marks(self.history)
+        return list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+
+    @staticmethod
+    def steer_marks(entries: Iterable[object]) -> list[JSON]:
+        """The steer run ids marked on the messages of history entries (the state's, a chunk's)."""
+        ids: list[JSON] = []
+        for entry in entries:
+            ids += _steer_marks(entry.get("messages") if isinstance(entry, Mapping) else None)
+        return ids
 
     def steered_into(self, correlation_id: str) -> str | None:
         """(1.7.0) The run a run sent with `steer` joined: the turn in progress, while its messages
@@ -401,6 +433,12 @@ class StoredDocument:
             else:
                 data[keys[name]] = value
         return {**self.document, "data": data}
+
+
+def _steer_marks(messages: JSON) -> list[JSON]:
+    if not isinstance(messages, list):
+        return []
+    return [m.get(STEERED_BY) for m in messages if isinstance(m, dict) and STEERED_BY in m]
 
 
 def _marked(messages: JSON, correlation_id: str) -> bool:

@@ -58,17 +58,21 @@ def reset_text(old: StoredDocument | None, fresh_state: AgentState) -> str:
     if old is None:
         return fresh
     remembered = old.discarded_ids
-    remembered += [i for i in old.run_ids() if i not in remembered]
+    # Steer runs too: answered as the run they joined, they would read `pending` once it is gone.
+    remembered += [i for i in dict.fromkeys([*old.run_ids(), *old.steer_ids()]) if i not in remembered]
     if not remembered:
         return fresh
     document = StoredDocument.of_state(fresh_state)
     return compact_json(document.marked(discarded=remembered[-MAX_DISCARDED_RUNS:]))
 
 
-def tombstone_text(old: StoredDocument | None, now: str) -> str | None:
+def tombstone_text(old: StoredDocument | None, now: str, *, erase: bool = False) -> str | None:
     """The state a delete leaves (`now`: RFC 3339), or None when there is nothing to remember:
     no state, an unreadable one, a tombstone already (a second delete removes it for good), or
-    no runs at all."""
+    no runs at all. `erase` (a user's erasure): the tombstone names no user, so its runs still
+    answer 410 and nothing in it is the user's; a tombstone is then kept, without its owner."""
+    if erase and old is not None and old.is_tombstone:
+        return compact_json(old.marked(owner=None))
     if old is None or old.is_tombstone:
         return None
     fresh = AgentState.new()
@@ -79,6 +83,8 @@ def tombstone_text(old: StoredDocument | None, now: str) -> str | None:
         return None  # not a state's shape: the documented way out removes it all
     if cleared is None or not cleared.discarded_ids:
         return None
+    if erase:
+        return compact_json(cleared.marked(deleted_at=now, owner=None))
     return compact_json(cleared.marked(deleted_at=now))
 
 

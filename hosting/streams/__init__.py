@@ -7,7 +7,7 @@ settings.
 
 from typing import TYPE_CHECKING, Any
 
-from ._admission import start_run
+from ._admission import latest_run, start_run
 from ._publisher import RunCancelled, RunEvents
 from ._settings import (
     PATH_ENV,
@@ -65,6 +65,7 @@ __all__ = [
     "StreamStore",
     "StreamStoreUnavailable",
     "default_stream_path",
+    "latest_run",
     "retention_from_env",
     "start_run",
     "stream_store_from_env",

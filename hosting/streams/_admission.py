@@ -12,10 +12,16 @@ The claim never decides alone whether a turn runs: the entity answers a correlat
 stored from its state and runs a turn once. So a claim with no event yet (its turn may never have
 been sent: the host died between the claim and the signal) is sent again, and a store that cannot
 be reached stops only the callers that read the stream: the others send without a claim.
+
+Each run claimed also becomes its session's latest claimed run (`latest_run`), a record of the
+session's own (no user named in it): what the edge reads to learn that a run of the session is in
+flight before the stored state can show it (a turn's first step is stored when it ends), and whose
+run it is (its claim names the user).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -56,7 +62,8 @@ async def start_run(
     if earlier is not None:
         return False
     try:
-        await send()
+        # The note alongside the send: not one more round trip on the way to the first token.
+        await asyncio.gather(_note_latest(store, key), send())
     except BaseException:
         # Not sent: a retry must be able to send it.
         try:
@@ -99,3 +106,34 @@ async def _claim(
         # correlation id once and answers a repeat from its state.
         return None
     return earlier
+
+
+def _latest_key(agent: str, session_id: str) -> StreamKey:
+    # The session's own key (no run has the empty id); in the claims, apart from its interrupt mark.
+    return StreamKey.interrupt(agent, session_id)
+
+
+async def _note_latest(store: StreamStore, key: StreamKey) -> None:
+    """Record `key`'s run as its session's latest claimed run (a hint: never fails the run)."""
+    try:
+        await store.claim(
+            _latest_key(key.agent, key.session_id), RunClaim(key.correlation_id, live=False), replace=True
+        )
+    except Exception:
+        log.warning("run %s: could not be noted as its session's latest run", key, exc_info=True)
+
+
+async def latest_run(store: StreamStore, agent: str, session_id: str) -> tuple[StreamKey, RunClaim] | None:
+    """The session's latest claimed run and its claim while the run is in flight (claimed, and its
+    stream not closed); None when there is none, or the store cannot tell."""
+    try:
+        latest = await store.claimed(_latest_key(agent, session_id))
+        if latest is None or not latest.request_hash:
+            return None
+        key = StreamKey(agent, session_id, latest.request_hash)
+        claim, last = await store.opening(key)
+    except StreamStoreUnavailable:
+        return None
+    if claim is None or (last is not None and last.terminal):
+        return None
+    return key, claim

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -31,7 +32,7 @@ from erasure_support import (
     turn,
 )
 
-from agents.testing import ModelServer, Reply
+from agents.testing import ModelRequest, ModelServer, Reply
 
 WEBHOOKS = "/runtime/webhooks/durabletask"
 """The Durable extension's HTTP API, which the host serves as Azure does."""
@@ -228,12 +229,27 @@ async def test_kill_9_in_the_middle_of_an_erasure_then_restart_finishes_it(
         host.stop()
 
 
+def assert_only_a_tombstone(host: HostProcess, session: str, user: str) -> bool:
+    """The erased session's rows: none, or the erasure's tombstone (never a `null` state, nothing
+    naming the user)."""
+    rows = session_rows(host, "concierge", session)
+    assert len(rows) <= 1, rows
+    for (state,) in rows:
+        assert state is not None and user not in state, state
+        document = json.loads(state)
+        if isinstance(document, str):  # the entity's state as its text
+            document = json.loads(document)
+        assert document["data"].get("deletedAt") and not document["data"].get("conversationHistory"), state
+    return True
+
+
 async def test_erasing_a_user_whose_run_awaits_approval_leaves_no_session_behind(
     tmp_path: pathlib.Path, model: ModelServer, http: aiohttp.ClientSession
 ) -> None:
     """The adversarial steps: a user's run waits for a decision (its expiry has started), the
     user is erased, then the approval's expiry comes due. The session must stay gone: no entity
-    (not even one whose state is `null`), not in the sessions list, a 404 to read."""
+    (not even one whose state is `null`) but the erasure's tombstone, which names no one; not in
+    the sessions list, a 404 to read."""
     data = tmp_path / "data"
     env = {**erasure_env(data), "DURABLE_AGENTS_APPROVAL_TIMEOUT_SECONDS": "4"}
     host = HostProcess(data, model.base_url, tmp_path / "host.log", extra_env=env).start()
@@ -248,14 +264,14 @@ async def test_erasing_a_user_whose_run_awaits_approval_leaves_no_session_behind
         session = body["session_id"]
         done = await receipt(client, await erase(client, user), user)
         assert done["status"] == "completed" and done["sessions"]["concierge"] == 1, done
-        assert session_rows(host, "concierge", session) == []
+        assert_only_a_tombstone(host, session, user)
         # The erasure stopped the approval's expiry, which would have signalled the session.
         run = answer.json()["correlation_id"]
         expiry = await client.get(f"{WEBHOOKS}/instances/dafx-approval-concierge-{session}-1-{run}")
         assert expiry.json()["runtimeStatus"] == "Terminated", expiry.body[:300]
         # Past the approval's due time, with time for its expiry to run.
         await asyncio.sleep(7)
-        assert session_rows(host, "concierge", session) == [], host.log()[-3000:]
+        assert_only_a_tombstone(host, session, user), host.log()[-3000:]
         read = await client.get(f"/api/agents/concierge/sessions/{session}", headers={PRINCIPAL: user})
         assert read.status == 404, read.body[:300]
         listed = await client.get("/api/agents/concierge/sessions", headers={PRINCIPAL: user})
@@ -274,6 +290,82 @@ async def test_erasing_a_user_whose_run_awaits_approval_leaves_no_session_behind
             return f"key={session} op=run_status correlation=" in host.log()
 
         await eventually(both_ran, "the signals to the deleted session running")
-        assert session_rows(host, "concierge", session) == []
+        assert_only_a_tombstone(host, session, user)
     finally:
         host.stop()
+
+
+async def _erased_steered_session(
+    client: Client, host: HostProcess, model: ModelServer, archived: bool = False
+) -> str:
+    """A session of a new user's with a turn and a steer run joined into it (`archived`: then
+    enough turns after it that it went to the archive), then the user erased."""
+    user = _user("steerer")
+    session = "erased-" + uuid.uuid4().hex[:8]
+
+    async def handler(request: ModelRequest) -> Reply:
+        if request.last_user_text == "slow":
+            await asyncio.sleep(1.5)
+            return Reply.tool_call("get_weather", {"city": "Paris"})
+        return Reply.text("done")
+
+    model.handler = handler
+    run = "/api/agents/concierge/run"
+    first = {
+        "message": "slow", "session_id": session, "correlation_id": "slow-run", "wait_for_response": False
+    }
+    assert (await client.post(run, json_body=first, headers={PRINCIPAL: user})).status == 202
+
+    async def at_model() -> bool:
+        return bool(model.requests)
+
+    await eventually(at_model, "the turn's first model call")
+    steer = {
+        "message": "and Lyon", "session_id": session, "correlation_id": "steer-run",
+        "multitask_strategy": "steer",
+    }
+    steered = await client.post(run, json_body=steer, headers={PRINCIPAL: user})
+    assert steered.status == 200 and steered.json()["correlation_id"] == "slow-run", steered.body[:300]
+    assert stream_rows(host, [("concierge", session)])["claims"] >= 2  # the run's and the steer's
+    if archived:
+        for i in range(6):
+            later = {"message": f"later {i} " + "y" * 1500, "session_id": session}
+            assert (await client.post(run, json_body=later, headers={PRINCIPAL: user})).status == 200
+        query = "SELECT state FROM entity_states WHERE key = ? AND state IS NOT NULL"
+        with sqlite3.connect(host.data_dir / "devhost.db") as db:
+            (state,) = db.execute(query, (session,)).fetchone()
+        assert "steer-run" not in state  # its mark is on an archived message only
+    done = await receipt(client, await erase(client, user), user)
+    assert done["status"] == "completed", done
+    assert stored_sessions(host, user) == []  # not even a tombstone names them
+    return session
+
+
+async def test_an_erasure_leaves_no_claim_of_a_steer_run(
+    host: HostProcess, http: aiohttp.ClientSession, model: ModelServer
+) -> None:
+    client = Client(http, host.url)
+    session = await _erased_steered_session(client, host, model)
+    # The steer run's claim named the user; its id lived only on the messages it added.
+    assert stream_rows(host, [("concierge", session)]) == {"events": 0, "streams": 0, "claims": 0}
+
+
+async def test_an_erasure_leaves_no_claim_of_an_archived_steer_run(
+    host: HostProcess, http: aiohttp.ClientSession, model: ModelServer
+) -> None:
+    client = Client(http, host.url)
+    session = await _erased_steered_session(client, host, model, archived=True)
+    assert stream_rows(host, [("concierge", session)]) == {"events": 0, "streams": 0, "claims": 0}
+
+
+async def test_an_erased_sessions_runs_answer_410_at_once(
+    host: HostProcess, http: aiohttp.ClientSession, model: ModelServer
+) -> None:
+    client = Client(http, host.url)
+    session = await _erased_steered_session(client, host, model)
+    for cid in ("slow-run", "steer-run"):
+        status = await client.get(f"/api/agents/concierge/sessions/{session}/runs/{cid}?wait=5")
+        assert status.status == 410 and status.json()["code"] == "run_discarded", (cid, status.body[:300])
+        assert status.elapsed < 2, status.elapsed
+    gone = await client.get(f"/api/agents/concierge/sessions/{session}")
+    assert gone.status == 404 and gone.json()["code"] == "session_not_found"

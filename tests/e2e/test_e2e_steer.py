@@ -135,10 +135,11 @@ async def test_the_four_strategies_sent_concurrently(client: Client, model: Mode
     assert interrupting.json()["response"]["text"] == "NOW INTERRUPT", interrupting.body
     assert steered.status == 200 and steered.json()["correlation_id"] == "long", steered.body
     assert steered.json()["response"]["text"] == "seen: now steer", steered.body
-    # Every run has exactly one terminal answer.
+    # Every run has exactly one terminal answer; the rejected one was refused at the edge during
+    # the first step (the run in flight's claim) and never sent.
     expected = {
         "steer-four-enqueue": {"long": "succeeded", "c-enqueue": "succeeded"},
-        "steer-four-reject": {"long": "succeeded", "c-reject": "failed"},
+        "steer-four-reject": {"long": "succeeded"},
         "steer-four-interrupt": {"long": "cancelled", "c-interrupt": "succeeded"},
         "steer-four-steer": {"long": "succeeded", "c-steer": "succeeded"},
     }
@@ -146,3 +147,4 @@ async def test_the_four_strategies_sent_concurrently(client: Client, model: Mode
         for cid, status in runs.items():
             polled = await client.get(f"/api/agents/{AGENT}/sessions/{session}/runs/{cid}?wait=20")
             assert polled.json()["status"] == status, (session, cid, polled.body)
+    assert not any(r.last_user_text == "now reject" for r in model.requests)

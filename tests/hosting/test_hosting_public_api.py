@@ -141,6 +141,7 @@ def test_archive_subpackage_all_is_pinned() -> None:
         "HistoryArchive",
         "Page",
         "SessionHistory",
+        "archived_chunks",
         "archived_run",
         "chunk_path",
         "default_archive",

@@ -41,6 +41,7 @@ def test_all_is_pinned() -> None:
         "StreamStoreUnavailable",
         "TERMINAL_TYPES",
         "default_stream_path",
+        "latest_run",
         "retention_from_env",
         "start_run",
         "stream_store_from_env",
