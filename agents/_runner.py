@@ -301,7 +301,12 @@ class _Turn:
         decision = self.decisions.get(call.call_id)
         if decision is not None and not decision.approved:
             return rejected_result(call, decision.reason)
-        return await execute_tool(call, by_name.get(call.name), self._run_tool(call, by_name))
+        tool = by_name.get(call.name)
+        result = await execute_tool(call, tool, self._run_tool(call, by_name))
+        if tool is not None and tool.source is not None:
+            # The stored result names the MCP server that answered (the console shows it).
+            return result.model_copy(update={"server": tool.source.server})
+        return result
 
     async def _provider_call(self, provider: ContextProvider, hook: str, awaitable: Any) -> Any:
         try:

@@ -21,6 +21,7 @@ from agents import (
     MCPServer,
     ModelSettings,
     ToolDecision,
+    TurnEvent,
     TurnProgress,
     TurnRequest,
     TurnResult,
@@ -104,8 +105,17 @@ async def test_a_call_carries_the_runs_idempotency_key(
     )
     model.script(Reply.tool_call("append", {"text": "key-check"}, call_id="c-1"), Reply.text("done"))
     state = AgentState()
-    result = await agent.run(state, ask("run-key"))
+    events: list[TurnEvent] = []
+
+    async def sink(event: TurnEvent) -> None:
+        events.append(event)
+
+    result = await agent.run(state, ask("run-key"), on_event=sink)
     assert result.status == "succeeded"
+    # The stream's call and the stored result name the server (what the console shows).
+    [call] = [e.data for e in events if e.type == "tool.call"]
+    assert call["server"] == "own" and call["name"] == "append"
+    assert [(r.model_extra or {}).get("server") for r in stored_results(state)] == ["own"]
     assert model.requests[0].tool_names == ["append"]  # shout is not in allowed_tools
     # The server declares an output schema ({"result": string}): its structured content is the result.
     assert [json.loads(t) for t in tool_texts(model.requests[1])] == [{"result": "appended key-check"}]
