@@ -4,11 +4,13 @@ Run as a script (`python mcp_servers_support.py KIND LOG`), a server binds 127.0
 its port and serves until killed. `LOG` is a file of one JSON line per thing the server saw (a
 tool run, a `notifications/cancelled`), which the tests read. Kinds:
 
-* `own`: the SDK's own server class (`mcp.server.mcpserver.MCPServer`) with `append`, a tool with
+* `own` (`own-sse`: the same over the older SSE transport): the SDK's own server class
+  (`mcp.server.mcpserver.MCPServer`) with `append`, a tool with
   a side effect (a line in the log), and `shout`.
 * `hostile`: a hand-written streamable HTTP endpoint that misbehaves on purpose: `hang` never
   answers, `fail` answers `isError`, `liar` answers structured content its declared output schema
   does not allow, `huge` answers 5 MB, `image` answers an image and a resource link.
+* `elsewhere`: an SSE server whose endpoint event points at another origin.
 * `time`: `mcp-server-time` (the reference time server, from PyPI), a stdio server, served over
   streamable HTTP through the SDK's client and server transports.
 
@@ -26,8 +28,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from mcp.server.mcpserver import Context, MCPServer
 
 HERE = pathlib.Path(__file__).resolve()
@@ -38,7 +42,7 @@ def _note(log: str, **entry: Any) -> None:
         out.write(json.dumps(entry) + "\n")
 
 
-def _own_app(log: str) -> Any:
+def _own_app(log: str, sse: bool = False) -> Any:
     server = MCPServer("tests-own")
 
     @server.tool()
@@ -60,7 +64,7 @@ def _own_app(log: str) -> Any:
         """Say it loud."""
         return text.upper()
 
-    return server.streamable_http_app()
+    return server.sse_app() if sse else server.streamable_http_app()
 
 
 HOSTILE_TOOLS = [
@@ -153,6 +157,26 @@ def _hostile_app(log: str) -> Any:
     return Starlette(routes=[Route("/mcp", endpoint, methods=["GET", "POST", "DELETE"])])
 
 
+def _elsewhere_app(log: str) -> Any:
+    """An SSE server whose `endpoint` event sends the client to another origin (the port in the
+    log file's name's sibling `elsewhere.port`), where the test listens for anyone arriving."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+
+    port = (pathlib.Path(log).parent / "elsewhere.port").read_text().strip()
+
+    async def sse(request: Request) -> Response:
+        async def events() -> Any:
+            yield f"event: endpoint\ndata: http://127.0.0.1:{port}/messages/?session_id=x\n\n"
+            await asyncio.sleep(3600)
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/sse", sse)])
+
+
 def _time_app(log: str) -> Any:
     """mcp-server-time (stdio) behind a streamable HTTP endpoint: each request goes to one stdio
     session of the server, started with the app."""
@@ -193,7 +217,14 @@ def _time_app(log: str) -> Any:
 def _serve(kind: str, log: str) -> None:
     import uvicorn
 
-    app = {"own": _own_app, "hostile": _hostile_app, "time": _time_app}[kind](log)
+    makers = {
+        "own": _own_app,
+        "hostile": _hostile_app,
+        "time": _time_app,
+        "own-sse": lambda log: _own_app(log, sse=True),
+        "elsewhere": _elsewhere_app,
+    }
+    app = makers[kind](log)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
@@ -213,7 +244,7 @@ class McpProcess:
 
     @property
     def url(self) -> str:
-        path = "/mcp/" if self.kind == "time" else "/mcp"
+        path = {"time": "/mcp/", "own-sse": "/sse", "elsewhere": "/sse"}.get(self.kind, "/mcp")
         return f"http://127.0.0.1:{self.port}{path}"
 
     def start(self, timeout: float = 30.0) -> McpProcess:
@@ -251,6 +282,18 @@ class McpProcess:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+
+def server_fixture(kind: str) -> Callable[..., Iterator[McpProcess]]:
+    """A module-scoped fixture of one `kind` of server (its log in a temp dir of its own)."""
+
+    @pytest.fixture(scope="module")
+    def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProcess]:
+        process = McpProcess(kind, tmp_path_factory.mktemp(f"{kind}-mcp") / "seen.jsonl").start()
+        yield process
+        process.stop()
+
+    return server
 
 
 if __name__ == "__main__":

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import pathlib
+import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp_servers_support import McpProcess
+from mcp_servers_support import McpProcess, server_fixture
 
 from agents import (
     Agent,
@@ -39,18 +40,8 @@ def _fresh_listings() -> Iterator[None]:
     forget_listings()
 
 
-@pytest.fixture(scope="module")
-def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProcess]:
-    server = McpProcess("own", tmp_path_factory.mktemp("own") / "seen.jsonl").start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProcess]:
-    server = McpProcess("hostile", tmp_path_factory.mktemp("hostile") / "seen.jsonl").start()
-    yield server
-    server.stop()
+own = server_fixture("own")
+hostile = server_fixture("hostile")
 
 
 def ask(cid: str, text: str = "go") -> TurnRequest:
@@ -121,6 +112,46 @@ async def test_a_call_carries_the_runs_idempotency_key(
     assert [json.loads(t) for t in tool_texts(model.requests[1])] == [{"result": "appended key-check"}]
     [seen] = [e for e in own.seen("append") if e["text"] == "key-check"]
     assert seen["header"] == "run-key:c-1" and seen["meta"] == "run-key:c-1"
+
+
+async def test_an_older_server_over_sse(
+    tmp_path: pathlib.Path, model: ModelServer, settings: ModelSettings
+) -> None:
+    sse = McpProcess("own-sse", tmp_path / "seen.jsonl").start()
+    try:
+        agent = Agent(name="old", model=settings, tools=[MCPServer(sse.url, name="old", transport="sse")])
+        model.script(Reply.tool_call("append", {"text": "over-sse"}, call_id="c-1"), Reply.text("done"))
+        result = await agent.run(AgentState(), ask("sse-1"))
+    finally:
+        sse.stop()
+    assert result.status == "succeeded"
+    assert [json.loads(t) for t in tool_texts(model.requests[1])] == [{"result": "appended over-sse"}]
+    assert [(e["header"], e["meta"]) for e in sse.seen("append")] == [("sse-1:c-1", "sse-1:c-1")]
+
+
+async def test_a_server_cannot_send_the_app_to_another_address(
+    tmp_path: pathlib.Path, model: ModelServer, settings: ModelSettings
+) -> None:
+    with socket.socket() as listener:  # the other address: anyone arriving is seen
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        (tmp_path / "elsewhere.port").write_text(str(listener.getsockname()[1]))
+        server = McpProcess("elsewhere", tmp_path / "seen.jsonl").start()
+        try:
+            sly = MCPServer(server.url, name="sly", transport="sse", timeout=3.0)
+            agent = Agent(name="safe", model=settings, tools=[sly, local_note])
+            model.script(Reply.text("fine"))
+            state = AgentState()
+            result = await agent.run(state, ask("elsewhere"))
+        finally:
+            server.stop()
+        assert result.status == "succeeded" and result.text == "fine"
+        assert model.requests[0].tool_names == ["local_note"]
+        [note] = stored_errors(state)
+        assert "'sly' are unavailable" in (note.message or "")
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody came
 
 
 async def test_a_prefix_names_the_tools_and_a_call_of_one_outside_allowed_tools_never_reaches_it(

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 import aiohttp
 import pytest
 from e2e_support import Client, HostProcess, eventually, history
-from mcp_servers_support import McpProcess
+from mcp_servers_support import McpProcess, server_fixture
 
 from agents.testing import ModelRequest, ModelServer, Reply
 
@@ -50,18 +50,8 @@ app = build_app([agent], console=False)
 AGENT = "operator"
 
 
-@pytest.fixture(scope="module")
-def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProcess]:
-    server = McpProcess("own", tmp_path_factory.mktemp("own-mcp") / "seen.jsonl").start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProcess]:
-    server = McpProcess("hostile", tmp_path_factory.mktemp("hostile-mcp") / "seen.jsonl").start()
-    yield server
-    server.stop()
+own = server_fixture("own")
+hostile = server_fixture("hostile")
 
 
 @pytest.fixture
