@@ -45,7 +45,13 @@ agent = Agent(
         note,
     ],
 )
-app = build_app([agent], console=False)
+# No tool timeout: only a cancel ends its hung call.
+patient = Agent(
+    name="patient",
+    tool_timeout=None,
+    tools=[MCPServer("%E2E_HOSTILE_MCP_URL%", name="hostile", allowed_tools=["hang"], timeout=600)],
+)
+app = build_app([agent, patient], console=False)
 '''
 AGENT = "operator"
 
@@ -207,3 +213,30 @@ async def test_failing_servers_leave_the_turn_an_answer_and_bystanders_untouched
     assert note == "noted still here"
     state = await client.session_state(AGENT, session)
     assert len(json.dumps(state)) < 200_000  # the 5 MB answer was never stored
+
+
+async def test_cancelling_a_run_mid_call_tells_the_server(
+    mcp_host: HostProcess, model: ModelServer, http: aiohttp.ClientSession, hostile: McpProcess
+) -> None:
+    client = Client(http, mcp_host.url)
+    run = f"cancel-{mcp_host.data_dir.parent.name}"
+    model.script(Reply.tool_call("hang", {}, call_id="c-1"), Reply.text("never"))
+    before = len([e for e in hostile.seen("call") if e["name"] == "hang"])
+    sent = await client.run("patient", "wait", run, wait_for_response=False, correlation_id=run)
+    assert sent.status == 202, sent.body
+
+    async def hung() -> list[dict[str, object]]:
+        return [e for e in hostile.seen("call") if e["name"] == "hang"][before:]
+
+    [call] = await eventually(hung, "the hung call reaching the server", timeout=30)
+    path = f"/api/agents/patient/sessions/{run}/runs/{run}"
+    answer = await client.post(path + "/cancel")
+    assert answer.status == 202 and answer.json()["status"] == "cancel_requested", answer.body
+
+    async def told() -> bool:
+        return any(e["request"] == call["request"] for e in hostile.seen("cancelled"))
+
+    await eventually(told, "notifications/cancelled for the hung call", timeout=30)
+    done = await client.get(path + "?wait=30")
+    assert done.json()["status"] == "cancelled", done.body
+    assert len(model.requests) == 1  # the model was not asked again after the cancel
