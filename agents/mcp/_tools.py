@@ -117,12 +117,14 @@ async def _list(server: MCPServer) -> _Listing:
         return _Listing(time.monotonic() + min(RETRY_DOWN_SECONDS, server.refresh_seconds), [], [], reason)
     tools: list[FunctionTool] = []
     notes: list[str] = []
+    _, host, port = origin_of(server.resolved_url())  # it resolved a moment ago, for the listing
+    source = ToolSource(server=server.name, address=host, port=port)
     allowed = set(server.allowed_tools) if server.allowed_tools is not None else None
     for listed_tool in listed:
         if allowed is not None and listed_tool.name not in allowed:
             continue  # a server cannot add tools beyond allowed_tools
         try:
-            tools.append(_as_tool(server, listed_tool))
+            tools.append(_as_tool(server, listed_tool, source))
         except AgentConfigurationError as exc:
             notes.append(f"A tool of MCP server {server.name!r} is left out: {exc}.")
     return _Listing(time.monotonic() + server.refresh_seconds, tools, notes)
@@ -133,7 +135,7 @@ def _bounded(text: str | None, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _as_tool(server: MCPServer, listed: Any) -> FunctionTool:
+def _as_tool(server: MCPServer, listed: Any, source: ToolSource) -> FunctionTool:
     mcp_name = listed.name
     name = server.model_name(mcp_name) if isinstance(mcp_name, str) and len(mcp_name) <= 64 else ""
     if not TOOL_NAME_PATTERN.match(name):
@@ -151,14 +153,13 @@ def _as_tool(server: MCPServer, listed: Any) -> FunctionTool:
         return await _call(server, mcp_name, arguments, output_schema)
 
     approval: Any = rule if isinstance(rule, bool) else (lambda args: server.needs_approval(mcp_name, args))
-    _, host, port = origin_of(server.url) if "%" not in server.url else ("", None, None)
     return FunctionTool(
         name=name,
         description=f"(a tool of MCP server {server.name!r}) {description}".strip(),
         parameters=dict(schema),
         func=call,
         requires_approval=approval,
-        source=ToolSource(server=server.name, address=host, port=port),
+        source=source,
     )
 
 
