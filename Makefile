@@ -44,8 +44,9 @@ install: $(STAMP)
 # build_app refuses to start without it); the request body limit the app documents
 # (docs/hosting.md "Body limits"), as Azure's app setting; the offline model streams its answer a
 # word every 50 ms, so `curl -N` shows tokens arriving. --reload: a changed Python file restarts the host.
+# The startup hook starts the offline model (when no model is configured) and the example MCP server.
 run: $(LOCAL_STAMP)
-	PYTHON_THREADPOOL_THREAD_COUNT=$${PYTHON_THREADPOOL_THREAD_COUNT:-300} PYTHON_ENABLE_INIT_INDEXING=$${PYTHON_ENABLE_INIT_INDEXING:-1} FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --reload --startup-hook agents.testing:start_offline_model_if_unconfigured $(ARGS)
+	PYTHON_THREADPOOL_THREAD_COUNT=$${PYTHON_THREADPOOL_THREAD_COUNT:-300} PYTHON_ENABLE_INIT_INDEXING=$${PYTHON_ENABLE_INIT_INDEXING:-1} FUNCTIONS_REQUEST_BODY_SIZE_LIMIT=$${FUNCTIONS_REQUEST_BODY_SIZE_LIMIT:-262144} AGENTS_OFFLINE_STREAM_DELAY=$${AGENTS_OFFLINE_STREAM_DELAY:-0.05} $(PY) -m devhost --reload --startup-hook examples.local_services:start_local_services $(ARGS)
 
 # The real servers the tests start (Redis, Azurite, Chromium): .ci/services.sh installs what is missing.
 services:

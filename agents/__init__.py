@@ -52,9 +52,10 @@ if TYPE_CHECKING:
     from ._steps import TurnProgress
     from ._telemetry import mark_failed, mark_raised, tracing_enabled
     from ._tool_call import ToolCall, current_tool_call
-    from ._tools import FunctionTool, tool
+    from ._tools import FunctionTool, ToolSource, tool
     from ._trace_context import context_from, current_trace_context
     from ._turns import InputMessage, TurnRequest, TurnResult, turn_result
+    from .mcp import EntraToken, MCPServer
 
 _WHERE = {
     "Agent": "._agent",
@@ -69,6 +70,7 @@ _WHERE = {
     "Embedder": "._embeddings",
     "EmbeddingError": "._embeddings",
     "EndReason": "._context",
+    "EntraToken": ".mcp",
     "FailureCarrier": "._errors",
     "FailureCode": "._errors",
     "FullHistory": "._context_policy",
@@ -77,6 +79,7 @@ _WHERE = {
     "HistoryReducer": "._reducer",
     "InputMessage": "._turns",
     "InvalidTurnRequest": "._errors",
+    "MCPServer": ".mcp",
     "MemoryProvider": "._memory",
     "ModelCallError": "._errors",
     "ModelConnection": "._settings",
@@ -91,6 +94,7 @@ _WHERE = {
     "TokenBudget": "._context_policy",
     "ToolCall": "._tool_call",
     "ToolDecision": "._approvals",
+    "ToolSource": "._tools",
     "TurnEvent": "._events",
     "TurnEventSink": "._events",
     "TurnEventType": "._events",
@@ -128,6 +132,7 @@ __all__ = [
     "Embedder",
     "EmbeddingError",
     "EndReason",
+    "EntraToken",
     "FailureCarrier",
     "FailureCode",
     "FullHistory",
@@ -136,6 +141,7 @@ __all__ = [
     "HistoryReducer",
     "InputMessage",
     "InvalidTurnRequest",
+    "MCPServer",
     "MemoryProvider",
     "ModelCallError",
     "ModelConnection",
@@ -150,6 +156,7 @@ __all__ = [
     "TokenBudget",
     "ToolCall",
     "ToolDecision",
+    "ToolSource",
     "TurnEvent",
     "TurnEventSink",
     "TurnEventType",

@@ -25,6 +25,7 @@ from ._structured import ResponseFormat, agent_response_format
 from ._telemetry import invoke_agent
 from ._tools import FunctionTool
 from ._turns import TurnRequest, TurnResult
+from .mcp import MCPServer
 
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _HISTORY_MODES = ("local", "service")
@@ -41,7 +42,9 @@ class Agent:
     name: str
     instructions: str = ""
     model: ModelSettings = field(default_factory=ModelSettings)
-    tools: Sequence[FunctionTool | Callable[..., Any]] = ()
+    tools: Sequence[FunctionTool | MCPServer | Callable[..., Any]] = ()
+    """Python functions (`tool`) and MCP servers (`MCPServer`), whose tools are discovered at
+    their first use; `mcp_servers` holds the latter, `tools` the functions."""
     response_format: type[BaseModel] | dict[str, Any] | None = None
     context_providers: Sequence[ContextProvider] = ()
     history_mode: HistoryMode = "local"
@@ -75,8 +78,14 @@ class Agent:
             raise AgentConfigurationError(f"agent {self.name!r}: max_tool_rounds must be a positive integer")
         if self.tool_timeout is not None and self.tool_timeout <= 0:
             raise AgentConfigurationError(f"agent {self.name!r}: tool_timeout must be positive or None")
-        tools = tuple(t if isinstance(t, FunctionTool) else _as_tool(self.name, t) for t in self.tools)
+        servers = tuple(t for t in self.tools if isinstance(t, MCPServer))
+        tools = tuple(
+            t if isinstance(t, FunctionTool) else _as_tool(self.name, t)
+            for t in self.tools
+            if not isinstance(t, MCPServer)
+        )
         object.__setattr__(self, "tools", tools)
+        object.__setattr__(self, "_mcp_servers", servers)
         providers = tuple(self.context_providers)
         object.__setattr__(self, "context_providers", providers)
         object.__setattr__(self, "_format", agent_response_format(self.response_format))
@@ -126,6 +135,26 @@ class Agent:
                     f"agent {self.name!r}: tool name {t.name!r} is used by {owners[t.name]} and by {owner}"
                 )
             owners[t.name] = owner
+        servers: dict[str, MCPServer] = {}
+        for server in self.mcp_servers:
+            if server.name in servers:
+                raise AgentConfigurationError(
+                    f"agent {self.name!r}: two MCP servers are named {server.name!r}"
+                )
+            servers[server.name] = server
+            for name in server.static_names():
+                if name in owners:
+                    raise AgentConfigurationError(
+                        f"agent {self.name!r}: tool name {name!r} is used by {owners[name]} and by "
+                        f"MCP server {server.name!r} (give one a tool_prefix)"
+                    )
+                owners[name] = f"MCP server {server.name!r}"
+
+    @property
+    def mcp_servers(self) -> tuple[MCPServer, ...]:
+        """The MCP servers whose tools the agent offers (docs/agents.md "Tools of MCP servers")."""
+        servers: tuple[MCPServer, ...] = self.__dict__["_mcp_servers"]
+        return servers
 
     @property
     def format(self) -> ResponseFormat | None:
@@ -146,6 +175,11 @@ class Agent:
         serve this agent's wire API and history mode. Raises AgentConfigurationError.
         """
         endpoint = resolve_endpoint(self.model)
+        for server in self.mcp_servers:
+            try:
+                server.check_settings()
+            except AgentConfigurationError as exc:
+                raise AgentConfigurationError(f"agent {self.name!r}: {exc}") from None
         if self.model.connection.wire_api == "responses" and not supports_responses(endpoint):
             raise AgentConfigurationError(
                 f"agent {self.name!r}: Azure OpenAI API version {endpoint.api_version} has no Responses API "
@@ -171,6 +205,7 @@ class Agent:
             "historyMode": self.history_mode,
             "wireApi": self.model.connection.wire_api,
             "tools": [{"name": t.name, "description": t.description} for t in self.all_tools],
+            "mcpServers": [s.name for s in self.mcp_servers],
             "contextProviders": [p.source_id for p in self.context_providers],
             "responseSchema": fmt.schema if fmt is not None else None,
         }

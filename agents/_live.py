@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from state import FunctionCallContent, FunctionResultContent, Usage
 
 from ._convert import call_arguments_text
 from ._events import EventEmitter, TurnEventType
+from ._tools import FunctionTool
 
 
 async def announce_usage(emitter: EventEmitter, usage: Usage | None) -> None:
@@ -22,14 +23,20 @@ async def announce_usage(emitter: EventEmitter, usage: Usage | None) -> None:
     )
 
 
-async def announce_calls(emitter: EventEmitter, calls: Sequence[FunctionCallContent]) -> None:
-    """A `tool.call` event per complete function call, with the argument text the model sent."""
+async def announce_calls(
+    emitter: EventEmitter, calls: Sequence[FunctionCallContent], tools: Mapping[str, FunctionTool]
+) -> None:
+    """A `tool.call` event per complete function call, with the argument text the model sent
+    (and `server`, the MCP server's name, for a tool of one)."""
     for call in calls:
+        tool = tools.get(call.name)
+        extra = {"server": tool.source.server} if tool is not None and tool.source is not None else {}
         await emitter.emit(
             TurnEventType.TOOL_CALL,
             call_id=call.call_id,
             name=call.name,
             arguments=call_arguments_text(call),
+            **extra,
         )
 
 

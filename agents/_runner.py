@@ -45,6 +45,7 @@ from ._tool_call import ToolCall, serving
 from ._tools import FunctionTool, parse_arguments, to_jsonable
 from ._turns import TurnRequest, TurnResult, answer_text
 from ._unicode import without_lone_surrogates
+from .mcp import MCPServer, discover
 
 log = logging.getLogger("agents")
 
@@ -62,10 +63,13 @@ class TurnAgent(Protocol):
     def model(self) -> ModelSettings: ...
 
     @property
-    def tools(self) -> Sequence[FunctionTool | Callable[..., Any]]: ...
+    def tools(self) -> Sequence[FunctionTool | MCPServer | Callable[..., Any]]: ...
 
     @property
     def context_providers(self) -> Sequence[ContextProvider]: ...
+
+    @property
+    def mcp_servers(self) -> Sequence[MCPServer]: ...
 
     @property
     def history_mode(self) -> HistoryMode: ...
@@ -183,6 +187,15 @@ class _Turn:
             tools.extend(t.with_context(ctx) for t in additions.tools)
             if additions.history is not None:
                 model_history = list(additions.history)
+        notes: list[str] = []
+        if agent.mcp_servers:
+            owners = {t.name: "a Python tool" for t in tools}
+            found = await discover(agent.mcp_servers, owners)
+            tools.extend(found.tools)
+            notes = found.notes
+            if notes:
+                # The model is told what is missing; the model call's message records it.
+                instructions.append("\n".join(notes))
         by_name = _tools_by_name(tools)
 
         options = self.request.options
@@ -231,7 +244,7 @@ class _Turn:
                 )
                 await announce_usage(self.emitter, output.usage)
                 self.usage = add_usage(self.usage, output.usage)
-                self.messages.append(output.message)
+                self.messages.append(_noted(output.message, notes))
                 if not local:
                     previous_id = output.response_id
                 if output.finish_reason == "content_filter":
@@ -272,7 +285,7 @@ class _Turn:
         self, calls: list[FunctionCallContent], by_name: dict[str, FunctionTool]
     ) -> ChatMessage:
         """Run the calls of one model answer together; their results become one tool message."""
-        await announce_calls(self.emitter, calls)
+        await announce_calls(self.emitter, calls, by_name)
         results = await asyncio.gather(*(self._decided_call(call, by_name) for call in calls))
         await announce_results(self.emitter, results)
         tool_message = ChatMessage(role="tool", contents=list(results), created_at=now_iso())
@@ -288,7 +301,12 @@ class _Turn:
         decision = self.decisions.get(call.call_id)
         if decision is not None and not decision.approved:
             return rejected_result(call, decision.reason)
-        return await execute_tool(call, by_name.get(call.name), self._run_tool(call, by_name))
+        tool = by_name.get(call.name)
+        result = await execute_tool(call, tool, self._run_tool(call, by_name))
+        if tool is not None and tool.source is not None:
+            # The stored result names the MCP server that answered (the console shows it).
+            return result.model_copy(update={"server": tool.source.server})
+        return result
 
     async def _provider_call(self, provider: ContextProvider, hook: str, awaitable: Any) -> Any:
         try:
@@ -369,6 +387,16 @@ def _unanswered_calls(messages: Sequence[ChatMessage]) -> list[FunctionCallConte
     if not messages or messages[-1].role == "tool":
         return []
     return [c for c in messages[-1].contents if isinstance(c, FunctionCallContent)]
+
+
+def _noted(message: ChatMessage, notes: list[str]) -> ChatMessage:
+    """The model's message with an error content per tool or MCP server missing from its request
+    (`toolsUnavailable`): what the turn's record keeps of it. Model conversions skip error
+    contents, and the answer is the message's text, so neither changes."""
+    if not notes:
+        return message
+    extra = [ErrorContent(message=note, error_code="toolsUnavailable") for note in notes]
+    return message.model_copy(update={"contents": [*message.contents, *extra]})
 
 
 def _wire(model: ChatMessage | Usage) -> dict[str, Any]:

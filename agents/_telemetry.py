@@ -31,7 +31,7 @@ from ._turns import TurnResult
 
 if TYPE_CHECKING:
     from ._settings import Endpoint, ModelSettings
-    from ._tools import FunctionTool
+    from ._tools import FunctionTool, ToolSource
     from ._turns import TurnRequest
 
 T = TypeVar("T")
@@ -274,9 +274,11 @@ async def execute_tool(
                     "gen_ai.operation.name": "execute_tool",
                     "gen_ai.tool.name": call.name,
                     "gen_ai.tool.call.id": call.call_id,
-                    "gen_ai.tool.type": "function",
+                    "gen_ai.tool.type": "function" if tool is None or tool.source is None else "extension",
                 }
             )
+            if tool is not None and tool.source is not None:
+                span.set_attributes(_source_attributes(tool.source))
             if tool is not None and tool.description:
                 span.set_attribute("gen_ai.tool.description", tool.description)
             if capture_content():
@@ -289,6 +291,17 @@ async def execute_tool(
                 # The tool's exception class is on the span already (note_exception_type).
                 mark_failed(span, "tool_error", str(result.result)[:200])
         return result
+
+
+def _source_attributes(source: ToolSource) -> dict[str, Any]:
+    """An MCP server's tool: the server by name, where it is, and the MCP method (the GenAI and
+    MCP semantic conventions' attributes)."""
+    out: dict[str, Any] = {"mcp.method.name": "tools/call", "gen_ai.tool.server.name": source.server}
+    if source.address:
+        out["server.address"] = source.address
+    if source.port:
+        out["server.port"] = source.port
+    return out
 
 
 # -- message content (only when capture is on) ---------------------------------------------------------

@@ -31,6 +31,16 @@ TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 CONTEXT_MARKER = "__agents_tool_context__"
 
 
+@dataclasses.dataclass(frozen=True)
+class ToolSource:
+    """Where a tool that is not the app's own code runs: the MCP server serving it."""
+
+    server: str
+    """The server's name, as the agent declares it (`MCPServer(name=...)`)."""
+    address: str | None = None
+    port: int | None = None
+
+
 def _is_context_annotation(annotation: Any) -> bool:
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
@@ -136,6 +146,8 @@ class FunctionTool:
     requires_approval: ApprovalRule = False
     """A call of this tool waits for a person's decision before it runs (docs/agents.md "Tools that
     need approval"): True, or a predicate on the call's arguments."""
+    source: ToolSource | None = None
+    """The MCP server that runs the tool (None: the app's own function)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.requires_approval, bool) and not callable(self.requires_approval):

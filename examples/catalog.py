@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from agents import Agent, HistoryReducer, tool
 from agents.memory import ConversationMemoryProvider, UserMemoryProvider
 
+from .mcp_tools import mcp_example_agents
 from .review import Review
 
 _CONDITIONS = ("sunny", "partly cloudy", "cloudy", "light rain", "showers", "windy", "foggy", "snow")
@@ -111,5 +112,6 @@ reviewer = Agent(
     response_format=Review,
 )
 
-AGENTS: list[Agent] = [assistant, concierge, writer, reviewer]
-"""Every agent the app hosts, by unique name."""
+AGENTS: list[Agent] = [assistant, concierge, writer, reviewer, *mcp_example_agents()]
+"""Every agent the app hosts, by unique name (timekeeper, of examples.mcp_tools, once the MCP
+server it uses is set: `make run` starts one)."""

@@ -45,8 +45,10 @@ EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
         "The next piece of a reasoning summary (where the model sends one).", {"text": _STRING}
     ),
     "tool.call": _object(
-        "A complete function call the model asked for; `arguments` is the JSON text it sent.",
-        {"call_id": _STRING, "name": _STRING, "arguments": _STRING},
+        "A complete function call the model asked for; `arguments` is the JSON text it sent; "
+        "`server` names the MCP server of a tool that is one's (docs/agents.md \"Tools of MCP servers\").",
+        {"call_id": _STRING, "name": _STRING, "arguments": _STRING, "server": _STRING},
+        ["call_id", "name", "arguments"],
     ),
     "tool.result": _object(
         "A tool's answer to a call; `is_error` is present (true) when the call failed.",

@@ -65,6 +65,9 @@ EXPECTED = {
     "ended_session",
     "run_session_ended",
     "wants_session_end",
+    "MCPServer",
+    "EntraToken",
+    "ToolSource",
 }
 
 

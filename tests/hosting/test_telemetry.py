@@ -323,3 +323,30 @@ async def test_with_capture_on_a_failure_keeps_its_message(
     assert response.status == 200, response.body
     tool_span = _one(list(spans.get_finished_spans()), "execute_tool charge")
     assert CARD in (tool_span.status.description or ""), tool_span.status
+
+
+async def test_an_mcp_tools_span_names_its_server(
+    model: ModelServer, spans: InMemorySpanExporter, tmp_path: pathlib.Path
+) -> None:
+    from mcp_servers_support import McpProcess
+
+    from agents import InputMessage, MCPServer, TurnRequest
+    from agents.mcp import forget_listings
+    from state import AgentState
+
+    server = McpProcess("own", tmp_path / "seen.jsonl").start()
+    forget_listings()
+    try:
+        settings = ModelSettings(model="m", base_url=model.base_url, retry=RetryPolicy(max_attempts=1))
+        agent = Agent(name="traced", model=settings, tools=[MCPServer(server.url, name="own")])
+        model.script(Reply.tool_call("shout", {"text": "hi"}), Reply.text("done"))
+        request = TurnRequest(correlation_id="mcp-span", messages=[InputMessage("user", "go")])
+        assert (await agent.run(AgentState(), request)).status == "succeeded"
+    finally:
+        server.stop()
+        forget_listings()
+    attributes = _one(list(spans.get_finished_spans()), "execute_tool shout").attributes or {}
+    assert attributes["gen_ai.tool.type"] == "extension"
+    assert attributes["gen_ai.tool.server.name"] == "own"
+    assert attributes["mcp.method.name"] == "tools/call"
+    assert attributes["server.address"] == "127.0.0.1" and attributes["server.port"] == server.port

@@ -20,19 +20,22 @@ function parsedArguments(args) {
 }
 
 /** An expandable tool call; `setResult` fills in its result when it arrives. */
-export function toolCall({ call_id: callId, name, arguments: raw }) {
+export function toolCall({ call_id: callId, name, arguments: raw, server }) {
   const args = parsedArguments(raw);
   const result = h("pre.result", { "aria-label": "Result" }, "waiting for the result…");
+  // A tool of an MCP server is named with its server; the stored turn names it on the result.
+  const origin = h("span.tool-server", {}, server ? ` · MCP server ${server}` : "");
   const el = h(
     "details.tool",
     { dataset: { callId: callId || "" } },
     h("summary", {}, h("span.tool-label", {}, "Tool call "), h("code.tool-name", {}, name || "?"),
-      h("span.tool-args", {}, `(${short(args)})`)),
+      h("span.tool-args", {}, `(${short(args)})`), origin),
     h("div.tool-body", {},
       h("h4", {}, "Arguments"), h("pre.arguments", {}, typeof args === "string" ? args : json(args)),
       h("h4", {}, "Result"), result),
   );
-  el.setResult = (value, isError = false) => {
+  el.setResult = (value, isError = false, from = null) => {
+    if (from && !server) origin.textContent = ` · MCP server ${from}`;
     result.textContent = typeof value === "string" ? value : json(value);
     el.classList.add(isError ? "failed" : "done");
   };
@@ -89,7 +92,7 @@ export function assistantBlock(messages, { failure, time } = {}) {
         block.append(el);
       } else if (type === "functionResult") {
         const el = calls.get(content.callId);
-        if (el) el.setResult(content.result);
+        if (el) el.setResult(content.result, content.isError === true, content.server || null);
       } else if (type === "text" && message.role !== "tool") {
         text += (text ? "\n\n" : "") + String(content.text ?? "");
       }
