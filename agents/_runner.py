@@ -221,10 +221,14 @@ class _Turn:
                 # A tool step: the batch of calls the last model call asked for.
                 undecided = undecided_calls(calls, by_name, self.decisions)
                 if undecided and self.one_step:
-                    self.awaiting = undecided  # the whole batch waits (agents._approvals)
+                    # The whole batch waits (agents._approvals); its calls are announced now, as
+                    # a batch that runs at once announces them, and not again when it resumes.
+                    await announce_calls(self.emitter, calls, by_name)
+                    self.awaiting = undecided
                     return
                 rounds += 1
-                pending = [await self._tool_step(calls, by_name)]
+                resumed = any(call.call_id in self.decisions for call in calls)
+                pending = [await self._tool_step(calls, by_name, announced=resumed)]
             else:
                 # A model step.
                 sent = (
@@ -282,10 +286,12 @@ class _Turn:
         self.service_thread_id = previous_id
 
     async def _tool_step(
-        self, calls: list[FunctionCallContent], by_name: dict[str, FunctionTool]
+        self, calls: list[FunctionCallContent], by_name: dict[str, FunctionTool], announced: bool = False
     ) -> ChatMessage:
-        """Run the calls of one model answer together; their results become one tool message."""
-        await announce_calls(self.emitter, calls, by_name)
+        """Run the calls of one model answer together; their results become one tool message
+        (`announced`: a batch that waited for decisions, whose `tool.call` events went out then)."""
+        if not announced:
+            await announce_calls(self.emitter, calls, by_name)
         results = await asyncio.gather(*(self._decided_call(call, by_name) for call in calls))
         await announce_results(self.emitter, results)
         tool_message = ChatMessage(role="tool", contents=list(results), created_at=now_iso())

@@ -150,7 +150,7 @@ class TurnApprovals:
         turn = self._paused_turn(context, loaded, value["correlationId"])
         if turn is None or turn.progress.steps != value["step"] or not turn.waiting:
             return
-        shown = [a.to_json() for a in turn.waiting]
+        shown = [a.public_json() for a in turn.waiting]
         key = StreamKey(self.agent.name, str(context.entity_key), turn.correlation_id)
         data = {"step": turn.progress.steps, "approvals": shown}
         RunEvents(self.streams, key).approval_required(value["seq"], data)

@@ -11,7 +11,7 @@ from agents import TurnResult
 from .._errors import ProblemCode, ProblemError
 from .._settings import ApiSettings
 from ..stored import Approval, RunApprovals
-from ._models import ApprovalBody, DecisionBody, ErrorBody, RunResultBody, TurnResponseBody
+from ._models import ApprovalBody, ErrorBody, RunResultBody, TurnResponseBody
 from ._problems import json_response
 from ._requests import CORRELATION_HEADER, SESSION_HEADER
 
@@ -146,20 +146,5 @@ def _pending(
 
 
 def approval_body(approval: Approval) -> ApprovalBody:
-    """One approval as the API shows it."""
-    decision = approval.decision
-    return ApprovalBody(
-        call_id=approval.call_id,
-        name=approval.name,
-        arguments=approval.arguments,
-        requested_at=approval.requested_at,
-        step=approval.step,
-        decision=None
-        if decision is None
-        else DecisionBody(
-            approved=decision.approved,
-            reason=decision.reason,
-            decided_at=decision.decided_at,
-            expired=decision.expired,
-        ),
-    )
+    """One approval as the API shows it (the same shape its `approval.required` event carries)."""
+    return ApprovalBody.model_validate(approval.public_json())

@@ -415,7 +415,7 @@ def _expiry_of(client: DurableClient, key: StreamKey, data: dict[str, Any]) -> J
 
     async def start() -> None:
         try:
-            approvals = [Approval.from_json(item) for item in data.get("approvals") or []]
+            approvals = [Approval.from_public_json(item) for item in data.get("approvals") or []]
         except ValueError:
             return
         step = data.get("step")

@@ -34,6 +34,11 @@ class Decision:
             out["expired"] = True
         return out
 
+    def public_json(self) -> dict[str, Any]:
+        """As the API and the run's stream show it (snake_case, as every body and event)."""
+        return {"approved": self.approved, "reason": self.reason, "decided_at": self.decided_at,
+                "expired": self.expired}
+
     def same_as(self, approved: bool, reason: str | None) -> bool:
         """Whether a decision asked again is this one (then it changes nothing)."""
         return self.approved == approved and (reason is None or reason == self.reason)
@@ -61,6 +66,27 @@ class Approval:
         if self.decision is not None:
             out["decision"] = self.decision.to_json()
         return out
+
+    def public_json(self) -> dict[str, Any]:
+        """As the API and the run's stream show it (snake_case, as every body and event); the
+        stored form (`to_json`) keeps the state document's camelCase."""
+        return {
+            "call_id": self.call_id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "requested_at": self.requested_at,
+            "step": self.step,
+            "decision": None if self.decision is None else self.decision.public_json(),
+        }
+
+    @classmethod
+    def from_public_json(cls, data: Any) -> Approval:
+        """A waiting call as `public_json` shows it (an `approval.required` event's)."""
+        if not isinstance(data, dict):
+            raise UnreadableApproval("an approval is not an object")
+        keys = {"callId": "call_id", "name": "name", "arguments": "arguments",
+                "requestedAt": "requested_at", "step": "step"}
+        return cls.from_json({stored: data.get(shown) for stored, shown in keys.items()})
 
     @classmethod
     def from_json(cls, data: Any) -> Approval:

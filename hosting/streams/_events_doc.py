@@ -69,8 +69,9 @@ EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
                 "type": "array",
                 "items": _object(
                     "One call waiting.",
-                    {"callId": _STRING, "name": _STRING, "arguments": {"type": "object"},
-                     "requestedAt": _STRING, "step": {"type": "integer"}},
+                    {"call_id": _STRING, "name": _STRING, "arguments": {"type": "object"},
+                     "requested_at": _STRING, "step": {"type": "integer"},
+                     "decision": {"type": "null", "description": "null: it waits."}},
                 ),
             },
         },

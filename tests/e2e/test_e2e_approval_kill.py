@@ -34,7 +34,7 @@ def _announced(data_dir: pathlib.Path) -> list[str] | None:
         ).fetchall()
     if not rows:
         return None
-    return [a["callId"] for a in json.loads(rows[0][0])["approvals"]]
+    return [a["call_id"] for a in json.loads(rows[0][0])["approvals"]]
 
 
 async def test_kill_9_after_approval_required_the_announced_call_is_decided(

@@ -184,13 +184,19 @@ async def test_the_stream_says_approval_required_and_goes_on(
             events.append(seen(sse))
             if events[-1].event == "approval.required":
                 [pending] = events[-1].data["approvals"]
-                assert pending["callId"] == "call-1" and pending["arguments"] == BOOK
+                assert pending["call_id"] == "call-1" and pending["arguments"] == BOOK
+                # The event shows the calls as the run resource does: one shape, snake_case.
+                status = await client.get(f"/api/agents/{AGENT}/sessions/{session}/runs/{run}")
+                assert status.json()["approvals"] == events[-1].data["approvals"], status.body
                 decided = await decide(client, session, run, {"call_id": "call-1", "approved": True})
                 assert decided.status == 200, decided.body
             if events[-1].event in TERMINAL:
                 break
     kinds = [e.event for e in events]
     assert kinds.count("approval.required") == 1, kinds
+    # The waiting call is announced before its pause, as a call that runs at once is, and once.
+    calls = [e.data["call_id"] for e in events if e.event == "tool.call"]
+    assert calls == ["call-1"] and kinds.index("tool.call") < kinds.index("approval.required"), kinds
     assert kinds[-1] == "run.completed", kinds
     assert kinds.index("approval.required") < kinds.index("step.started", kinds.index("approval.required"))
 

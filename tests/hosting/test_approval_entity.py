@@ -19,7 +19,7 @@ from hosting_support import ROOT, Api, batch_request, call_entity, functions, ru
 from agents import Agent, ModelSettings, RetryPolicy, tool
 from agents.testing import ModelServer, Reply
 from hosting import build_app
-from hosting.stored import ActiveTurn
+from hosting.stored import ActiveTurn, Approval
 from state import load_state
 
 ENTITY = "dafx-payer"
@@ -275,7 +275,7 @@ async def test_approval_required_is_published_once_the_pause_is_committed(
         event = await announced()
         stored = await api.get("/api/agents/payer/sessions/held")
         approvals = stored.json()["state"]["data"]["activeTurn"]["approvals"]
-        assert event.data["approvals"] == approvals
+        assert event.data["approvals"] == [Approval.from_json(a).public_json() for a in approvals]
     finally:
         await streams.aclose()
         await host.stop()

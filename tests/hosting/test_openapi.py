@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import jsonschema
@@ -164,3 +165,26 @@ async def test_a_discarded_run_is_a_documented_410_on_the_run_and_on_its_retry(
         schema, media = schema_for(document, path, method, 410)
         assert response.mimetype == media and response.json()["code"] == "run_discarded"
         jsonschema.validate(response.json(), schema)
+
+
+SNAKE = re.compile(r"[a-z][a-z0-9_]*")
+
+
+async def test_every_body_and_event_field_is_snake_case(offline_api: Api) -> None:
+    # One casing on the wire: every property of every documented body and event.
+    document = (await offline_api.get("/api/openapi.json")).json()
+    found: list[str] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            properties = node.get("properties")
+            if isinstance(properties, dict):
+                found.extend(f"{where}.{name}" for name in properties if not SNAKE.fullmatch(name))
+            for key, value in node.items():
+                walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, where)
+
+    walk(document, "")
+    assert found == []

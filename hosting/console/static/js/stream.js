@@ -89,7 +89,7 @@ async function followStream(response, handlers) {
 export function waitingCalls(approvals) {
   return (approvals || [])
     .filter((a) => !a.decision)
-    .map((a) => ({ call_id: a.call_id ?? a.callId, name: a.name, arguments: a.arguments }));
+    .map((a) => ({ call_id: a.call_id, name: a.name, arguments: a.arguments }));
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
