@@ -45,8 +45,9 @@ async def cancel_run(
     store: StreamStore,
     refuse: Callable[[RunOutcome, str, str, str], None],
 ) -> func.HttpResponse:
-    """202 when the run will end cancelled (or already did); 409 `run_finished` when it finished
-    otherwise; 404 when the session has no such run queued or running."""
+    """202 when the run will end cancelled; 200 (status `cancelled`) when it already did, so a
+    cancel sent again asks nothing; 409 `run_finished` when it finished otherwise; 404 when the
+    session has no such run queued or running."""
     agent = hosted_agent(agents, req)
     session_id = check_id(req.route_params.get("session_id", ""), "session_id")
     correlation_id = check_id(
@@ -73,7 +74,7 @@ async def cancel_run(
                 f"run {correlation_id!r} of session {session_id!r} has finished; there is nothing to cancel",
                 location=location,
             )
-        return _answer(agent.name, session_id, correlation_id, "cancelled", location)
+        return _answer(agent.name, session_id, correlation_id, "cancelled", location, 200)
     # A turn's first step is stored only when it ends: until then its stream says it was sent.
     known = snapshot.exists and correlation_id in stored.waiting_ids()
     if not known and not await _streamed(store, key):
@@ -104,7 +105,7 @@ async def _streamed(store: StreamStore, key: StreamKey) -> bool:
 
 
 def _answer(
-    agent: str, session_id: str, correlation_id: str, status: str, location: str
+    agent: str, session_id: str, correlation_id: str, status: str, location: str, code: int = 202
 ) -> func.HttpResponse:
     body = RunActionBody.model_validate(
         {
@@ -115,4 +116,4 @@ def _answer(
             "location": location,
         }
     )
-    return json_response(body, 202, {"Location": location})
+    return json_response(body, code, {"Location": location})

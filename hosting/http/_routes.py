@@ -223,11 +223,8 @@ AGENT_ROUTES: tuple[RouteSpec, ...] = (
                 "model call in flight is abandoned within a second where a stream store is "
                 "configured); it ends `cancelled`, keeping the steps it finished.",
                 (
-                    Response(
-                        202,
-                        "`cancel_requested` (or `cancelled`: it was already): poll `Location`.",
-                        RunActionBody,
-                    ),
+                    Response(200, "`cancelled`: the run was already; nothing changes.", RunActionBody),
+                    Response(202, "`cancel_requested`: poll `Location`.", RunActionBody),
                     _BAD,
                     _FORBIDDEN,
                     Response(
