@@ -41,6 +41,10 @@ param deployRedis bool = false
 @description('Run Durable Functions on the Durable Task Scheduler instead of Azure Storage queues and tables.')
 param useDurableTaskScheduler bool = false
 
+@secure()
+@description('Your own app settings, as a JSON object of names to values (azd: `azd env set APP_SETTINGS \'{"OPENAI_API_KEY": "..."}\'`). The template writes the app\'s whole settings list on every provision, so a setting made in the portal is gone after the next one: keep yours here.')
+param appSettings string
+
 var tags = { 'azd-env-name': environmentName }
 
 resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
@@ -64,6 +68,7 @@ module resources 'resources.bicep' = {
     openAICapacity: openAICapacity
     deployRedis: deployRedis
     useDurableTaskScheduler: useDurableTaskScheduler
+    appSettings: appSettings
   }
 }
 

@@ -13,6 +13,9 @@ param openAIModelVersion string
 param openAICapacity int
 param deployRedis bool
 param useDurableTaskScheduler bool
+@secure()
+@description('The app settings of the user\'s own, a JSON object of names to values (main.bicep).')
+param appSettings string
 
 // The app's task hub (host.json names none: the app setting below sets it) and its archive's
 // container. The storage account and the scheduler are this app's own, so nothing is shared;
@@ -201,6 +204,10 @@ var schedulerSettings = useDurableTaskScheduler ? [
   { name: 'AzureFunctionsJobHost__extensions__durableTask__storageProvider__connectionStringName', value: 'DURABLE_TASK_SCHEDULER_CONNECTION_STRING' }
 ] : []
 
+// The user's own settings (azd's APP_SETTINGS): written with the template's on every provision,
+// so they last, where a setting made by hand in the portal would be replaced.
+var userSettings = [for setting in items(json(appSettings)): { name: setting.key, value: string(setting.value) }]
+
 resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
   name: functionAppName
   location: location
@@ -221,7 +228,7 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
       minTlsVersion: '1.2'
       ftpsState: 'Disabled'
       http20Enabled: true
-      appSettings: concat(baseSettings, openAISettings, redisSettings, schedulerSettings)
+      appSettings: concat(baseSettings, openAISettings, redisSettings, schedulerSettings, userSettings)
     }
     functionAppConfig: {
       deployment: {

@@ -385,3 +385,18 @@ def test_the_requirements_cite_modules_that_exist() -> None:
     assert cited
     missing = [f"{name}: {module}" for name, module in cited if not (ROOT / module).is_file()]
     assert not missing, missing
+
+
+def test_the_users_own_settings_survive_a_provision() -> None:
+    # azd writes the app's whole settings list on every provision: the settings a user keeps in
+    # azd's APP_SETTINGS must reach that list, or a provision wipes them (docs/deploy.md).
+    parameters = json.loads((ROOT / "infra" / "main.parameters.json").read_text())["parameters"]
+    assert parameters["appSettings"] == {"value": "${APP_SETTINGS={}}"}
+    main = (ROOT / "infra" / "main.bicep").read_text()
+    assert re.search(r"@secure\(\)\n@description\([^\n]*\)\nparam appSettings string\n", main)
+    assert re.search(r"\n    appSettings: appSettings\n", main)  # handed to resources.bicep
+    resources = (ROOT / "infra" / "resources.bicep").read_text()
+    assert "var userSettings = [for setting in items(json(appSettings)):" in resources
+    [listed] = re.findall(r"appSettings: concat\(([^)]*)\)", resources)
+    assert "userSettings" in [name.strip() for name in listed.split(",")]
+    assert "azd env set APP_SETTINGS" in (ROOT / "docs" / "deploy.md").read_text()
