@@ -5,7 +5,8 @@ run (`hosting.client.wait_for_run`: the entity finished an operation of their se
 in the same process (a single-instance app, or the local host with one worker, runs entities and
 HTTP in one worker process) wakes them at once; a writer in another process (another instance in
 Azure, another worker group) is seen by polling: the SQLite stream store's one watcher per
-process (which then notifies here), and waiting callers' own reads. Safe from any thread and any
+process (which then notifies here, and looks only at runs whose session does not run here:
+`session_running`), and waiting callers' own reads. Safe from any thread and any
 event loop.
 
 For sessions it also counts the entity operations running in this process (`session_running`):
@@ -31,9 +32,11 @@ _running: Counter[str] = Counter()
 
 @contextmanager
 def _subscribed(
-    table: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]], topic: str
+    table: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]],
+    topic: str,
+    event: asyncio.Event | None,
 ) -> Iterator[asyncio.Event]:
-    entry = (asyncio.get_running_loop(), asyncio.Event())
+    entry = (asyncio.get_running_loop(), asyncio.Event() if event is None else event)
     with _lock:
         table.setdefault(topic, set()).add(entry)
     try:
@@ -47,14 +50,19 @@ def _subscribed(
                     del table[topic]
 
 
-def waiter(topic: str) -> contextlib.AbstractContextManager[asyncio.Event]:
-    """An event set when `notify(topic)` is called, for the running loop's task to wait on."""
-    return _subscribed(_waiting, topic)
+def waiter(
+    topic: str, event: asyncio.Event | None = None
+) -> contextlib.AbstractContextManager[asyncio.Event]:
+    """An event set when `notify(topic)` is called, for the running loop's task to wait on
+    (`event`: one the task already waits on for other news, so one wait hears them all)."""
+    return _subscribed(_waiting, topic, event)
 
 
-def start_waiter(topic: str) -> contextlib.AbstractContextManager[asyncio.Event]:
+def start_waiter(
+    topic: str, event: asyncio.Event | None = None
+) -> contextlib.AbstractContextManager[asyncio.Event]:
     """An event set when an entity operation of the session `topic` starts in this process."""
-    return _subscribed(_starts, topic)
+    return _subscribed(_starts, topic, event)
 
 
 def _wake(table: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]], topic: str) -> None:
