@@ -107,3 +107,26 @@ def session_running(topic: str) -> bool:
     """Whether an entity operation of the session `topic` is running in this process now."""
     with _lock:
         return topic in _running
+
+
+async def session_quiet(topic: str, quiet: float) -> None:
+    """Return once no entity operation of the session `topic` has run in this process for
+    `quiet` seconds (at once if `quiet` is 0 and none runs): from then on, news of the session
+    would come from another process."""
+    loop = asyncio.get_running_loop()
+    news = asyncio.Event()
+    with start_waiter(topic, news), waiter(topic, news):
+        until = loop.time() + quiet
+        while True:
+            news.clear()
+            if session_running(topic):
+                await news.wait()  # its end (whatever else comes first, it is looked at again)
+                until = loop.time() + quiet
+                continue
+            left = until - loop.time()
+            if left <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(news.wait(), left)
+            if news.is_set():
+                until = loop.time() + quiet  # an operation started or ended here meanwhile
