@@ -28,6 +28,7 @@ _lock = threading.Lock()
 _waiting: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
 _starts: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
 _running: Counter[str] = Counter()
+_ran_any = False  # whether any entity operation ran in this process (not on an HTTP-only instance)
 
 
 @contextmanager
@@ -89,9 +90,11 @@ def session_operation(entity_name: str, key: str) -> Iterator[None]:
     """Mark an entity operation of this session as running in this process for the `with`
     block, and wake the session's waiters when it ends (its state is committed right after the
     batch, so they re-read it at once)."""
+    global _ran_any
     topic = session_topic(entity_name, key)
     with _lock:
         _running[topic] += 1
+        _ran_any = True
     _wake(_starts, topic)
     try:
         yield
@@ -103,6 +106,12 @@ def session_operation(entity_name: str, key: str) -> Iterator[None]:
         notify(topic)
 
 
+def runs_operations() -> bool:
+    """Whether this process has run any entity operation: one that never has (the HTTP group of
+    the flex topology, an HTTP instance on Flex Consumption) need not wait for one to start."""
+    return _ran_any
+
+
 def session_running(topic: str) -> bool:
     """Whether an entity operation of the session `topic` is running in this process now."""
     with _lock:
@@ -111,8 +120,10 @@ def session_running(topic: str) -> bool:
 
 async def session_quiet(topic: str, quiet: float) -> None:
     """Return once no entity operation of the session `topic` has run in this process for
-    `quiet` seconds (at once if `quiet` is 0 and none runs): from then on, news of the session
-    would come from another process."""
+    `quiet` seconds (at once if `quiet` is 0 and none runs, or if this process never ran an
+    operation at all): from then on, news of the session would come from another process."""
+    if not _ran_any:
+        return
     loop = asyncio.get_running_loop()
     news = asyncio.Event()
     with start_waiter(topic, news), waiter(topic, news):

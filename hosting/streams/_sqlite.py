@@ -30,7 +30,7 @@ from pathlib import Path
 from agents import retry_while_locked
 
 from .._ids import entity_name
-from .._wakeup import notify, session_running, session_topic, start_waiter, waiter
+from .._wakeup import notify, runs_operations, session_running, session_topic, start_waiter, waiter
 from ._store import READ_BATCH, RunClaim, StreamConflict, StreamEvent, StreamKey, StreamStoreUnavailable
 
 log = logging.getLogger("hosting.streams")
@@ -56,11 +56,12 @@ POLL_INTERVAL = 0.005
 wakes its waiting caller this late at most (a waiting JSON turn is answered this much later than
 when its entity runs in the caller's process)."""
 LOCAL_GRACE = 2
-"""Poll intervals a reader lets pass before the watcher looks at its run for it, after it began following
-and after an operation of the run's session last ran in this process: a run sent from this
+"""Poll intervals a reader lets pass before the watcher looks at its run for it, after it began
+following and after an operation of the run's session last ran in this process: a run sent from this
 process usually starts here within a millisecond or two when this process runs entities (the
 next step of a turn too), and then its events wake the reader without any poll. A run whose
-entity runs in another process is seen this late at most, on top of `POLL_INTERVAL`."""
+entity runs in another process is seen this late at most, on top of `POLL_INTERVAL`; in a process
+that never ran an entity operation (HTTP only, as in the flex topology) there is no grace."""
 WATCH_SHARE = 0.25
 """The most of a core the watcher takes while other processes write all the time: after a check
 that took `t`, it sleeps at least `t / WATCH_SHARE - t`."""
@@ -352,7 +353,8 @@ class SqliteStreamStore:
             # Only writes from another process need the watcher: none come while an operation of
             # the session runs here (one operation at a time per session, and it writes the
             # session's events), nor, mostly, just before or after one (see `LOCAL_GRACE`).
-            grace = LOCAL_GRACE * self.poll_interval
+            # None to wait for in a process that never ran an entity operation (HTTP only).
+            grace = LOCAL_GRACE * self.poll_interval if runs_operations() else 0.0
             local_until = loop.time() + grace
             was_local = False
             while True:

@@ -32,8 +32,8 @@ IDLE_SECONDS = 30.0
 """The follow's idle beat (ignored here: the caller's own safety reads cover a silent store)."""
 LOCAL_QUIET = 0.01
 """Seconds without an operation of the run's session in this process before the watch follows
-the stream: in the flex topology (no entity runs where HTTP does) the terminal event of a run
-that ended sooner than this after being sent is seen this late."""
+the stream, in a process that runs entity operations (one that never ran one, such as the flex
+topology's HTTP group, follows at once)."""
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import pytest
 
 from hosting._wakeup import (
+    runs_operations,
     session_operation,
     session_quiet,
     session_running,
@@ -247,3 +248,16 @@ async def test_a_session_is_quiet_here_once_no_operation_of_it_ran_here_for_the_
     await running
     await asyncio.wait_for(quiet, 5)
     assert not session_running(topic)
+
+
+async def test_a_process_that_never_ran_an_operation_has_no_quiet_to_wait_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The flex topology's HTTP group (Flex Consumption's HTTP instances): no entity ever runs
+    # there, so a terminal watch follows the stream at once, as before the quiet existed.
+    monkeypatch.setattr("hosting._wakeup._ran_any", False)
+    assert not runs_operations()
+    await asyncio.wait_for(session_quiet(session_topic("dafx-agent", "http-only"), 60), 5)
+    with session_operation("dafx-agent", "http-only"):
+        pass
+    assert runs_operations()

@@ -318,6 +318,8 @@ async def test_a_run_whose_session_runs_here_is_followed_without_the_watcher(tmp
     # As an SSE stream is read when its entity runs in the reader's process (one worker group):
     # the operation starts here soon after the reader began, writes the events, and the
     # in-process wakeup carries them all; the file is never polled.
+    with session_operation("dafx-agent", "another"):
+        pass  # this process runs entity operations, as a worker of one group does
     store = SqliteStreamStore(tmp_path / "streams.db", retention=60, poll_interval=0.5)
     k = key()
     await store.declare(k)
