@@ -5,7 +5,9 @@ woken at once. Writers in other processes (the local host's worker processes sha
 seen through one watcher thread per store and process, not by each reader: every `poll_interval`
 (5 ms) it asks SQLite whether the file changed (``PRAGMA data_version``, answered from memory) and
 only then which followed runs have new events, and wakes their readers. An idle reader costs
-nothing, and the watcher runs only while some reader of this process follows a run.
+nothing, and the watcher runs only while some reader of this process follows a run that may be
+written elsewhere: not while an operation of the run's session runs in this process (the entity
+operation running a run is its only writer), nor `LOCAL_GRACE` looks before and after one.
 For more than one instance use Redis (`_redis.py`).
 """
 
@@ -22,12 +24,13 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
 from agents import retry_while_locked
 
-from .._wakeup import notify, waiter
+from .._ids import entity_name
+from .._wakeup import notify, runs_operations, session_running, session_topic, start_waiter, waiter
 from ._store import READ_BATCH, RunClaim, StreamConflict, StreamEvent, StreamKey, StreamStoreUnavailable
 
 log = logging.getLogger("hosting.streams")
@@ -52,6 +55,13 @@ POLL_INTERVAL = 0.005
 """Seconds between the watcher's checks of the file: a run finished in another worker process
 wakes its waiting caller this late at most (a waiting JSON turn is answered this much later than
 when its entity runs in the caller's process)."""
+LOCAL_GRACE = 2
+"""Poll intervals a reader lets pass before the watcher looks at its run for it, after it began
+following and after an operation of the run's session last ran in this process: a run sent from this
+process usually starts here within a millisecond or two when this process runs entities (the
+next step of a turn too), and then its events wake the reader without any poll. A run whose
+entity runs in another process is seen this late at most, on top of `POLL_INTERVAL`; in a process
+that never ran an entity operation (HTTP only, as in the flex topology) there is no grace."""
 WATCH_SHARE = 0.25
 """The most of a core the watcher takes while other processes write all the time: after a check
 that took `t`, it sleeps at least `t / WATCH_SHARE - t`."""
@@ -72,6 +82,9 @@ class SqliteStreamStore:
         self._followed: Counter[str] = Counter()  # key text -> readers following it in this process
         self._watch_lock = threading.Condition()
         self._watcher: threading.Thread | None = None
+        self._added = False  # a run was added since the watcher's last look at the runs
+        self.checks = 0
+        """How many times the watcher has checked the file (what tests and benches count)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # A new file is this user's alone (SQLite gives its -wal and -shm files the same mode).
         os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
@@ -239,20 +252,42 @@ class SqliteStreamStore:
         return [StreamEvent(seq, kind, json.loads(data)) for seq, kind, data in rows]
 
     @contextlib.contextmanager
-    def _following(self, key: StreamKey) -> Iterator[None]:
-        with self._watch_lock:
-            self._followed[key.text()] += 1
-            if self._watcher is None:
-                self._watcher = threading.Thread(target=self._watch, name="stream-watcher", daemon=True)
-                self._watcher.start()
-            self._watch_lock.notify()
-        try:
-            yield
-        finally:
+    def _watched(self, key: StreamKey) -> Iterator[Callable[[bool], None]]:
+        """For the `with` block, a switch: whether the watcher looks at `key` for this reader."""
+        text = key.text()
+        on = False
+
+        def switch(want: bool) -> None:
+            nonlocal on
+            if want == on:
+                return
+            on = want
             with self._watch_lock:
-                self._followed[key.text()] -= 1
-                if self._followed[key.text()] <= 0:
-                    del self._followed[key.text()]
+                if want:
+                    self._followed[text] += 1
+                    # The reader read before this: a write from another process since then may
+                    # be older than the watcher's last check, so the next check looks anyway.
+                    self._added = True
+                    if self._watcher is None:
+                        self._watcher = threading.Thread(
+                            target=self._watch, name="stream-watcher", daemon=True
+                        )
+                        self._watcher.start()
+                    self._watch_lock.notify()
+                else:
+                    self._drop(text)
+
+        try:
+            yield switch
+        finally:
+            if on:
+                with self._watch_lock:
+                    self._drop(text)
+
+    def _drop(self, text: str) -> None:
+        self._followed[text] -= 1
+        if self._followed[text] <= 0:
+            del self._followed[text]
 
     def _watch(self) -> None:
         """Wake the readers of runs another process appended to (see the module)."""
@@ -267,9 +302,12 @@ class SqliteStreamStore:
                         seen.clear()
                         self._watch_lock.wait()
             began = time.perf_counter()
+            self.checks += 1
             try:
                 now = db.execute("PRAGMA data_version").fetchone()[0]
-                if now != version:
+                with self._watch_lock:
+                    added, self._added = self._added, False
+                if now != version or added:
                     version = now
                     with self._watch_lock:
                         keys = list(self._followed)
@@ -302,8 +340,23 @@ class SqliteStreamStore:
     async def follow(self, key: StreamKey, after: int, idle: float) -> AsyncIterator[StreamEvent | None]:
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
-        # A reader reads when woken (by a writer in this process, or the watcher), never on a timer.
-        with waiter(self._topic(key)) as woken, self._following(key):
+        session = session_topic(entity_name(key.agent), key.session_id)
+        # A reader reads when woken, never on a timer: by a writer in this process, by an
+        # operation of the run's session starting or ending here, or by the watcher.
+        woken = asyncio.Event()
+        with (
+            waiter(self._topic(key), woken),
+            waiter(session, woken),
+            start_waiter(session, woken),
+            self._watched(key) as watch,
+        ):
+            # Only writes from another process need the watcher: none come while an operation of
+            # the session runs here (one operation at a time per session, and it writes the
+            # session's events), nor, mostly, just before or after one (see `LOCAL_GRACE`).
+            # None to wait for in a process that never ran an entity operation (HTTP only).
+            grace = LOCAL_GRACE * self.poll_interval if runs_operations() else 0.0
+            local_until = loop.time() + grace
+            was_local = False
             while True:
                 woken.clear()  # before reading: an append after this read sets it again
                 events = self._read(key, after)
@@ -312,13 +365,26 @@ class SqliteStreamStore:
                     if event.terminal:
                         return
                     after = event.seq
+                now = loop.time()
                 if events:
-                    quiet_since = loop.time()
-                    continue
-                wait = max(0.0, quiet_since + idle - loop.time())
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), wait)
-                if loop.time() - quiet_since >= idle:
+                    quiet_since = now
+                while True:
+                    local = session_running(session)
+                    if local or was_local:
+                        local_until = now + grace
+                    was_local = local
+                    watch(now >= local_until)
+                    if events or woken.is_set() or now - quiet_since >= idle:
+                        break
+                    # The end of the operation here wakes the reader; past the grace, the watcher's
+                    # first look does: no read of its own.
+                    wait = quiet_since + idle - now
+                    if not local and now < local_until:
+                        wait = min(wait, local_until - now)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(woken.wait(), wait)
+                    now = loop.time()
+                if now - quiet_since >= idle:
                     yield None
                     quiet_since = loop.time()
 

@@ -11,7 +11,15 @@ from typing import Any, TypeVar
 
 import pytest
 
-from hosting._wakeup import session_operation, session_running, session_topic, start_waiter, waiter
+from hosting._wakeup import (
+    runs_operations,
+    session_operation,
+    session_quiet,
+    session_running,
+    session_topic,
+    start_waiter,
+    waiter,
+)
 from hosting.client._pacing import (
     FIRST_DELAY,
     MAX_DELAY,
@@ -220,3 +228,36 @@ async def test_the_settle_after_a_wakeup_is_slept_on_a_thread_not_the_loops_mill
             assert not polled.settling and executor.sleeps == [SETTLE_DELAY, SETTLE_DELAY, 2 * SETTLE_DELAY]
     finally:
         executor.shutdown(wait=True)
+
+
+async def test_a_session_is_quiet_here_once_no_operation_of_it_ran_here_for_the_time_asked() -> None:
+    topic = session_topic("dafx-agent", "quiet")
+    started, release = threading.Event(), threading.Event()
+
+    def operation() -> None:
+        with session_operation("dafx-agent", "quiet"):
+            started.set()
+            release.wait(5)
+
+    running = asyncio.create_task(asyncio.to_thread(operation))
+    await asyncio.to_thread(started.wait, 5)
+    quiet = asyncio.create_task(session_quiet(topic, 0.05))
+    await asyncio.sleep(0.3)
+    assert not quiet.done()  # six times the quiet asked for, but the operation still runs here
+    release.set()
+    await running
+    await asyncio.wait_for(quiet, 5)
+    assert not session_running(topic)
+
+
+async def test_a_process_that_never_ran_an_operation_has_no_quiet_to_wait_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The flex topology's HTTP group (Flex Consumption's HTTP instances): no entity ever runs
+    # there, so a terminal watch follows the stream at once, as before the quiet existed.
+    monkeypatch.setattr("hosting._wakeup._ran_any", False)
+    assert not runs_operations()
+    await asyncio.wait_for(session_quiet(session_topic("dafx-agent", "http-only"), 60), 5)
+    with session_operation("dafx-agent", "http-only"):
+        pass
+    assert runs_operations()

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from hosting._wakeup import session_operation
 from hosting.streams import (
     RunClaim,
     SqliteStreamStore,
@@ -22,6 +23,7 @@ from hosting.streams import (
     StreamStoreUnavailable,
 )
 from hosting.streams._redis import RedisStreamStore
+from hosting.streams._watch import terminal_watch
 
 
 @pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
@@ -310,3 +312,93 @@ async def test_a_sessions_interrupt_mark_is_asked_for_then_withdrawn(store: Stre
     assert not await store.cancel_requested(mark)
     assert await store.cancel_requested(run)  # a run's own cancel stays
     await store.withdraw_cancel(mark)  # nothing to withdraw: no error
+
+
+async def test_a_run_whose_session_runs_here_is_followed_without_the_watcher(tmp_path: pathlib.Path) -> None:
+    # As an SSE stream is read when its entity runs in the reader's process (one worker group):
+    # the operation starts here soon after the reader began, writes the events, and the
+    # in-process wakeup carries them all; the file is never polled.
+    with session_operation("dafx-agent", "another"):
+        pass  # this process runs entity operations, as a worker of one group does
+    store = SqliteStreamStore(tmp_path / "streams.db", retention=60, poll_interval=0.5)
+    k = key()
+    await store.declare(k)
+    reader = asyncio.create_task(collect(store, k, 0, idle=30))
+    await asyncio.sleep(0.01)  # the turn is on its way to the entity
+
+    def operation() -> None:
+        with session_operation(f"dafx-{k.agent}", k.session_id):
+            for seq, kind in enumerate(("run.started", "text.delta", "run.completed"), 1):
+                asyncio.run(store.append(k, StreamEvent(seq, kind)))
+
+    await asyncio.to_thread(operation)
+    got = await asyncio.wait_for(reader, 5)
+    assert [e.type for e in got] == ["run.started", "text.delta", "run.completed"]
+    assert store.checks == 0 and store._watcher is None
+    await store.aclose()
+
+
+async def test_a_terminal_watch_reads_nothing_while_its_session_runs_here(tmp_path: pathlib.Path) -> None:
+    # A waiting JSON turn on one worker group: the operation's end wakes the caller, so its
+    # watch on the terminal event does not follow the stream until the session is quiet here.
+    store = SqliteStreamStore(tmp_path / "streams.db", retention=60, poll_interval=0.5)
+    k = key()
+    follows = 0
+    follow = store.follow
+
+    def counted(k: StreamKey, after: int, idle: float) -> AsyncIterator[StreamEvent | None]:
+        nonlocal follows
+        follows += 1
+        return follow(k, after, idle)
+
+    store.follow = counted  # type: ignore[method-assign,assignment]
+    started, release = threading.Event(), threading.Event()
+
+    def operation() -> None:
+        with session_operation(f"dafx-{k.agent}", k.session_id):
+            started.set()
+            asyncio.run(store.append(k, StreamEvent(1, "run.completed")))
+            release.wait(5)
+
+    ended = asyncio.Event()
+    with terminal_watch(store, k, ended.set):
+        running = asyncio.create_task(asyncio.to_thread(operation))
+        await asyncio.to_thread(started.wait, 5)
+        await asyncio.sleep(0.3)
+        assert follows == 0 and not ended.is_set()
+        release.set()
+        await running
+        # Quiet here from now on: were the run's next step elsewhere, its events would come
+        # through the stream.
+        await asyncio.wait_for(ended.wait(), 5)
+    assert follows == 1
+    await store.aclose()
+
+
+async def test_the_watcher_comes_back_for_a_run_once_its_session_stops_running_here(
+    tmp_path: pathlib.Path,
+) -> None:
+    store = SqliteStreamStore(tmp_path / "streams.db", retention=60, poll_interval=0.02)
+    k = key()
+    await store.declare(k)
+    started, release = threading.Event(), threading.Event()
+
+    def operation() -> None:
+        with session_operation(f"dafx-{k.agent}", k.session_id):
+            started.set()
+            release.wait(5)
+
+    running = asyncio.create_task(asyncio.to_thread(operation))
+    await asyncio.to_thread(started.wait, 5)
+    reader = asyncio.create_task(collect(store, k, 0, idle=30))
+    await asyncio.sleep(0.5)  # 25 poll intervals: none while the session runs here
+    assert store.checks == 0
+    release.set()
+    await running
+    # The next step runs in another process (a connection of its own, no in-process wakeup).
+    with sqlite3.connect(tmp_path / "streams.db") as other:
+        insert = "INSERT INTO events (key, seq, type, data) VALUES (?, 1, 'run.completed', '{}')"
+        other.execute(insert, (k.text(),))
+    got = await asyncio.wait_for(reader, 5)
+    assert [e.type for e in got] == ["run.completed"] and store.checks > 0
+    await store.aclose()
