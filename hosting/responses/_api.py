@@ -41,7 +41,7 @@ from ..streams import TERMINAL_TYPES, StreamKey
 from ._errors import ResponsesError, error_response
 from ._ids import RunRef, decode_response_id
 from ._render import EventStream, Rendering, input_items
-from ._request import parse_create
+from ._request import CreateCall, parse_create
 
 log = logging.getLogger("hosting.responses")
 
@@ -56,15 +56,21 @@ def _json(model: Any, status: int = 200) -> func.HttpResponse:
     )
 
 
-def _derived(req: func.HttpRequest, route_params: dict[str, str], body: Any, accept: str) -> func.HttpRequest:
+def _derived(
+    req: func.HttpRequest, route_params: dict[str, str], body: Any, accept: str, user: str | None = None
+) -> func.HttpRequest:
     """The product route's request for this one: the caller's headers (its identity, an
-    Idempotency-Key) and query, the route's parameters, the product's body."""
+    Idempotency-Key) and query (with `user`, the user it acts for, checked already), the route's
+    parameters, the product's body."""
     skip = {"content-type", "content-length", "accept"}
     headers = {k: v for k, v in req.headers.items() if k.lower() not in skip}
     headers.update({"content-type": "application/json", "accept": accept})
     raw = b"" if body is None else json.dumps(body).encode()
+    params = dict(req.params)
+    if user is not None:
+        params["user_id"] = user
     return func.HttpRequest(
-        "POST", req.url, headers=headers, params=dict(req.params), route_params=route_params, body=raw
+        "POST", req.url, headers=headers, params=params, route_params=route_params, body=raw
     )
 
 
@@ -150,6 +156,8 @@ class ResponsesApi:
     async def _create(self, req: func.HttpRequest, client: DurableClient) -> Answer:
         call = parse_create(req.get_body())
         agent = self._agent(call.agent)
+        if call.decisions and call.continued is not None:
+            return await self._decide(req, client, call, call.continued)
         body = {**call.run_body, "wait_for_response": False}
         derived = _derived(
             req, {"agent": agent.name}, body, EVENT_STREAM if call.stream else "application/json"
@@ -178,6 +186,26 @@ class ResponsesApi:
             return _json(rendering.pending(None, "queued"))
         outcome = await self._outcome(client, ref, user, self.api.settings.response_wait_seconds)
         return self._render(rendering, outcome)
+
+    async def _decide(
+        self, req: func.HttpRequest, client: DurableClient, call: CreateCall, ref: RunRef
+    ) -> Answer:
+        """Approval responses: each is the product's decision on one call of the paused run; the
+        answer is that run's response, which goes on once its step's calls are all decided."""
+        params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
+        user = caller_user(req, call.run_body.get("user_id"))
+        for decision in call.decisions:
+            derived = _derived(req, params, decision, "application/json", user)
+            try:
+                await self.api.run_approval(derived, client)
+            except ProblemError as problem:
+                raise ResponsesError.of_problem(problem) from None
+        rendering = Rendering(ref, background=call.background)
+        if call.background:
+            return _json(rendering.pending(None))
+        return self._render(
+            rendering, await self._outcome(client, ref, user, self.api.settings.response_wait_seconds)
+        )
 
     async def _events(
         self, client: DurableClient, ref: RunRef, rendering: Rendering, answer: StreamingResponse

@@ -72,8 +72,9 @@ class CreateCall:
     stream: bool
     background: bool
     continued: RunRef | None
-    input_text: str
-    role: Literal["user", "system"]
+    decisions: tuple[dict[str, Any], ...] = ()
+    """`mcp_approval_response` items: the bodies of the product's approvals route (the calls of
+    the run `continued` names), sent instead of a turn."""
 
 
 def parse_create(raw: bytes) -> CreateCall:
@@ -91,7 +92,8 @@ def parse_create(raw: bytes) -> CreateCall:
         first = error.errors()[0]
         param = ".".join(str(p) for p in first["loc"]) or None
         raise ResponsesError(400, f"'{param}': {first['msg']}", param=param, code="invalid_value") from None
-    role, text = _message(body.input)
+    decisions = _decisions(body)
+    role, text = ("user", "") if decisions else _message(body.input)
     run_body: dict[str, Any] = {"message": text, "role": role}
     continued = _session(body, run_body)
     options = {
@@ -106,7 +108,42 @@ def parse_create(raw: bytes) -> CreateCall:
         run_body["response_format"] = response_format
     if body.user is not None:
         run_body["user_id"] = body.user
-    return CreateCall(body.model, run_body, body.stream, body.background, continued, text, role)
+    return CreateCall(body.model, run_body, body.stream, body.background, continued, decisions)
+
+
+def _decisions(body: _Body) -> tuple[dict[str, Any], ...]:
+    """The approval responses of `input`, when it holds only those: each decides one call of the
+    paused run `previous_response_id` names (the request items' ids are the call ids)."""
+    items = body.input if isinstance(body.input, list) else []
+    if not items or any(item.get("type") != "mcp_approval_response" for item in items):
+        return ()
+    if body.previous_response_id is None:
+        raise ResponsesError(
+            400,
+            "an approval response decides a call of the paused response that 'previous_response_id' "
+            "names; send it",
+            param="previous_response_id",
+            code="invalid_value",
+        )
+    if body.stream:
+        raise ResponsesError.unsupported(
+            "stream", "approval responses are answered as JSON; retrieve to follow"
+        )
+    decided = []
+    for item in items:
+        call_id, approve, reason = item.get("approval_request_id"), item.get("approve"), item.get("reason")
+        if not isinstance(call_id, str) or not isinstance(approve, bool):
+            raise ResponsesError(
+                400,
+                "an mcp_approval_response needs 'approval_request_id' (text) and 'approve' (true or false)",
+                param="input",
+                code="invalid_value",
+            )
+        decision: dict[str, Any] = {"call_id": call_id, "approved": approve}
+        if reason is not None:
+            decision["reason"] = reason
+        decided.append(decision)
+    return tuple(decided)
 
 
 def _refuse_unhonoured(data: dict[str, Any]) -> None:
@@ -143,7 +180,7 @@ def _message(value: str | list[dict[str, Any]]) -> tuple[Literal["user", "system
     kind = item.get("type", "message")
     if kind != "message":
         why = (
-            "decide a tool call with POST /api/agents/{agent}/sessions/{session}/runs/{run}/approvals"
+            "send approval responses on their own, with the paused response's id"
             if kind == "mcp_approval_response"
             else "only message items are accepted"
         )

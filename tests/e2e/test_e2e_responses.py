@@ -205,3 +205,33 @@ async def test_another_users_response_is_not_found(oai: openai.AsyncOpenAI, mode
     assert len(model.requests) == 1
     alice = await oai.responses.retrieve(mine.id, extra_query={"user_id": "alice"})
     assert alice.output_text == "for alice only"
+
+
+async def test_a_paused_run_is_approval_requests_and_an_approval_response_decides_it(
+    oai: openai.AsyncOpenAI, model: ModelServer
+) -> None:
+    booking = {"city": "Paris", "nights": 2}
+    model.script(Reply.tool_call("book_hotel", booking, call_id="call-r1"), Reply.text("Booked."))
+    paused = await oai.responses.create(model="concierge", input="book it", user="alice")
+    assert paused.status == "in_progress", paused
+    [request] = paused.output
+    assert request.type == "mcp_approval_request" and request.id == "call-r1"
+    assert request.name == "book_hotel" and json.loads(request.arguments) == booking
+    assert request.server_label == "concierge"
+    assert len(model.requests) == 1  # the call waits for its decision
+    with pytest.raises(openai.NotFoundError):  # another user cannot decide it
+        await oai.responses.create(
+            model="concierge",
+            previous_response_id=paused.id,
+            input=[{"type": "mcp_approval_response", "approval_request_id": "call-r1", "approve": True}],
+            user="mallory",
+        )
+    done = await oai.responses.create(
+        model="concierge",
+        previous_response_id=paused.id,
+        input=[{"type": "mcp_approval_response", "approval_request_id": "call-r1", "approve": True}],
+        user="alice",
+    )
+    assert done.id == paused.id and done.status == "completed", done
+    assert done.output_text == "Booked."
+    assert any(m.role == "tool" and "confirmation" in m.text for m in model.requests[1].messages)
