@@ -235,3 +235,14 @@ async def test_a_paused_run_is_approval_requests_and_an_approval_response_decide
     assert done.id == paused.id and done.status == "completed", done
     assert done.output_text == "Booked."
     assert any(m.role == "tool" and "confirmation" in m.text for m in model.requests[1].messages)
+
+
+async def test_an_idempotency_key_makes_a_retried_create_run_once(
+    oai: openai.AsyncOpenAI, model: ModelServer
+) -> None:
+    model.script(Reply.text("only once"))
+    key = {"Idempotency-Key": "responses-retry-1"}
+    first = await oai.responses.create(model=AGENT, input="do it once", extra_headers=key)
+    again = await oai.responses.create(model=AGENT, input="do it once", extra_headers=key)
+    assert again.id == first.id and again.output_text == "only once"
+    assert len(model.requests) == 1
