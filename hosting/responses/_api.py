@@ -48,6 +48,18 @@ log = logging.getLogger("hosting.responses")
 Answer = func.HttpResponse | StarletteResponse
 
 
+_CREATE_FIELDS = {
+    "message": "input",
+    "role": "input",
+    "session_id": "conversation",
+    "options.temperature": "temperature",
+    "options.max_output_tokens": "max_output_tokens",
+    "response_format": "text.format",
+    "user_id": "user",
+}
+"""The run body's fields by the create body's names, for the run route's refusals."""
+
+
 def _json(model: Any, status: int = 200) -> func.HttpResponse:
     return func.HttpResponse(
         model.model_dump_json(exclude_none=True, warnings=False),
@@ -167,7 +179,9 @@ class ResponsesApi:
             answer = await self.api.run(derived, client)
         except ProblemError as problem:
             if CORRELATION_HEADER not in problem.headers:  # refused: nothing was sent
-                raise ResponsesError.of_problem(problem) from None
+                refused = ResponsesError.of_problem(problem)
+                refused.param = _CREATE_FIELDS.get(refused.param or "", refused.param)
+                raise refused from None
             # A retried run that failed: answered from the stored run below.
             session, correlation = problem.headers[SESSION_HEADER], problem.headers[CORRELATION_HEADER]
         else:
