@@ -165,7 +165,7 @@ async def test_text_format_json_schema_is_the_runs_response_format(
         ({"temperature": 9}, "temperature"),
         ({"input": "   "}, "input"),
         ({"input": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}, "input"),
-        ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "nope"}}}}, "text.format"),
+        ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": 1}}}}, "text.format"),
         ({"user": "not a valid id!"}, "user"),
         ({"previous_response_id": "resp_x", "conversation": "c"}, "conversation"),
     ],
