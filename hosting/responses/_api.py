@@ -2,10 +2,10 @@
 (the run route, so a turn goes through the one submit path: parse, read, refusals, multitask,
 stream claim, interrupt mark) and the run's outcome back; nothing else.
 
-A turn is submitted without waiting (`wait_for_response: false`); the foreground answer then waits
-for the run's outcome as the product's run resource does, a background answer is `queued` at once,
-and a streamed one reads the run's own event stream (hosting.http.RunStreams) and renders each
-event as the Responses events.
+A foreground turn is submitted as a waiting run (the run route's own wait, woken by the turn's
+end), then its outcome read once; a background one without waiting, answered `queued` at once; a
+streamed one as the run route's event stream (hosting.http.RunStreams), each event rendered as the
+Responses events.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class ResponsesApi:
         agent = self._agent(call.agent)
         if call.decisions and call.continued is not None:
             return await self._decide(req, client, call, call.continued)
-        body = {**call.run_body, "wait_for_response": False}
+        body = {**call.run_body, "wait_for_response": not (call.background or call.stream)}
         derived = _derived(
             req, {"agent": agent.name}, body, EVENT_STREAM if call.stream else "application/json"
         )
@@ -182,7 +182,7 @@ class ResponsesApi:
                 refused = ResponsesError.of_problem(problem)
                 refused.param = _CREATE_FIELDS.get(refused.param or "", refused.param)
                 raise refused from None
-            # A retried run that failed: answered from the stored run below.
+            # The run failed (or a retry found it failed): answered from the stored run below.
             session, correlation = problem.headers[SESSION_HEADER], problem.headers[CORRELATION_HEADER]
         else:
             session, correlation = answer.headers[SESSION_HEADER], answer.headers[CORRELATION_HEADER]
@@ -198,8 +198,8 @@ class ResponsesApi:
             )
         if call.background and answer is not None and answer.status_code == 202:
             return _json(rendering.pending(None, "queued"))
-        outcome = await self._outcome(client, ref, user, self.api.settings.response_wait_seconds)
-        return self._render(rendering, outcome)
+        # The run route waited already (or ran out of time: the response is in progress).
+        return self._render(rendering, await self._outcome(client, ref, user, 0))
 
     async def _decide(
         self, req: func.HttpRequest, client: DurableClient, call: CreateCall, ref: RunRef

@@ -251,3 +251,11 @@ async def test_an_idempotency_key_makes_a_retried_create_run_once(
     again = await oai.responses.create(model=AGENT, input="do it once", extra_headers=key)
     assert again.id == first.id and again.output_text == "only once"
     assert len(model.requests) == 1
+
+
+async def test_a_failed_turn_is_a_failed_response(oai: openai.AsyncOpenAI, model: ModelServer) -> None:
+    model.script(Reply.error(400, "the model refused", code="invalid_prompt"))
+    response = await oai.responses.create(model=AGENT, input="fail please")
+    assert response.status == "failed" and response.error is not None, response
+    assert response.output == []
+    assert (await oai.responses.retrieve(response.id)).status == "failed"
