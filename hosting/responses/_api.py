@@ -10,9 +10,10 @@ Responses events.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import azure.functions as func
@@ -84,6 +85,25 @@ def _derived(
     return func.HttpRequest(
         "POST", req.url, headers=headers, params=params, route_params=route_params, body=raw
     )
+
+
+Handler = Callable[["ResponsesApi", func.HttpRequest, DurableClient], Awaitable[Answer]]
+
+
+def _answered(handler: Handler) -> Handler:
+    """The handler, its refusals answered in the Responses API's error shape (the product's
+    problems keep their status and code)."""
+
+    @functools.wraps(handler)
+    async def answered(self: ResponsesApi, req: func.HttpRequest, client: DurableClient) -> Answer:
+        try:
+            return await handler(self, req, client)
+        except ResponsesError as error:
+            return error_response(error)
+        except ProblemError as problem:
+            return error_response(ResponsesError.of_problem(problem))
+
+    return answered
 
 
 class ResponsesApi:
@@ -158,14 +178,9 @@ class ResponsesApi:
 
     # -- routes -------------------------------------------------------------------------------
 
+    @_answered
     async def create(self, req: func.HttpRequest, client: DurableClient) -> Answer:
         """POST responses"""
-        try:
-            return await self._create(req, client)
-        except ResponsesError as error:
-            return error_response(error)
-
-    async def _create(self, req: func.HttpRequest, client: DurableClient) -> Answer:
         call = parse_create(req.get_body())
         agent = self._agent(call.agent)
         if call.decisions and call.continued is not None:
@@ -266,65 +281,51 @@ class ResponsesApi:
         finally:
             await frames.aclose()
 
+    @_answered
     async def retrieve(self, req: func.HttpRequest, client: DurableClient) -> Answer:
         """GET responses/{response_id}"""
-        try:
-            ref = self._ref(req)
-            user = caller_user(req)
-            outcome = await self._outcome(client, ref, user, 0)
-            if outcome.run is None:
-                await self._known(client, ref, user)
-            return self._render(Rendering(ref), outcome)
-        except ResponsesError as error:
-            return error_response(error)
-        except ProblemError as problem:
-            return error_response(ResponsesError.of_problem(problem))
+        ref = self._ref(req)
+        user = caller_user(req)
+        outcome = await self._outcome(client, ref, user, 0)
+        if outcome.run is None:
+            await self._known(client, ref, user)
+        return self._render(Rendering(ref), outcome)
 
+    @_answered
     async def cancel(self, req: func.HttpRequest, client: DurableClient) -> Answer:
         """POST responses/{response_id}/cancel: the product's cancel, then the run's outcome (a
         queued run ends at once, a running one at its next step)."""
-        try:
-            ref = self._ref(req)
-            params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
-            await self.api.run_cancel(_derived(req, params, None, "application/json"), client)
-            outcome = await self._outcome(
-                client, ref, caller_user(req), self.api.settings.response_wait_seconds
-            )
-            return self._render(Rendering(ref), outcome)
-        except ResponsesError as error:
-            return error_response(error)
-        except ProblemError as problem:
-            return error_response(ResponsesError.of_problem(problem))
+        ref = self._ref(req)
+        params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
+        await self.api.run_cancel(_derived(req, params, None, "application/json"), client)
+        outcome = await self._outcome(client, ref, caller_user(req), self.api.settings.response_wait_seconds)
+        return self._render(Rendering(ref), outcome)
 
+    @_answered
     async def input_items(self, req: func.HttpRequest, client: DurableClient) -> Answer:
         """GET responses/{response_id}/input_items"""
-        try:
-            ref = self._ref(req)
-            user = caller_user(req)
-            snapshot = await read_session(client, session_entity(ref.agent, ref.session_id))
-            stored = snapshot.stored
-            entry = None
-            if snapshot.exists and stored.visible_to(user):
-                run = stored.find_run(ref.correlation_id)
-                entry = run.request if run is not None else stored.request_of(ref.correlation_id)
-            if entry is None:
-                raise ResponsesError(
-                    404, f"no response {ref.response_id!r}", param="response_id", code="response_not_found"
-                )
-            request = AgentRequest.model_validate(entry)
-            items = list(reversed(input_items(ref, request)))  # newest first, as the API lists them
-            page = ResponseItemList(
-                object="list",
-                data=items,
-                first_id=items[0].id if items else None,
-                last_id=items[-1].id if items else None,
-                has_more=False,
+        ref = self._ref(req)
+        user = caller_user(req)
+        snapshot = await read_session(client, session_entity(ref.agent, ref.session_id))
+        stored = snapshot.stored
+        entry = None
+        if snapshot.exists and stored.visible_to(user):
+            run = stored.find_run(ref.correlation_id)
+            entry = run.request if run is not None else stored.request_of(ref.correlation_id)
+        if entry is None:
+            raise ResponsesError(
+                404, f"no response {ref.response_id!r}", param="response_id", code="response_not_found"
             )
-            return _json(page)
-        except ResponsesError as error:
-            return error_response(error)
-        except ProblemError as problem:
-            return error_response(ResponsesError.of_problem(problem))
+        request = AgentRequest.model_validate(entry)
+        items = list(reversed(input_items(ref, request)))  # newest first, as the API lists them
+        page = ResponseItemList(
+            object="list",
+            data=items,
+            first_id=items[0].id if items else None,
+            last_id=items[-1].id if items else None,
+            has_more=False,
+        )
+        return _json(page)
 
 
 async def _frames(body: AsyncIterable[Any]) -> AsyncGenerator[tuple[str | None, dict[str, Any]]]:

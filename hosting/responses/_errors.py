@@ -36,6 +36,10 @@ class ResponsesError(Exception):
         self.code = code
 
     @classmethod
+    def invalid(cls, param: str, message: str) -> ResponsesError:
+        return cls(400, message, param=param, code="invalid_value")
+
+    @classmethod
     def unsupported(cls, param: str, why: str) -> ResponsesError:
         return cls(400, f"'{param}' is not supported: {why}", param=param, code="unsupported_parameter")
 

@@ -118,12 +118,10 @@ def _decisions(body: _Body) -> tuple[dict[str, Any], ...]:
     if not items or any(item.get("type") != "mcp_approval_response" for item in items):
         return ()
     if body.previous_response_id is None:
-        raise ResponsesError(
-            400,
+        raise ResponsesError.invalid(
+            "previous_response_id",
             "an approval response decides a call of the paused response that 'previous_response_id' "
             "names; send it",
-            param="previous_response_id",
-            code="invalid_value",
         )
     if body.stream:
         raise ResponsesError.unsupported(
@@ -133,11 +131,9 @@ def _decisions(body: _Body) -> tuple[dict[str, Any], ...]:
     for item in items:
         call_id, approve, reason = item.get("approval_request_id"), item.get("approve"), item.get("reason")
         if not isinstance(call_id, str) or not isinstance(approve, bool):
-            raise ResponsesError(
-                400,
+            raise ResponsesError.invalid(
+                "input",
                 "an mcp_approval_response needs 'approval_request_id' (text) and 'approve' (true or false)",
-                param="input",
-                code="invalid_value",
             )
         decision: dict[str, Any] = {"call_id": call_id, "approved": approve}
         if reason is not None:
@@ -169,12 +165,10 @@ def _message(value: str | list[dict[str, Any]]) -> tuple[Literal["user", "system
     if isinstance(value, str):
         return "user", value
     if len(value) != 1:
-        raise ResponsesError(
-            400,
+        raise ResponsesError.invalid(
+            "input",
             "send one message per request; the session keeps the conversation (continue it with "
             "'previous_response_id' or 'conversation')",
-            param="input",
-            code="invalid_value",
         )
     item = value[0]
     kind = item.get("type", "message")
@@ -184,16 +178,11 @@ def _message(value: str | list[dict[str, Any]]) -> tuple[Literal["user", "system
             if kind == "mcp_approval_response"
             else "only message items are accepted"
         )
-        raise ResponsesError(
-            400, f"input items of type {kind!r} are not accepted: {why}", param="input", code="invalid_value"
-        )
+        raise ResponsesError.invalid("input", f"input items of type {kind!r} are not accepted: {why}")
     role = item.get("role")
     if role not in ("user", "system", "developer"):
-        raise ResponsesError(
-            400,
-            f"a message's role must be user, system or developer (got {role!r})",
-            param="input",
-            code="invalid_value",
+        raise ResponsesError.invalid(
+            "input", f"a message's role must be user, system or developer (got {role!r})"
         )
     return ("user" if role == "user" else "system"), _content_text(item.get("content"))
 
@@ -202,11 +191,8 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list) or not content:
-        raise ResponsesError(
-            400,
-            "a message's content must be text or a list of input_text parts",
-            param="input",
-            code="invalid_value",
+        raise ResponsesError.invalid(
+            "input", "a message's content must be text or a list of input_text parts"
         )
     parts = []
     for part in content:
@@ -216,11 +202,8 @@ def _content_text(content: Any) -> str:
             or not isinstance(part.get("text"), str)
         ):
             kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-            raise ResponsesError(
-                400,
-                f"content parts of type {kind!r} are not accepted; send input_text",
-                param="input",
-                code="invalid_value",
+            raise ResponsesError.invalid(
+                "input", f"content parts of type {kind!r} are not accepted; send input_text"
             )
         parts.append(part["text"])
     return "\n".join(parts)
@@ -228,11 +211,8 @@ def _content_text(content: Any) -> str:
 
 def _session(body: _Body, run_body: dict[str, Any]) -> RunRef | None:
     if body.previous_response_id is not None and body.conversation is not None:
-        raise ResponsesError(
-            400,
-            "send either 'previous_response_id' or 'conversation', not both",
-            param="conversation",
-            code="invalid_value",
+        raise ResponsesError.invalid(
+            "conversation", "send either 'previous_response_id' or 'conversation', not both"
         )
     if body.previous_response_id is not None:
         ref = decode_response_id(body.previous_response_id)
@@ -244,11 +224,9 @@ def _session(body: _Body, run_body: dict[str, Any]) -> RunRef | None:
                 code="response_not_found",
             )
         if ref.agent != body.model:
-            raise ResponsesError(
-                400,
+            raise ResponsesError.invalid(
+                "model",
                 f"response {body.previous_response_id!r} is of agent {ref.agent!r}, not {body.model!r}",
-                param="model",
-                code="invalid_value",
             )
         run_body["session_id"] = ref.session_id
         return ref
@@ -257,11 +235,8 @@ def _session(body: _Body, run_body: dict[str, Any]) -> RunRef | None:
         conversation = conversation.get("id")
     if conversation is not None:
         if not isinstance(conversation, str):
-            raise ResponsesError(
-                400,
-                "'conversation' must be an id, or an object with an 'id'",
-                param="conversation",
-                code="invalid_value",
+            raise ResponsesError.invalid(
+                "conversation", "'conversation' must be an id, or an object with an 'id'"
             )
         run_body["session_id"] = conversation
     return None
@@ -283,11 +258,8 @@ def _response_format(text: dict[str, Any] | None) -> dict[str, Any] | None:
         raise ResponsesError.unsupported("text.format", f"format {kind!r}: send 'text' or 'json_schema'")
     schema = fmt.get("schema")
     if not isinstance(schema, dict):
-        raise ResponsesError(
-            400,
-            "'text.format.schema' must be a JSON schema object",
-            param="text.format.schema",
-            code="invalid_value",
+        raise ResponsesError.invalid(
+            "text.format.schema", "'text.format.schema' must be a JSON schema object"
         )
     json_schema: dict[str, Any] = {"name": fmt.get("name") or "response", "schema": schema}
     if fmt.get("strict") is not None:
