@@ -12,6 +12,8 @@ import base64
 import binascii
 from dataclasses import dataclass
 
+from .._ids import id_problem
+
 PREFIX = "resp_"
 _SEPARATOR = "\n"
 MAX_RESPONSE_ID_LENGTH = 1024
@@ -42,7 +44,7 @@ def decode_response_id(value: str) -> RunRef | None:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
     parts = raw.split(_SEPARATOR)
-    if len(parts) != 3 or not all(parts):
-        return None
+    if len(parts) != 3 or not all(parts) or id_problem(parts[1]) or id_problem(parts[2]):
+        return None  # not ids the product could have stored: never sent on to an entity
     ref = RunRef(*parts)
     return ref if ref.response_id == value else None  # one spelling per run

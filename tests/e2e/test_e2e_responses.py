@@ -6,6 +6,7 @@ and another user's response as unknown."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator
 
@@ -192,6 +193,9 @@ async def test_unknown_agent_and_unknown_response_are_not_found(oai: openai.Asyn
         await oai.responses.retrieve("resp_bm90LWFuLWlk")
     with pytest.raises(openai.NotFoundError):
         await oai.responses.retrieve("resp_" + "YXNzaXN0YW50CmFub3RoZXIKcnVu")  # assistant / another / run
+    forged = base64.urlsafe_b64encode(b"assistant\n../other\nrun").decode().rstrip("=")
+    with pytest.raises(openai.NotFoundError):  # a session id the product refuses reaches no entity
+        await oai.responses.retrieve("resp_" + forged)
 
 
 async def test_another_users_response_is_not_found(oai: openai.AsyncOpenAI, model: ModelServer) -> None:
