@@ -244,7 +244,7 @@ class ResponsesApi:
         frames = _frames(answer.body_iterator)
         try:
             for kind, data in stream.started():
-                yield sse_frame(stream.sequence, kind, data)
+                yield sse_frame(data["sequence_number"], kind, data)
             async for event, data in frames:
                 if event is None:
                     yield b": heartbeat\n\n"
@@ -259,7 +259,7 @@ class ResponsesApi:
                     )
                     await start_approval_expiry(client, ref.agent, ref.session_id, ref.correlation_id, paused)
                     for kind_, item in stream.approvals(paused):
-                        yield sse_frame(stream.sequence, kind_, item)
+                        yield sse_frame(item["sequence_number"], kind_, item)
                     return  # paused: the caller decides, then retrieves (docs/protocols.md)
                 elif kind in TERMINAL_TYPES:
                     outcome = await self._outcome(client, ref, INTERNAL, 0)
@@ -269,13 +269,13 @@ class ResponsesApi:
                         else stream.failed("stream_ended", "the run's answer could not be read; retrieve it")
                     )
                 for kind_, item in out:
-                    yield sse_frame(stream.sequence, kind_, item)
+                    yield sse_frame(item["sequence_number"], kind_, item)
                 if kind in TERMINAL_TYPES:
                     return
             for kind_, item in stream.failed(
                 "stream_ended", "the run's stream ended early; retrieve the response"
             ):
-                yield sse_frame(stream.sequence, kind_, item)
+                yield sse_frame(item["sequence_number"], kind_, item)
         except Exception:
             log.exception("responses stream of %s broke off", ref.response_id)
         finally:

@@ -168,48 +168,35 @@ class EventStream:
         self.sequence = 0
         self.text: list[str] | None = None  # the answer so far, once its message item is open
 
-    def _event(self, event: BaseModel) -> tuple[str, dict[str, Any]]:
-        data = event.model_dump(mode="json", exclude_none=True, warnings=False)
+    def _event(self, model: type[BaseModel], kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
+        """One event of the SDK's `model`, numbered (`sequence_number` counts from 0)."""
+        event = model(type=kind, sequence_number=self.sequence, **fields)
         self.sequence += 1
-        return data["type"], data
+        return kind, event.model_dump(mode="json", exclude_none=True, warnings=False)
 
-    def _seq(self) -> int:
-        return self.sequence
+    def _in_text(self) -> dict[str, Any]:
+        """Where the answer's text is: the message item's one output_text part."""
+        return {"output_index": 0, "content_index": 0, "item_id": message_id(self.rendering.ref)}
 
     def started(self) -> list[tuple[str, dict[str, Any]]]:
         response = self.rendering.response("in_progress")
         return [
-            self._event(
-                ResponseCreatedEvent(type="response.created", response=response, sequence_number=self._seq())
-            ),
-            self._event(
-                ResponseInProgressEvent(
-                    type="response.in_progress", response=response, sequence_number=self._seq()
-                )
-            ),
+            self._event(ResponseCreatedEvent, "response.created", response=response),
+            self._event(ResponseInProgressEvent, "response.in_progress", response=response),
         ]
 
     def _open_message(self) -> list[tuple[str, dict[str, Any]]]:
         self.text = []
-        ref = self.rendering.ref
+        empty = ResponseOutputText(type="output_text", text="", annotations=[])
         return [
             self._event(
-                ResponseOutputItemAddedEvent(
-                    type="response.output_item.added",
-                    output_index=0,
-                    sequence_number=self._seq(),
-                    item=answer_message(ref, "", "in_progress"),
-                )
+                ResponseOutputItemAddedEvent,
+                "response.output_item.added",
+                output_index=0,
+                item=answer_message(self.rendering.ref, "", "in_progress"),
             ),
             self._event(
-                ResponseContentPartAddedEvent(
-                    type="response.content_part.added",
-                    output_index=0,
-                    content_index=0,
-                    item_id=message_id(ref),
-                    sequence_number=self._seq(),
-                    part=ResponseOutputText(type="output_text", text="", annotations=[]),
-                )
+                ResponseContentPartAddedEvent, "response.content_part.added", part=empty, **self._in_text()
             ),
         ]
 
@@ -219,15 +206,11 @@ class EventStream:
         self.text.append(text)
         events.append(
             self._event(
-                ResponseTextDeltaEvent(
-                    type="response.output_text.delta",
-                    output_index=0,
-                    content_index=0,
-                    item_id=message_id(self.rendering.ref),
-                    delta=text,
-                    logprobs=[],
-                    sequence_number=self._seq(),
-                )
+                ResponseTextDeltaEvent,
+                "response.output_text.delta",
+                delta=text,
+                logprobs=[],
+                **self._in_text(),
             )
         )
         return events
@@ -235,89 +218,37 @@ class EventStream:
     def approvals(self, awaiting: RunApprovals) -> list[tuple[str, dict[str, Any]]]:
         """A paused run: its calls as approval request items (the stream then ends; see the docs)."""
         events = []
-        for index, item in enumerate(
-            approval_items(self.rendering.ref, awaiting), start=1 if self.text is not None else 0
-        ):
-            events.append(
-                self._event(
-                    ResponseOutputItemAddedEvent(
-                        type="response.output_item.added",
-                        output_index=index,
-                        item=item,
-                        sequence_number=self._seq(),
-                    )
-                )
-            )
-            events.append(
-                self._event(
-                    ResponseOutputItemDoneEvent(
-                        type="response.output_item.done",
-                        output_index=index,
-                        item=item,
-                        sequence_number=self._seq(),
-                    )
-                )
-            )
+        first = 1 if self.text is not None else 0
+        for index, item in enumerate(approval_items(self.rendering.ref, awaiting), start=first):
+            for model, kind in (
+                (ResponseOutputItemAddedEvent, "response.output_item.added"),
+                (ResponseOutputItemDoneEvent, "response.output_item.done"),
+            ):
+                events.append(self._event(model, kind, output_index=index, item=item))
         return events
 
     def finished(self, result: TurnResult) -> list[tuple[str, dict[str, Any]]]:
         response = self.rendering.finished(result)
-        ref = self.rendering.ref
-        events = []
-        if response.status == "completed":
-            if self.text is None:
-                events += self._open_message()
-            # The stored answer: what a retrieve returns, even where a restarted step streamed twice.
-            text, part = result.text, ResponseOutputText(type="output_text", text=result.text, annotations=[])
-            events += [
-                self._event(
-                    ResponseTextDoneEvent(
-                        type="response.output_text.done",
-                        output_index=0,
-                        content_index=0,
-                        item_id=message_id(ref),
-                        text=text,
-                        logprobs=[],
-                        sequence_number=self._seq(),
-                    )
-                ),
-                self._event(
-                    ResponseContentPartDoneEvent(
-                        type="response.content_part.done",
-                        output_index=0,
-                        content_index=0,
-                        item_id=message_id(ref),
-                        part=part,
-                        sequence_number=self._seq(),
-                    )
-                ),
-                self._event(
-                    ResponseOutputItemDoneEvent(
-                        type="response.output_item.done",
-                        output_index=0,
-                        item=answer_message(ref, text, "completed"),
-                        sequence_number=self._seq(),
-                    )
-                ),
-                self._event(
-                    ResponseCompletedEvent(
-                        type="response.completed", response=response, sequence_number=self._seq()
-                    )
-                ),
-            ]
-            return events
-        events.append(
+        if response.status != "completed":
+            return [self._event(ResponseFailedEvent, "response.failed", response=response)]
+        events = self._open_message() if self.text is None else []
+        # The stored answer: what a retrieve returns, even where a restarted step streamed twice.
+        text = result.text
+        part = ResponseOutputText(type="output_text", text=text, annotations=[])
+        item = answer_message(self.rendering.ref, text, "completed")
+        return [
+            *events,
             self._event(
-                ResponseFailedEvent(type="response.failed", response=response, sequence_number=self._seq())
-            )
-        )
-        return events
+                ResponseTextDoneEvent, "response.output_text.done", text=text, logprobs=[], **self._in_text()
+            ),
+            self._event(
+                ResponseContentPartDoneEvent, "response.content_part.done", part=part, **self._in_text()
+            ),
+            self._event(ResponseOutputItemDoneEvent, "response.output_item.done", output_index=0, item=item),
+            self._event(ResponseCompletedEvent, "response.completed", response=response),
+        ]
 
     def failed(self, code: str, message: str) -> list[tuple[str, dict[str, Any]]]:
         """The run ended without a stored result this stream could read (an outage): failed."""
         response = self.rendering.response("failed", error=_error(code, message))
-        return [
-            self._event(
-                ResponseFailedEvent(type="response.failed", response=response, sequence_number=self._seq())
-            )
-        ]
+        return [self._event(ResponseFailedEvent, "response.failed", response=response)]
