@@ -42,6 +42,7 @@ from .http._user_routes import USER_ROUTES
 from .lifecycle._register import register_lifecycle
 from .lifecycle._ttl import ttl_for
 from .mcp import McpTools, register_mcp_tools
+from .responses import RESPONSES_ROUTES, ResponsesApi
 from .streams import StreamStore, stream_store_from_env
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
@@ -82,7 +83,7 @@ def _check_settings(agents: Sequence[Agent]) -> None:
 
 def _check_extensions(agents: Sequence[Agent], extensions: Sequence[Extension]) -> None:
     hosted = {a.name for a in agents}
-    functions = {spec.function for spec in (*AGENT_ROUTES, *USER_ROUTES)}
+    functions = {spec.function for spec in (*AGENT_ROUTES, *USER_ROUTES, *RESPONSES_ROUTES)}
     functions |= {entity_name(a.name) for a in agents}
     for extension in extensions:
         missing = sorted(set(extension.requires_agents) - hosted)
@@ -195,7 +196,8 @@ def build_app(
     store = stream_store_from_env()
     answers = Answers(settings)
     api = Api(agents, settings, answers, RunStreams(answers, {a.name: a for a in agents}, store))
-    specs = [*AGENT_ROUTES, *USER_ROUTES] + [spec for extension in extensions for spec in extension.routes]
+    specs = [*AGENT_ROUTES, *USER_ROUTES, *RESPONSES_ROUTES]
+    specs += [spec for extension in extensions for spec in extension.routes]
     document = json.dumps(
         openapi_document(specs, route_prefix=settings.route_prefix, agent_names=[a.name for a in agents])
     )
@@ -206,6 +208,7 @@ def build_app(
     memories = UserMemories(settings)
     export = UserExport(api.agents, memories).export
     erasure = UserErasure(list(api.agents), settings)
+    responses = ResponsesApi(api)
     handlers: dict[str, Handler] = {
         "agent_run": api.run,
         "agent_run_status": api.run_status,
@@ -224,6 +227,10 @@ def build_app(
         **{f"{who}_export": export for who in ("user", "my")},
         **{f"{who}_erase": erasure.erase for who in ("user", "my")},
         **{f"{who}_erasure": erasure.status for who in ("user", "my")},
+        "responses_create": responses.create,
+        "responses_get": responses.retrieve,
+        "responses_cancel": responses.cancel,
+        "responses_input_items": responses.input_items,
     }
     for extension in extensions:
         handlers.update(extension.handlers(settings))

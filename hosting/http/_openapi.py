@@ -60,6 +60,8 @@ def _path_schema(name: str, agent_names: Sequence[str]) -> dict[str, Any]:
         return {"type": "string", "enum": list(agent_names)}
     if name in ("session_id", "correlation_id", "instance_id", "user_id", "memory_id"):
         return {"type": "string", "pattern": ID_PATTERN_TEXT}
+    if name == "response_id":  # the Responses API's run ids (hosting.responses)
+        return {"type": "string", "pattern": "^resp_[A-Za-z0-9_-]+$"}
     return {"type": "string"}
 
 
@@ -78,7 +80,10 @@ def _runtime_not_found(responses: dict[str, Any]) -> None:
     entry = responses.setdefault(
         "404", {"description": "no such resource", "content": {}}
     )
-    entry["content"]["application/json"] = {"schema": _RUNTIME_NOT_FOUND}
+    content = entry.setdefault("content", {})
+    own = content.get("application/json")  # a route whose 404 is JSON already (the Responses API's)
+    schema = _RUNTIME_NOT_FOUND if own is None else {"anyOf": [own["schema"], _RUNTIME_NOT_FOUND]}
+    content["application/json"] = {"schema": schema}
 
 
 def _content(response: Response) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """A session's lifecycle: idle expiry (TTL, the per-agent sweeper, the one-shot expiry check),
 cleanup of archived chunks after a reset or delete, a user's erasure, and their durable names."""
 
+from ._approval_expiry import start_approval_expiry
 from ._expiry import reset_or_delete
 from ._names import (
     CLEANUP,
@@ -33,6 +34,7 @@ __all__ = [
     "expiry_instance",
     "register_lifecycle",
     "reset_or_delete",
+    "start_approval_expiry",
     "sweep_interval",
     "sweeper_instance",
     "sweepers_of",

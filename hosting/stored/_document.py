@@ -371,6 +371,10 @@ class StoredDocument:
         """The history's request entries."""
         return [e for e in self.history if isinstance(e, dict) and e.get(_TYPE) == "request"]
 
+    def request_of(self, correlation_id: str) -> Mapping[str, JSON] | None:
+        """The request entry of run `correlation_id` in the history (also of one not finished)."""
+        return next((e for e in reversed(self.requests()) if e.get("correlationId") == correlation_id), None)
+
     def last_activity(self) -> datetime | None:
         """When the session last ran a turn or was reset (`data.lastActivityAt`, else its newest
         entry)."""
@@ -424,7 +428,10 @@ class StoredDocument:
         """A copy of the document (sharing what is unchanged) with marks set in `data`:
         `discarded`, `refused` (id lists), `deleted_at` (RFC 3339) or `owner`; None removes one."""
         keys = {
-            "discarded": DISCARDED_KEY, "refused": REFUSED_KEY, "deleted_at": DELETED_KEY, "owner": OWNER_KEY,
+            "discarded": DISCARDED_KEY,
+            "refused": REFUSED_KEY,
+            "deleted_at": DELETED_KEY,
+            "owner": OWNER_KEY,
         }
         data = dict(self.data)
         for name, value in marks.items():

@@ -106,6 +106,19 @@ def describe_change(before: Stored, after: Stored) -> str:
     return "; ".join(parts)
 
 
+def check_responses_error(status: int, content_type: str, body: bytes) -> dict[str, Any]:
+    """Assert a 4xx answer of the Responses API routes is that API's error, naming the problem."""
+    import json
+
+    assert content_type.split(";")[0].strip() == "application/json", (status, content_type, body[:200])
+    error = json.loads(body).get("error")
+    assert isinstance(error, dict), body[:200]
+    for name in ("message", "type", "code"):
+        assert isinstance(error.get(name), str) and error[name].strip(), (name, error)
+    assert error["type"] == "invalid_request_error", error
+    return error
+
+
 def check_problem(status: int, content_type: str, body: bytes) -> dict[str, Any]:
     """Assert a 4xx answer is an RFC 9457 problem naming the problem; return the document."""
     import json

@@ -1,0 +1,355 @@
+"""The Responses API's handlers: each converts its wire format to the product's own route call
+(the run route, so a turn goes through the one submit path: parse, read, refusals, multitask,
+stream claim, interrupt mark) and the run's outcome back; nothing else.
+
+A foreground turn is submitted as a waiting run (the run route's own wait, woken by the turn's
+end), then its outcome read once; a background one without waiting, answered `queued` at once; a
+streamed one as the run route's event stream (hosting.http.RunStreams), each event rendered as the
+Responses events.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import azure.functions as func
+from openai.types.responses import ResponseItemList
+from starlette.responses import Response as StarletteResponse
+from starlette.responses import StreamingResponse
+
+from agents import Agent
+from state import AgentRequest
+
+from .._errors import ProblemError
+from ..client import DurableClient, RunOutcome, read_session, session_entity, wait_for_run
+from ..http import (
+    CORRELATION_HEADER,
+    EVENT_STREAM,
+    SESSION_HEADER,
+    Api,
+    caller_user,
+    claimed_user,
+    refusal,
+    sse_frame,
+)
+from ..lifecycle import start_approval_expiry
+from ..stored import INTERNAL, Approval, RunApprovals, Viewer
+from ..streams import TERMINAL_TYPES, StreamKey
+from ._errors import ResponsesError, error_response
+from ._ids import RunRef, decode_response_id
+from ._render import EventStream, Rendering, input_items
+from ._request import CreateCall, parse_create
+
+log = logging.getLogger("hosting.responses")
+
+Answer = func.HttpResponse | StarletteResponse
+
+
+_CREATE_FIELDS = {
+    "message": "input",
+    "role": "input",
+    "session_id": "conversation",
+    "options.temperature": "temperature",
+    "options.max_output_tokens": "max_output_tokens",
+    "response_format": "text.format",
+    "user_id": "user",
+}
+"""The run body's fields by the create body's names, for the run route's refusals."""
+
+
+def _json(model: Any, status: int = 200) -> func.HttpResponse:
+    return func.HttpResponse(
+        model.model_dump_json(exclude_none=True, warnings=False),
+        status_code=status,
+        mimetype="application/json",
+    )
+
+
+def _derived(
+    req: func.HttpRequest, route_params: dict[str, str], body: Any, accept: str, user: str | None = None
+) -> func.HttpRequest:
+    """The product route's request for this one: the caller's headers (its identity, an
+    Idempotency-Key) and query (with `user`, the user it acts for, checked already), the route's
+    parameters, the product's body."""
+    skip = {"content-type", "content-length", "accept"}
+    headers = {k: v for k, v in req.headers.items() if k.lower() not in skip}
+    headers.update({"content-type": "application/json", "accept": accept})
+    raw = b"" if body is None else json.dumps(body).encode()
+    params = dict(req.params)
+    if user is not None:
+        params["user_id"] = user
+    return func.HttpRequest(
+        "POST", req.url, headers=headers, params=params, route_params=route_params, body=raw
+    )
+
+
+Handler = Callable[["ResponsesApi", func.HttpRequest, DurableClient], Awaitable[Answer]]
+
+
+def _answered(handler: Handler) -> Handler:
+    """The handler, its refusals answered in the Responses API's error shape (the product's
+    problems keep their status and code)."""
+
+    @functools.wraps(handler)
+    async def answered(self: ResponsesApi, req: func.HttpRequest, client: DurableClient) -> Answer:
+        try:
+            return await handler(self, req, client)
+        except ResponsesError as error:
+            return error_response(error)
+        except ProblemError as problem:
+            return error_response(ResponsesError.of_problem(problem))
+
+    return answered
+
+
+class ResponsesApi:
+    """The `/responses` routes, bound to the product's API (its agents, settings and streams)."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+
+    def _agent(self, name: str, param: str = "model") -> Agent:
+        agent = self.api.agents.get(name)
+        if agent is None:
+            hosted = ", ".join(sorted(self.api.agents))
+            raise ResponsesError(
+                404,
+                f"there is no agent {name!r}; hosted agents: {hosted}",
+                param=param,
+                code="model_not_found",
+            )
+        return agent
+
+    def _ref(self, req: func.HttpRequest) -> RunRef:
+        value = req.route_params.get("response_id", "")
+        ref = decode_response_id(value)
+        if ref is None or ref.agent not in self.api.agents:
+            raise ResponsesError(
+                404, f"no response {value!r}", param="response_id", code="response_not_found"
+            )
+        return ref
+
+    async def _outcome(self, client: DurableClient, ref: RunRef, user: Viewer, timeout: float) -> RunOutcome:
+        """The run's outcome as the product's run resource reads it; its refusals as errors (another
+        user's session is a 404, as if there were none)."""
+        outcome = await wait_for_run(
+            client,
+            session_entity(ref.agent, ref.session_id),
+            agent=ref.agent,
+            session_id=ref.session_id,
+            correlation_id=ref.correlation_id,
+            timeout=timeout,
+            user=user,
+        )
+        problem = refusal(
+            outcome, ref.agent, ref.session_id, ref.correlation_id, self.api.settings.max_session_bytes
+        )
+        if problem is not None:
+            raise ResponsesError.of_problem(problem)
+        if outcome.awaiting is not None:
+            await start_approval_expiry(
+                client, ref.agent, ref.session_id, ref.correlation_id, outcome.awaiting
+            )
+        return outcome
+
+    async def _known(self, client: DurableClient, ref: RunRef, user: Viewer) -> None:
+        """404 unless the run is queued, running or was sent through this app, and is the caller's
+        (a first run's session is not stored yet: its stream claim names its user)."""
+        snapshot = await read_session(client, session_entity(ref.agent, ref.session_id))
+        if snapshot.exists and ref.correlation_id in snapshot.stored.waiting_ids():
+            return
+        claim = await self.api.streams.store.claimed(StreamKey(ref.agent, ref.session_id, ref.correlation_id))
+        if claim is not None:
+            owner = claimed_user(claim.request_hash)[1]
+            if owner is None or owner == user:  # a run of no one in particular is everyone's
+                return
+        raise ResponsesError(
+            404, f"no response {ref.response_id!r}", param="response_id", code="response_not_found"
+        )
+
+    def _render(self, rendering: Rendering, outcome: RunOutcome) -> func.HttpResponse:
+        if outcome.run is not None:
+            return _json(rendering.finished(outcome.run.result()))
+        return _json(rendering.pending(outcome.awaiting))
+
+    # -- routes -------------------------------------------------------------------------------
+
+    @_answered
+    async def create(self, req: func.HttpRequest, client: DurableClient) -> Answer:
+        """POST responses"""
+        call = parse_create(req.get_body())
+        agent = self._agent(call.agent)
+        if call.decisions and call.continued is not None:
+            return await self._decide(req, client, call, call.continued)
+        body = {**call.run_body, "wait_for_response": not (call.background or call.stream)}
+        derived = _derived(
+            req, {"agent": agent.name}, body, EVENT_STREAM if call.stream else "application/json"
+        )
+        answer: Answer | None = None
+        try:
+            answer = await self.api.run(derived, client)
+        except ProblemError as problem:
+            if CORRELATION_HEADER not in problem.headers:  # refused: nothing was sent
+                refused = ResponsesError.of_problem(problem)
+                refused.param = _CREATE_FIELDS.get(refused.param or "", refused.param)
+                raise refused from None
+            # The run failed (or a retry found it failed): answered from the stored run below.
+            session, correlation = problem.headers[SESSION_HEADER], problem.headers[CORRELATION_HEADER]
+        else:
+            session, correlation = answer.headers[SESSION_HEADER], answer.headers[CORRELATION_HEADER]
+        ref = RunRef(agent.name, session, correlation)
+        previous = None if call.continued is None else call.continued.response_id
+        rendering = Rendering(ref, background=call.background, previous_response_id=previous)
+        user = caller_user(derived, call.run_body.get("user_id"))
+        if call.stream and isinstance(answer, StreamingResponse):
+            return StreamingResponse(
+                self._events(client, ref, rendering, answer),
+                media_type=EVENT_STREAM,
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        if call.background and answer is not None and answer.status_code == 202:
+            return _json(rendering.pending(None, "queued"))
+        # The run route waited already (or ran out of time: the response is in progress).
+        return self._render(rendering, await self._outcome(client, ref, user, 0))
+
+    async def _decide(
+        self, req: func.HttpRequest, client: DurableClient, call: CreateCall, ref: RunRef
+    ) -> Answer:
+        """Approval responses: each is the product's decision on one call of the paused run; the
+        answer is that run's response, which goes on once its step's calls are all decided."""
+        params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
+        user = caller_user(req, call.run_body.get("user_id"))
+        for decision in call.decisions:
+            derived = _derived(req, params, decision, "application/json", user)
+            try:
+                await self.api.run_approval(derived, client)
+            except ProblemError as problem:
+                raise ResponsesError.of_problem(problem) from None
+        rendering = Rendering(ref, background=call.background)
+        if call.background:
+            return _json(rendering.pending(None))
+        return self._render(
+            rendering, await self._outcome(client, ref, user, self.api.settings.response_wait_seconds)
+        )
+
+    async def _events(
+        self, client: DurableClient, ref: RunRef, rendering: Rendering, answer: StreamingResponse
+    ) -> AsyncIterator[bytes]:
+        """The run's own SSE stream, event by event, as the Responses events."""
+        stream = EventStream(rendering)
+        frames = _frames(answer.body_iterator)
+        try:
+            for kind, data in stream.started():
+                yield sse_frame(data["sequence_number"], kind, data)
+            async for event, data in frames:
+                if event is None:
+                    yield b": heartbeat\n\n"
+                    continue
+                kind = event
+                out: list[tuple[str, dict[str, Any]]] = []
+                if kind == "text.delta" and data.get("text"):
+                    out = stream.delta(str(data["text"]))
+                elif kind == "approval.required":
+                    paused = RunApprovals(
+                        [Approval.from_json(a) for a in data.get("approvals") or []], int(data.get("step", 0))
+                    )
+                    await start_approval_expiry(client, ref.agent, ref.session_id, ref.correlation_id, paused)
+                    for kind_, item in stream.approvals(paused):
+                        yield sse_frame(item["sequence_number"], kind_, item)
+                    return  # paused: the caller decides, then retrieves (docs/protocols.md)
+                elif kind in TERMINAL_TYPES:
+                    outcome = await self._outcome(client, ref, INTERNAL, 0)
+                    out = (
+                        stream.finished(outcome.run.result())
+                        if outcome.run is not None
+                        else stream.failed("stream_ended", "the run's answer could not be read; retrieve it")
+                    )
+                for kind_, item in out:
+                    yield sse_frame(item["sequence_number"], kind_, item)
+                if kind in TERMINAL_TYPES:
+                    return
+            for kind_, item in stream.failed(
+                "stream_ended", "the run's stream ended early; retrieve the response"
+            ):
+                yield sse_frame(item["sequence_number"], kind_, item)
+        except Exception:
+            log.exception("responses stream of %s broke off", ref.response_id)
+        finally:
+            await frames.aclose()
+
+    @_answered
+    async def retrieve(self, req: func.HttpRequest, client: DurableClient) -> Answer:
+        """GET responses/{response_id}"""
+        ref = self._ref(req)
+        user = caller_user(req)
+        outcome = await self._outcome(client, ref, user, 0)
+        if outcome.run is None:
+            await self._known(client, ref, user)
+        return self._render(Rendering(ref), outcome)
+
+    @_answered
+    async def cancel(self, req: func.HttpRequest, client: DurableClient) -> Answer:
+        """POST responses/{response_id}/cancel: the product's cancel, then the run's outcome (a
+        queued run ends at once, a running one at its next step)."""
+        ref = self._ref(req)
+        params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
+        await self.api.run_cancel(_derived(req, params, None, "application/json"), client)
+        outcome = await self._outcome(client, ref, caller_user(req), self.api.settings.response_wait_seconds)
+        return self._render(Rendering(ref), outcome)
+
+    @_answered
+    async def input_items(self, req: func.HttpRequest, client: DurableClient) -> Answer:
+        """GET responses/{response_id}/input_items"""
+        ref = self._ref(req)
+        user = caller_user(req)
+        snapshot = await read_session(client, session_entity(ref.agent, ref.session_id))
+        stored = snapshot.stored
+        entry = None
+        if snapshot.exists and stored.visible_to(user):
+            run = stored.find_run(ref.correlation_id)
+            entry = run.request if run is not None else stored.request_of(ref.correlation_id)
+        if entry is None:
+            raise ResponsesError(
+                404, f"no response {ref.response_id!r}", param="response_id", code="response_not_found"
+            )
+        request = AgentRequest.model_validate(entry)
+        items = list(reversed(input_items(ref, request)))  # newest first, as the API lists them
+        page = ResponseItemList(
+            object="list",
+            data=items,
+            first_id=items[0].id if items else None,
+            last_id=items[-1].id if items else None,
+            has_more=False,
+        )
+        return _json(page)
+
+
+async def _frames(body: AsyncIterable[Any]) -> AsyncGenerator[tuple[str | None, dict[str, Any]]]:
+    """(event type, data) of each SSE event of the product's stream; (None, {}) for a heartbeat.
+    Closing it closes the product's stream (its reader has left)."""
+    try:
+        async for item in _split(body):
+            yield item
+    finally:
+        close = getattr(body, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def _split(body: AsyncIterable[Any]) -> AsyncIterator[tuple[str | None, dict[str, Any]]]:
+    buffer = b""
+    async for chunk in body:
+        buffer += chunk if isinstance(chunk, bytes) else str(chunk).encode()
+        while b"\n\n" in buffer:
+            frame, buffer = buffer.split(b"\n\n", 1)
+            kind, data = None, ""
+            for line in frame.decode().split("\n"):
+                if line.startswith("event: "):
+                    kind = line[len("event: ") :]
+                elif line.startswith("data: "):
+                    data += line[len("data: ") :]
+            yield kind, (json.loads(data) if data else {})
