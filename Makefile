@@ -71,10 +71,12 @@ typecheck: install
 # process starts its own session servers (the scripted model, Redis, the e2e host) on free ports and
 # its own temp dirs, and most of a test's time is spent waiting on sockets and subprocesses, so more
 # workers than the machine's cores still pay off (docs/bench.md "Running the tests" has the figures).
-# --dist loadfile keeps each test file on one worker: a module's hosts, browser and Azurite start
-# once. PYTEST_WORKERS=0 runs the suite in this one process, in order.
+# --dist worksteal gives each worker a run of consecutive tests (a module's hosts, browser and
+# Azurite mostly start once per worker) and lets an idle worker take the rest of a busy one's: with
+# a test file per worker (--dist loadfile) the slowest file, a few minutes, set the end.
+# PYTEST_WORKERS=0 runs the suite in this one process, in order.
 PYTEST_WORKERS ?= 4
-PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist worksteal)
 # pytest exits 5 when it collected no test: a failure of the whole suite, but what a selection in
 # PYTEST_ARGS (-k, a path) gives a run holding none of it (e2e-flex for a hosting test).
 PYTEST_OK = status=$$?; [ $$status -eq 0 ] || $(if $(strip $(PYTEST_ARGS)),[ $$status -eq 5 ] ||) exit $$status
