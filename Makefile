@@ -68,13 +68,27 @@ typecheck: install
 	done
 	$(PY) -m mypy --explicit-package-bases tests/conftest.py
 
+# The suite runs in parallel (pytest-xdist): every test is independent of the others, each worker
+# process starts its own session servers (the scripted model, Redis, the e2e host) on free ports and
+# its own temp dirs, and most of a test's time is spent waiting on sockets and subprocesses, so more
+# workers than the machine's cores still pay off (docs/bench.md "Running the tests" has the figures).
+# --dist worksteal gives each worker a run of consecutive tests (a module's hosts, browser and
+# Azurite mostly start once per worker) and lets an idle worker take the rest of a busy one's: with
+# a test file per worker (--dist loadfile) the slowest file, a few minutes, set the end.
+# PYTEST_WORKERS=0 runs the suite in this one process, in order.
+PYTEST_WORKERS ?= 4
+PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist worksteal)
+# pytest exits 5 when it collected no test: a failure of the whole suite, but what a selection in
+# PYTEST_ARGS (-k, a path) gives a run holding none of it (e2e-flex for a hosting test).
+PYTEST_OK = status=$$?; [ $$status -eq 0 ] || $(if $(strip $(PYTEST_ARGS)),[ $$status -eq 5 ] ||) exit $$status
+
 unit: install services
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS); $(PYTEST_OK)
 
 # The end-to-end suite again in Flex Consumption's topology: HTTP/MCP and Durable functions in
 # separate groups of worker processes, two per group (docs/devhost.md "Worker processes").
 e2e-flex: install services
-	DEVHOST_TOPOLOGY=flex FUNCTIONS_WORKER_PROCESS_COUNT=2 $(PY) -m pytest tests/e2e $(PYTEST_ARGS)
+	DEVHOST_TOPOLOGY=flex FUNCTIONS_WORKER_PROCESS_COUNT=2 $(PY) -m pytest $(PYTEST_PARALLEL) tests/e2e $(PYTEST_ARGS); $(PYTEST_OK)
 
 # A deployed app's first check: make smoke URL=https://<app>.azurewebsites.net KEY=<function key>
 # [SYSTEM_KEY=<durabletask_extension key>] [MCP_KEY=<mcp_extension key>] (docs/deploy.md).
@@ -142,7 +156,7 @@ test-lowest: install services
 	$(LOWEST)/bin/python -c 'import azure_functions_runtime, azurefunctions.extensions.base'
 	@# --assert=plain: CPython before 3.11.8 fails every ast.parse, pytest's rewriting of a lazily imported
 	@# plugin module included, once hypothesis has changed the recursion limit (python/cpython#106905).
-	$(LOWEST)/bin/python -m pytest --assert=plain -p no:cacheprovider $(PYTEST_ARGS)
+	$(LOWEST)/bin/python -m pytest --assert=plain -p no:cacheprovider $(PYTEST_PARALLEL) $(PYTEST_ARGS); $(PYTEST_OK)
 
 # The console's browser libraries (marked, DOMPurify, eventsource-parser) from package-lock.json,
 # copied into hosting/console/static/vendor/ (committed; a test checks they are up to date).

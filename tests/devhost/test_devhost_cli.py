@@ -84,7 +84,9 @@ def _request(method: str, url: str, body: Any = None) -> tuple[int, Any]:
         return err.code, err.read()
 
 
-def _wait_ready(proc: Proc, timeout: float = 20) -> float:
+def _wait_ready(proc: Proc, timeout: float = 60) -> float:
+    # A readiness wait (it costs time only when the host fails to start): a loaded machine running
+    # the suite in parallel can take longer than a request's 10 s to answer a host's first request.
     started = time.monotonic()
     while time.monotonic() - started < timeout:
         if proc.popen.poll() is not None:
@@ -92,7 +94,7 @@ def _wait_ready(proc: Proc, timeout: float = 20) -> float:
         try:
             if _request("GET", f"{proc.url}/api/hello/ready")[0] == 200:
                 return time.monotonic() - started
-        except (urllib.error.URLError, ConnectionError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
         time.sleep(0.02)
     raise AssertionError(f"devhost did not become ready:\n{proc.output()}")
