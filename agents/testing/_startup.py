@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from .._env import ENDPOINT_ENV, ModelEnv
@@ -29,6 +30,28 @@ STREAM_DELAY_ENV = "AGENTS_OFFLINE_STREAM_DELAY"
 arriving; unset: no delay, as the tests want)."""
 
 _log = logging.getLogger("agents.testing")
+
+
+IMPORT_ATTEMPTS = 20
+"""Tries of the server's import (50 ms apart) while another thread imports the same packages."""
+
+
+def _import_server() -> type[ModelServer]:
+    """The server class, imported on this thread. The host imports aiohttp on a thread of its own
+    at the same time; CPython lets two threads through an import cycle, and the later one can
+    then find a module of the cycle partly initialised ("cannot import name ... from partially
+    initialized module"). Nothing is left broken by that: once the other thread has finished,
+    the same import succeeds, so it is tried again."""
+    for attempt in range(1, IMPORT_ATTEMPTS + 1):
+        try:
+            from ._server import ModelServer
+
+            return ModelServer
+        except ImportError:
+            if attempt == IMPORT_ATTEMPTS:
+                raise
+            time.sleep(0.05)
+    raise AssertionError("unreachable")
 
 
 def model_configured() -> bool:
@@ -51,8 +74,7 @@ class OfflineModel:
 
     def _start(self, stream_delay: float) -> None:
         try:
-            from ._server import ModelServer
-
+            ModelServer = _import_server()
             server = ModelServer(mode="offline", stream_delay=stream_delay)
             self.server = server.start(listening=self.listening)
         except Exception:
