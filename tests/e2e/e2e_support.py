@@ -241,6 +241,20 @@ async def eventually(probe: Any, what: str, timeout: float = 20.0, interval: flo
         await asyncio.sleep(interval)
 
 
+async def kill_at_model_call(host: HostProcess, model: Any, calls: int, what: str) -> None:
+    """`kill -9` the host as the model gets its `calls`-th request (the step before it is
+    committed), even when that never comes."""
+
+    async def reached() -> bool:
+        return len(model.requests) == calls
+
+    try:
+        await eventually(reached, what, timeout=30)
+    finally:
+        host.kill()
+    assert host.proc is not None and host.proc.returncode == -9
+
+
 def history(document: dict[str, Any]) -> list[dict[str, Any]]:
     """The stored conversation history entries of a state document."""
     entries: list[dict[str, Any]] = document["data"]["conversationHistory"]

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import pytest
-from e2e_support import Client, HostProcess, eventually, history
+from e2e_support import Client, HostProcess, eventually, history, kill_at_model_call
 from mcp_servers_support import McpProcess, server_fixture
 
 from agents.testing import ModelRequest, ModelServer, Reply
@@ -123,15 +123,8 @@ async def test_kill_9_after_an_mcp_call_finished_does_not_run_it_again(
         client = Client(http, host.url)
         sent = await client.run(AGENT, "append it", session, wait_for_response=False, correlation_id=run)
         assert sent.status == 202, sent.body
-
-        async def next_model_call() -> bool:
-            return len(model.requests) == 2
-
-        await eventually(next_model_call, "the model call after the MCP call", timeout=30)
-        host.kill()
     finally:
-        host.kill()
-    assert host.proc is not None and host.proc.returncode == -9
+        await kill_at_model_call(host, model, 2, "the model call after the MCP call")
     assert appended(own, "kill-once") == [f"{run}:c-1"]
 
     model.handler = lambda request: Reply.text("appended")

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import httpx
 import pytest
-from e2e_support import FUNCTION_KEY, Client, HostProcess, eventually, history
+from e2e_support import FUNCTION_KEY, Client, HostProcess, history, kill_at_model_call
 from stream_support import read_all
 
 from agents.testing import ModelRequest, ModelServer, Reply
@@ -86,15 +86,8 @@ async def test_kill_9_after_a_tool_ran_resumes_from_the_next_step(
         client = Client(http, host.url)
         sent = await client.run("payer", "pay 5", SESSION, wait_for_response=False, correlation_id="pay-1")
         assert sent.status == 202, sent.body
-
-        async def next_model_call() -> bool:
-            return len(model.requests) == 2
-
-        await eventually(next_model_call, "the model call after the tool", timeout=30)
-        host.kill()
     finally:
-        host.kill()
-    assert host.proc is not None and host.proc.returncode == -9
+        await kill_at_model_call(host, model, 2, "the model call after the tool")
     assert charges.read_text().splitlines() == ["pay-1:call-1 5"]
 
     host.start()
