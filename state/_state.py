@@ -41,7 +41,7 @@ class RunRecord:
 
 
 class AgentState:
-    """The state of one agent session: its conversation history and our additions (1.2.0 to 1.7.0).
+    """The state of one agent session: its conversation history and our additions (1.2.0 to 1.8.0).
 
     Build one with `AgentState.new()` or `load_state(text)`; entries are immutable records
     added with `append_request` / `append_response`.
@@ -170,6 +170,17 @@ class AgentState:
             if request_hash is not None and run["requestIndex"] is not None:
                 run["requestHash"] = request_hash
             runs[cid] = run
+
+    def set_response_approvals(self, correlation_id: str, approvals: list[JSON]) -> None:
+        """(1.8.0) Keep `approvals` (the host's records of the tool calls the run waited on, with
+        their decisions) on the response entry of finished run `correlation_id`."""
+        run = self._index().get(correlation_id)
+        if run is None or not _run_matches(correlation_id, run, self._history):
+            raise KeyError(f"no finished run {correlation_id!r} to keep approvals on")
+        index = run["responseIndex"]
+        # Entries are immutable records: the entry is replaced, and its model built again on read.
+        self._history[index] = {**self._history[index], "approvals": list(approvals)}
+        self._models[index] = None
 
     @property
     def last_activity_at(self) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ._errors import IncompatibleStateVersion
 
-CURRENT_SCHEMA_VERSION = "1.7.0"
+CURRENT_SCHEMA_VERSION = "1.8.0"
 """The version `dump_state` writes. Any 1.x.y loads; older minors are upgraded step by step."""
 
 # One line per version: what it added. Keep in step with UPGRADE_STEPS and docs/state.md.
@@ -23,6 +23,7 @@ CHANGELOG: dict[str, str] = {
     "1.6.0": "optional data.activeTurn (the turn in progress and its finished steps), data.queuedRuns",
     "1.7.0": "optional data.activeTurn.approvals (tool calls the turn in progress waits on, with decisions) "
     "and data.activeTurn.steered (runs sent with steer, waiting for the turn's next model call)",
+    "1.8.0": "optional approvals of a response entry (the tool calls the run waited on, with decisions)",
 }
 
 SUPPORTED_MAJOR = 1
@@ -171,6 +172,14 @@ def _upgrade_1_6_to_1_7(doc: Doc) -> None:
     del doc
 
 
+def _upgrade_1_7_to_1_8(doc: Doc) -> None:
+    # 1.8 adds only the optional `approvals` of a response entry. A 1.7 writer records a turn's
+    # response without them (its approvals left with the turn in progress), so a 1.7 document has
+    # none; one found there was written by a 1.8 writer and carried through (an entry keeps its
+    # unknown properties), and still tells how that run's calls were decided, so it is kept.
+    del doc
+
+
 def _run_id(request: Any) -> Any:
     return request.get("correlationId") if isinstance(request, dict) else None
 
@@ -183,6 +192,7 @@ UPGRADE_STEPS: dict[int, UpgradeStep] = {
     4: _upgrade_1_4_to_1_5,
     5: _upgrade_1_5_to_1_6,
     6: _upgrade_1_6_to_1_7,
+    7: _upgrade_1_7_to_1_8,
 }
 """minor version N -> the step that turns a 1.N document into a 1.(N+1) document."""
 

@@ -36,6 +36,7 @@ from ..stored import (
     MAX_REFUSED_BYTES,
     StoredDocument,
     forget_waiting,
+    keep_approvals,
     refused_result,
     reset_text,
     revived_text,
@@ -339,8 +340,9 @@ class AgentEntity(TurnApprovals, TurnSteps):
         """Record `request` as a failed turn on the state as loaded before the turn (a fresh parse:
         the turn may have changed the live object), save it, and answer the failed result."""
         state = load_state(loaded.text) if loaded.text else AgentState.new()
-        forget_waiting(state, request.correlation_id)
+        approvals = forget_waiting(state, request.correlation_id)
         result = self.agent.record_failure(state, request, error, progress)
+        keep_approvals(state, request.correlation_id, approvals)
         text = dump_state(state)
         size = len(text.encode("utf-8"))
         ceiling = self.max_session_bytes + RECORD_HEADROOM_BYTES - MAX_REFUSED_BYTES

@@ -31,7 +31,15 @@ from .._loop import DeadlinePassed, run_sync
 from .._telemetry import traced_entity_run
 from ..archive import HistoryArchive, SessionHistory
 from ..lifecycle._ttl import now_iso
-from ..stored import ActiveTurn, Steer, StoredDocument, UnreadableTurn, active_turn, queued_requests
+from ..stored import (
+    ActiveTurn,
+    Steer,
+    StoredDocument,
+    UnreadableTurn,
+    active_turn,
+    keep_approvals,
+    queued_requests,
+)
 from ..streams import RunCancelled, RunEvents, StreamKey, StreamStore
 from ._context import EntityContext, Loaded, cache_load, load, operation_input, store_text
 from ._deadline import StepTime, TimeLimits, step_time, timeout_failure
@@ -322,6 +330,8 @@ class TurnSteps:
             state.active_turn = going_on.to_json()
         else:
             state.active_turn = None
+            # The decisions and their reasons stay with the finished run, on its response entry.
+            keep_approvals(state, request.correlation_id, [a.to_json() for a in turn.approvals])
             # Older entries move to chunks, stored before this state (which references them).
             self.archive.settle(self.name, context.entity_key, state)
         text = dump_state(state)

@@ -4,6 +4,8 @@ the problem it failed with, a run not finished yet the 202 (or 200 pending) body
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import azure.functions as func
 
 from agents import TurnResult
@@ -56,7 +58,9 @@ class Answers:
         """The public URL of a run resource."""
         return self.settings.url(f"agents/{agent}/sessions/{session_id}/runs/{correlation_id}")
 
-    def answer(self, agent: str, session_id: str, result: TurnResult) -> func.HttpResponse:
+    def answer(
+        self, agent: str, session_id: str, result: TurnResult, approvals: Sequence[Approval] = ()
+    ) -> func.HttpResponse:
         """The answer to a finished run: 200 with its body, or raises the problem it failed with."""
         location = self.run_location(agent, session_id, result.correlation_id)
         headers = {
@@ -86,6 +90,7 @@ class Answers:
             status="succeeded",
             response=response_body(result),
             location=location,
+            approvals=_approvals_body(approvals),
         )
         return json_response(body, 200, headers)
 
@@ -110,9 +115,10 @@ class Answers:
         correlation_id: str,
         result: TurnResult | None,
         awaiting: RunApprovals | None = None,
+        approvals: Sequence[Approval] = (),
     ) -> func.HttpResponse:
         """The run resource: 200 with the run's status (pending, awaiting_approval, succeeded,
-        failed or cancelled)."""
+        failed or cancelled); a finished run with the `approvals` it kept."""
         location = self.run_location(agent, session_id, correlation_id)
         headers = {SESSION_HEADER: session_id, CORRELATION_HEADER: correlation_id}
         if result is None:
@@ -127,6 +133,7 @@ class Answers:
             response=response_body(result),
             error=None if error is None else ErrorBody.model_validate(error.model_dump(mode="json")),
             location=location,
+            approvals=_approvals_body(approvals),
         )
         return json_response(body, 200, headers)
 
@@ -148,3 +155,8 @@ def _pending(
 def approval_body(approval: Approval) -> ApprovalBody:
     """One approval as the API shows it (the same shape its `approval.required` event carries)."""
     return ApprovalBody.model_validate(approval.public_json())
+
+
+def _approvals_body(approvals: Sequence[Approval]) -> list[ApprovalBody] | None:
+    """A finished run's approvals as its body lists them; null for a run that never paused."""
+    return [approval_body(a) for a in approvals] or None

@@ -127,7 +127,7 @@ class Api:
         return value
 
     def _finished(self, agent: str, session_id: str, run: StoredRun) -> func.HttpResponse:
-        return self.answers.answer(agent, session_id, run.result())
+        return self.answers.answer(agent, session_id, run.result(), run.approvals)
 
     def _refuse(self, outcome: RunOutcome, agent: str, session_id: str, correlation_id: str) -> None:
         problem = refusal(outcome, agent, session_id, correlation_id, self.settings.max_session_bytes)
@@ -290,9 +290,10 @@ class Api:
         correlation_id = outcome.steered_into or correlation_id
         self._refuse(outcome, agent.name, session_id, correlation_id)
         result = None if outcome.run is None else outcome.run.result()
+        kept = [] if outcome.run is None else outcome.run.approvals
         if outcome.awaiting is not None:
             await start_approval_expiry(client, agent.name, session_id, correlation_id, outcome.awaiting)
-        return self.answers.status(agent.name, session_id, correlation_id, result, outcome.awaiting)
+        return self.answers.status(agent.name, session_id, correlation_id, result, outcome.awaiting, kept)
 
     async def run_approval(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/runs/{correlation_id}/approvals"""
@@ -421,6 +422,7 @@ def _turn_summary(turn: TurnEntry) -> TurnSummary:
         created_at=turn.created_at,
         usage=turn.usage,
         error=None if failure is None else ErrorBody.model_validate(failure.model_dump(mode="json")),
+        approvals=[approval_body(a) for a in turn.approvals] or None,
     )
 
 

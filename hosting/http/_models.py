@@ -147,8 +147,9 @@ class RunResultBody(BaseModel):
     location: str | None = Field(default=None, description="URL of the run resource.")
     approvals: list[ApprovalBody] | None = Field(
         default=None,
-        description="The calls of a run in progress that needed a decision (`awaiting_approval`: "
-        "those without one are waited on); null when none did.",
+        description="The calls of the run that needed a decision, with their decisions: while it is "
+        "in progress (`awaiting_approval`: those without one are waited on) and once it ended; "
+        "null when none did.",
     )
 
 
@@ -217,8 +218,8 @@ class TurnSummary(BaseModel):
     queued: bool = Field(default=False, description="Waiting behind the turn in progress.")
     approvals: list[ApprovalBody] | None = Field(
         default=None,
-        description="A run in progress: the calls that needed a decision, as its run resource lists "
-        "them (those without one are waited on); null when none did.",
+        description="The calls of the run that needed a decision, as its run resource lists them "
+        "(in progress: those without one are waited on; ended: every one decided); null when none did.",
     )
     messages: list[InputMessageBody] | None = Field(
         default=None,

@@ -1,7 +1,7 @@
 """The stored session document, pure (no IO): one reader (`StoredDocument`) of its wire keys
 and of hosting's marks in `data`, the marks' writers, and the runs they answer without entries."""
 
-from ._approvals import Approval, Decision, RunApprovals, approvals_of, decided_event
+from ._approvals import Approval, Decision, RunApprovals, approvals_of, decided_event, recorded_approvals
 from ._document import (
     INTERNAL,
     Internal,
@@ -24,7 +24,15 @@ from ._marks import (
     unrecorded_run,
     with_refused,
 )
-from ._turn import ActiveTurn, Steer, UnreadableTurn, active_turn, forget_waiting, queued_requests
+from ._turn import (
+    ActiveTurn,
+    Steer,
+    UnreadableTurn,
+    active_turn,
+    forget_waiting,
+    keep_approvals,
+    queued_requests,
+)
 
 __all__ = [
     "INTERNAL",
@@ -49,7 +57,9 @@ __all__ = [
     "decided_event",
     "first_text",
     "forget_waiting",
+    "keep_approvals",
     "queued_requests",
+    "recorded_approvals",
     "refused_result",
     "reset_text",
     "revived_text",

@@ -1,7 +1,8 @@
 """The tool calls a turn in progress waits on, as the session document keeps them (1.7.0
 `data.activeTurn.approvals`; docs/state.md): one entry per call that needed a decision, from
-when the turn paused for it until the turn ends, with its decision once made. Pure: values in,
-values out. A turn that never needed a decision has no `approvals` key at all."""
+when the turn paused for it until the turn ends, with its decision once made; then (1.8.0) on
+the run's response entry. Pure: values in, values out. A turn that never needed a decision has
+no `approvals` key at all."""
 
 from __future__ import annotations
 
@@ -151,6 +152,15 @@ def read_approvals(raw: Any) -> list[Approval]:
     if not isinstance(raw, list):
         raise UnreadableApproval("data.activeTurn.approvals is not a list")
     return [Approval.from_json(item) for item in raw]
+
+
+def recorded_approvals(response: Mapping[str, Any]) -> list[Approval]:
+    """(1.8.0) The approvals a finished run's response entry keeps; none when it has none, or
+    when they cannot be read: the run's outcome is still its answer, only the record is missing."""
+    try:
+        return read_approvals(response.get("approvals"))
+    except UnreadableApproval:
+        return []
 
 
 DECIDED_EVENT_PREFIX = "dafx_approval_decided_"

@@ -28,6 +28,8 @@ from typing import Any
 from agents import TurnResult, turn_result
 from state import JSON, AgentState, compact_json
 
+from ._approvals import Approval, recorded_approvals
+
 DISCARDED_KEY = "discardedRuns"
 REFUSED_KEY = "refusedRuns"
 DELETED_KEY = "deletedAt"
@@ -66,6 +68,11 @@ class StoredRun:
         """The run's result from its stored entries: `agents.turn_result`, as the entity computes it."""
         return turn_result(self.correlation_id, self.request, self.response)
 
+    @property
+    def approvals(self) -> list[Approval]:
+        """(1.8.0) The tool calls it paused for, with their decisions (none when it never paused)."""
+        return recorded_approvals(self.response)
+
 
 @dataclass(frozen=True)
 class ArchivedRun:
@@ -87,6 +94,11 @@ class TurnEntry:
     @property
     def usage(self) -> JSON:
         return None if self.response is None else self.response.get("usage")
+
+    @property
+    def approvals(self) -> list[Approval]:
+        """(1.8.0) The tool calls its run paused for, with their decisions, once it finished."""
+        return [] if self.response is None else recorded_approvals(self.response)
 
 
 @dataclass(frozen=True)

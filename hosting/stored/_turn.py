@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents import InvalidTurnRequest, ToolDecision, TurnProgress, TurnRequest
-from state import AgentState, ChatMessage, TextContent
+from state import JSON, AgentState, ChatMessage, TextContent
 
 from ._approvals import Approval, UnreadableApproval, decisions, pending, read_approvals
 from ._document import STEERED_BY
@@ -161,13 +162,25 @@ def queued_requests(state: AgentState) -> list[TurnRequest]:
     return out
 
 
-def forget_waiting(state: AgentState, correlation_id: str) -> None:
-    """Take the run off the turn in progress and the queue (it is being recorded)."""
+def forget_waiting(state: AgentState, correlation_id: str) -> list[JSON]:
+    """Take the run off the turn in progress and the queue (it is being recorded); the approvals
+    it kept while in progress (stored form), which its response entry keeps (`keep_approvals`)."""
     raw = state.active_turn
     request = raw.get("request") if raw is not None else None
-    if isinstance(request, dict) and request.get("correlationId") == correlation_id:
+    approvals: list[JSON] = []
+    if raw is not None and isinstance(request, dict) and request.get("correlationId") == correlation_id:
+        stored = raw.get("approvals")
+        approvals = list(stored) if isinstance(stored, list) else []
         state.active_turn = None
     queued = state.queued_runs
     kept = [q for q in queued if not (isinstance(q, dict) and q.get("correlationId") == correlation_id)]
     if len(kept) != len(queued):
         state.queued_runs = kept
+    return approvals
+
+
+def keep_approvals(state: AgentState, correlation_id: str, approvals: Sequence[JSON]) -> None:
+    """(1.8.0) Keep the approvals of run `correlation_id`, just recorded, on its response entry:
+    the decisions and their reasons stay with the finished run (a turn that never paused: none)."""
+    if approvals and state.find_run(correlation_id) is not None:
+        state.set_response_approvals(correlation_id, list(approvals))

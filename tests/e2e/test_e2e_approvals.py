@@ -14,7 +14,15 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
-from e2e_support import FUNCTION_KEY, Client, HostProcess, eventually
+from e2e_support import (
+    FUNCTION_KEY,
+    OWN_SCHEMA,
+    REFERENCE_SCHEMA,
+    Client,
+    HostProcess,
+    eventually,
+    schema_errors,
+)
 from httpx_sse import aconnect_sse
 from mcp_support import TRANSPORTS, mcp_session, text_of
 from stream_support import TERMINAL, Seen, run_url, seen
@@ -112,6 +120,45 @@ async def test_two_calls_are_decided_apart_again_and_not_otherwise(
     assert "confirmation" in booked and "one is enough" in refused
 
 
+async def test_a_finished_run_keeps_its_decisions_and_their_reasons(
+    client: Client, model: ModelServer
+) -> None:
+    # Once the run ends, its run resource, its answer and the session's turns still show each
+    # call it paused for with its decision (stored on the run's response entry).
+    rome = {"city": "Rome", "nights": 1}
+    model.script(
+        Reply.tool_calls([("book_hotel", BOOK, "call-a"), ("book_hotel", rome, "call-b")]),
+        Reply.text("Paris booked."),
+    )
+    session, run = "approve-kept", "approve-kept-run"
+    body = await paused(client, session, run, ("call-a", BOOK), ("call-b", rome))
+    asked = {a["call_id"]: a for a in body["approvals"]}
+    yes = {"call_id": "call-a", "approved": True, "reason": "within budget"}
+    no = {"call_id": "call-b", "approved": False, "reason": "one city is enough"}
+    assert (await decide(client, session, run, yes)).status == 200
+    assert (await decide(client, session, run, no)).status == 200
+    done = await client.get(run_path(session, run) + "?wait=20")
+    assert done.json()["status"] == "succeeded", done.body
+    kept = done.json()["approvals"]
+    assert [(a["call_id"], a["name"], a["arguments"], a["step"]) for a in kept] == [
+        ("call-a", "book_hotel", BOOK, 1), ("call-b", "book_hotel", rome, 1)
+    ], kept
+    assert [a["requested_at"] for a in kept] == [asked[c]["requested_at"] for c in ("call-a", "call-b")]
+    decisions = [(a["decision"]["approved"], a["decision"]["reason"], a["decision"]["expired"]) for a in kept]
+    assert decisions == [(True, "within budget", False), (False, "one city is enough", False)], kept
+    assert all(a["decision"]["decided_at"] for a in kept)
+    # A retried POST of the finished run answers it with the same approvals.
+    again = await client.run(AGENT, "book it", session, correlation_id=run)
+    assert again.status == 200 and again.json()["approvals"] == kept, again.body
+    stored = await client.session_state(AGENT, session)
+    [turn] = stored["turns"]
+    assert turn["correlation_id"] == run and turn["approvals"] == kept, turn
+    assert "activeTurn" not in stored["state"]["data"]
+    [entry] = [e for e in stored["state"]["data"]["conversationHistory"] if e["$type"] == "response"]
+    assert [a["decision"]["reason"] for a in entry["approvals"]] == ["within budget", "one city is enough"]
+    assert schema_errors(stored["state"], OWN_SCHEMA) + schema_errors(stored["state"], REFERENCE_SCHEMA) == []
+
+
 async def test_cancel_and_reject_strategy_while_awaiting_approval(client: Client, model: ModelServer) -> None:
     model.script(Reply.tool_call("book_hotel", BOOK, call_id="call-1"))
     session, run = "approve-cancel", "approve-cancel-run"
@@ -126,6 +173,9 @@ async def test_cancel_and_reject_strategy_while_awaiting_approval(client: Client
         return (await client.get(run_path(session, run))).json()["status"] == "cancelled"
 
     await eventually(cancelled, "the cancel of a run awaiting approval")
+    # The cancelled run still names the call it waited on, undecided.
+    [undecided] = (await client.get(run_path(session, run))).json()["approvals"]
+    assert undecided["call_id"] == "call-1" and undecided["decision"] is None, undecided
     late = await decide(client, session, run, {"call_id": "call-1", "approved": True})
     assert late.status == 409 and late.json()["code"] == "run_not_awaiting_approval", late.body
     assert len(model.requests) == 1  # the tool never ran, the model was not asked again

@@ -73,7 +73,7 @@ async def test_multi_turn_conversation_with_tools(client: Client, model: ModelSe
     assert {t.name for t in model.requests[5].tools} >= {"get_weather", "get_time", "remember"}
 
     stored = await client.session_state("concierge", session)
-    assert stored["schema_version"] == "1.7.0"
+    assert stored["schema_version"] == "1.8.0"
     assert [t["status"] for t in stored["turns"]] == ["succeeded"] * 4
     assert all(t["usage"]["totalTokenCount"] > 0 for t in stored["turns"])
     facts = stored["state_bag"]["memory"]["facts"]

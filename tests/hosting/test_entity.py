@@ -53,7 +53,7 @@ def test_first_turn_creates_the_session_state(app: df.DFApp, model: ModelServer)
     assert c1 is not None
     assert c1.status == "succeeded"
     # Stored as the state document itself, not a JSON string wrapping it.
-    assert json.loads(out.state)["schemaVersion"] == "1.7.0"
+    assert json.loads(out.state)["schemaVersion"] == "1.8.0"
 
 
 def test_several_operations_in_one_batch_see_each_others_state(app: df.DFApp, model: ModelServer) -> None:

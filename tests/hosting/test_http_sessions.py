@@ -34,7 +34,7 @@ async def test_session_shows_history_usage_and_state_bag(api: Api, host: Any, mo
     assert response.status == 200
     body = response.json()
     assert body["agent"] == "assistant" and body["session_id"] == "show"
-    assert body["schema_version"] == "1.7.0"
+    assert body["schema_version"] == "1.8.0"
     assert [t["status"] for t in body["turns"]] == ["succeeded", "succeeded"]
     assert body["turns"][0]["correlation_id"] == first["correlation_id"]
     assert all(t["usage"] and t["usage"].get("totalTokenCount") for t in body["turns"])

@@ -66,7 +66,7 @@ def test_new_state_is_an_empty_current_state() -> None:
     assert state.state_bag == {}
     assert state.service_thread_id is None
     assert json.loads(dump_state(state)) == {
-        "schemaVersion": "1.7.0",
+        "schemaVersion": "1.8.0",
         "data": {"conversationHistory": [], "runs": {}},
     }
 

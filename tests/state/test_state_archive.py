@@ -157,7 +157,7 @@ def test_the_1_2_0_fixture_loads_and_is_archived_on_its_first_turn() -> None:
     chunks = archived(state)
     assert all_entries(state, chunks)[: len(entries)] == entries
     assert state.find_run("c2") is None and find_archived_run(state, "c2") is not None
-    assert json.loads(dump_state(state))["schemaVersion"] == "1.7.0"
+    assert json.loads(dump_state(state))["schemaVersion"] == "1.8.0"
 
 
 def test_the_1_3_0_fixture_reads_back_with_its_chunks(

@@ -49,7 +49,7 @@ def _with_content(content: Any) -> str:
     return _doc([_req(messages=[{"role": "user", "contents": [content]}])])
 
 
-SUPPORTED = "this build reads 1.x (current 1.7.0)"
+SUPPORTED = "this build reads 1.x (current 1.8.0)"
 H = "data.conversationHistory"
 
 VERSION_CASES: list[tuple[str, str, str]] = [
@@ -266,7 +266,7 @@ def test_version_error_carries_what_was_found() -> None:
     with pytest.raises(IncompatibleStateVersion) as info:
         load_state(_doc(version="3.1.4"))
     assert info.value.found == "3.1.4"
-    assert str(info.value) == "schemaVersion '3.1.4' is not supported: this build reads 1.x (current 1.7.0)"
+    assert str(info.value) == "schemaVersion '3.1.4' is not supported: this build reads 1.x (current 1.8.0)"
 
 
 def test_the_first_problem_in_history_order_is_reported() -> None:

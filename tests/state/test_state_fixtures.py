@@ -25,6 +25,7 @@ def test_fixture_set_is_complete() -> None:
         "state-1.5.0-owned.json",
         "state-1.6.0-turn-in-progress.json",
         "state-1.7.0-awaiting-approval.json",
+        "state-1.8.0-decided-approvals.json",
         "state-1.9.0-newer-minor.json",
     } <= names
 
@@ -152,7 +153,38 @@ def test_our_1_7_0_fixture_keeps_the_approvals_and_steered_runs_of_the_turn_in_p
     # Waiting for decisions is no run yet, nor part of what is replayed to a model.
     assert state.find_run("run-2") is None
     assert [m.text for m in state.replay_messages() if m.role == "user"] == ["hello"]
+    assert same_except_version(json.loads(dump_state(state)), json.loads(raw))
+
+
+def test_our_1_8_0_fixture_keeps_the_decisions_on_the_finished_runs_response() -> None:
+    raw = (FIXTURES / "state-1.8.0-decided-approvals.json").read_bytes()
+    state = load_state(raw)
+    assert state.schema_version == "1.8.0"
+    assert state.active_turn is None
+    record = state.find_run("run-2")
+    assert record is not None and record.status == "succeeded" and record.response_wire is not None
+    kept = record.response_wire["approvals"]
+    assert [(a["callId"], a["decision"]["approved"], a["decision"]["reason"]) for a in kept] == [
+        ("call-1", False, "keep the report"), ("call-2", True, "it is stale")
+    ]
+    # The approvals are the host's record of the run, never part of what a model is sent.
+    assert all("approvals" not in m for m in state.replay_wire())
     assert json.loads(dump_state(state)) == json.loads(raw)
+
+
+def test_approvals_set_on_a_finished_run_are_kept_on_its_response_entry() -> None:
+    state = load_state((FIXTURES / "state-1.7.0-awaiting-approval.json").read_bytes())
+    kept = [{"callId": "call-1", "name": "delete_file", "arguments": {"path": "a"},
+             "requestedAt": "2026-11-26T10:00:01+00:00", "step": 1,
+             "decision": {"approved": True, "decidedAt": "2026-11-26T10:01:00+00:00", "reason": "ok"}}]
+    state.set_response_approvals("run-1", kept)
+    again = load_state(dump_state(state))
+    record = again.find_run("run-1")
+    assert record is not None and record.response_wire is not None
+    assert record.response_wire["approvals"] == kept
+    assert record.response.model_extra == {"approvals": kept}
+    with pytest.raises(KeyError):
+        state.set_response_approvals("run-2", kept)  # in progress: no response entry yet
 
 
 def test_newer_minor_fixture_keeps_what_it_does_not_know() -> None:

@@ -68,8 +68,10 @@ def test_error_hierarchy() -> None:
 
 
 def test_current_version() -> None:
-    assert state.CURRENT_SCHEMA_VERSION == "1.7.0"
-    assert list(state.CHANGELOG) == ["1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0", "1.7.0"]
+    assert state.CURRENT_SCHEMA_VERSION == "1.8.0"
+    assert list(state.CHANGELOG) == [
+        "1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0", "1.7.0", "1.8.0",
+    ]  # fmt: skip
 
 
 def test_new_state_round_trip() -> None:

@@ -23,7 +23,10 @@ def _doc(version: str, **data: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "version",
-    ["1.0.0", "1.0.3", "1.1.0", "1.2.0", "1.2.9", "1.3.0", "1.4.0", "1.5.0", "1.6.0", "1.7.0", "1.40.2"],
+    [
+        "1.0.0", "1.0.3", "1.1.0", "1.2.0", "1.2.9", "1.3.0", "1.4.0", "1.5.0", "1.6.0", "1.7.0", "1.8.0",
+        "1.40.2",
+    ],
 )
 def test_every_1_x_loads_and_saves_as_current(version: str) -> None:
     state = load_state(json.dumps(_doc(version)))
@@ -107,10 +110,10 @@ def test_upgrade_runs_the_chain_from_the_loaded_minor() -> None:
         for minor in saved:
             UPGRADE_STEPS[minor] = lambda doc, m=minor: calls.append(m)  # type: ignore[misc]
         upgrade({}, 0)
-        assert calls == [0, 1, 2, 3, 4, 5, 6]
+        assert calls == [0, 1, 2, 3, 4, 5, 6, 7]
         calls.clear()
         upgrade({}, 1)
-        assert calls == [1, 2, 3, 4, 5, 6]
+        assert calls == [1, 2, 3, 4, 5, 6, 7]
         calls.clear()
         upgrade({}, CURRENT_MINOR)
         upgrade({}, CURRENT_MINOR + 3)  # newer minors: nothing to do
