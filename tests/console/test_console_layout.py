@@ -134,6 +134,18 @@ def test_decisions_stay_shown_once_the_run_has_ended(sized: BrowserPage, model: 
     box, width = _box(view, '#transcript .approval[data-call-id="call-rome"]'), view.evaluate("innerWidth")
     assert box["height"] > 0 and box["x"] >= 0 and box["x"] + box["width"] <= width, box
     _no_sideways_scroll(view)
+    # Reopened later, the conversation shows the same decisions: the finished run keeps them.
+    session = view.locator("#session-id").inner_text()
+    reopened = sized.open(f"chat/concierge/{session}")
+    reopened.reload()  # a new page: nothing of the live view is left
+    reopened.wait_for_selector("#transcript .msg.assistant")
+    kept = reopened.locator("#transcript .msg.assistant")
+    expect(kept.locator('.approval[data-call-id="call-paris"] .approval-outcome')).to_have_text("Approved.")
+    expect(kept.locator('.approval[data-call-id="call-rome"] .approval-outcome')).to_have_text(
+        "Rejected: one city is enough"
+    )
+    expect(kept.locator(".approval button")).to_have_count(0)
+    _shot(sized, "approval-reopened")
 
 
 def _paused_run(base_url: str) -> tuple[str, str]:

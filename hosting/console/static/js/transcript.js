@@ -131,6 +131,9 @@ export function historyView(entries, session = null) {
       const last = list.lastElementChild || list.appendChild(h("li.turn"));
       const block = assistantBlock(entry.messages, { failure: entry.failure, time: entry.createdAt });
       const turn = turns.get(entry.correlationId);
+      for (const approval of turn?.approvals || []) {
+        if (approval.decision) placeDecision(decidedBox(approval), block);
+      }
       if (session && entry.correlationId) {
         block.append(runLine(session.agent, session.session_id, entry.correlationId, turn?.usage ?? entry.usage));
       }
@@ -185,9 +188,23 @@ export function approvalBox(call, run, onDecided = null) {
 export function keepDecisions(from, to) {
   for (const box of from.querySelectorAll(".approval.approved, .approval.rejected")) {
     box.querySelector(".actions")?.remove();
-    const call = to.querySelector(`details.tool[data-call-id="${CSS.escape(box.dataset.callId || "")}"]`);
-    if (call) call.before(box);
-    else to.querySelector(".who")?.after(box);
+    placeDecision(box, to);
   }
   return to;
+}
+
+/** A decided box in an answer: just before its tool call (or at the top). */
+function placeDecision(box, block) {
+  const call = block.querySelector(`details.tool[data-call-id="${CSS.escape(box.dataset.callId || "")}"]`);
+  if (call) call.before(box);
+  else block.querySelector(".who")?.after(box);
+}
+
+/** A call decided in a finished run, as its stored approval shows it (a reopened conversation). */
+function decidedBox(approval) {
+  const { approved, reason } = approval.decision;
+  return h(`div.approval.${approved ? "approved" : "rejected"}`, { "data-call-id": approval.call_id },
+    h("p", {}, approved ? "Approved " : "Rejected ", h("code", {}, approval.name)),
+    h("pre.approval-arguments", {}, json(parsedArguments(approval.arguments))),
+    h("p.approval-outcome", { role: "status" }, decisionText(approved, reason || "")));
 }
