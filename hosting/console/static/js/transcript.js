@@ -166,12 +166,16 @@ export function approvalBox(call, run, onDecided = null) {
   const decide = async (approved) => {
     approve.disabled = reject.disabled = reason.disabled = true;
     const why = reason.value.trim();
+    // Shown as decided before the answer comes back: the run can go on, and end, before the
+    // decision's own response reaches the page, and the finished answer keeps decided boxes.
+    const decided = approved ? "approved" : "rejected";
+    outcome.textContent = decisionText(approved, why);
+    box.classList.add(decided);
     try {
       await decideApproval({ agent: run.agent, sessionId: run.sessionId, correlationId: run.id, callId: call.call_id, approved, reason: why, userId: run.userId });
-      outcome.textContent = decisionText(approved, why);
-      box.classList.add(approved ? "approved" : "rejected");
       onDecided?.(approved);
     } catch (error) {
+      box.classList.remove(decided);
       outcome.textContent = `The decision was not taken: ${error.message}`;
       approve.disabled = reject.disabled = reason.disabled = false;
     }
