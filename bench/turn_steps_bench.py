@@ -16,7 +16,7 @@ latency side by side with the code before steps, in one run.
   process's CPU time (`time.process_time`: the model server's thread is in it, the same in both
   trees), which other processes' load hardly moves.
 
-Usage: .venv/bin/python bench/turn_steps_bench.py --base /work/wt-turns-base [--turns 20] [--blocks 60]
+Usage: .venv/bin/python bench/turn_steps_bench.py --base DIR [--turns 20] [--blocks 60]
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ fixed cost of each turn weighs).
 
 In the flex topology (`--topology flex`) "worker" is both worker processes (HTTP and Durable).
 
-Usage: .venv/bin/python bench/worker_paired_bench.py --base /work/wt-main [--turns 20] [--blocks 30] [--fresh]
+Usage: .venv/bin/python bench/worker_paired_bench.py --base DIR [--turns 20] [--blocks 30] [--fresh]
        [--topology flex]
 """
 
