@@ -2,7 +2,8 @@
 
 Starts the host `--runs` times with `make run`'s command line and settings (`--reload`, the offline
 model's startup hook; `--no-reload` leaves the watcher out), and prints the time from the process's
-start to its first answer on `/api/health` and the startup time the serving host itself logs
+start to its first answer on `/api/health` (with the startup hook each checkout's `make run`
+names) and the startup time the serving host itself logs
 ("devhost ready on ... in N s", from its own start: under `--reload` that is the watcher's child),
 with `FUNCTIONS_WORKER_PROCESS_COUNT` as the environment gives it. `--baseline DIR` (another
 checkout, e.g. a worktree of main) is started alternately with this one, in the same run.
@@ -35,6 +36,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def run_hook(root: pathlib.Path) -> str:
+    """The startup hook `make run` names in `root`'s Makefile (the offline model, and what else
+    that checkout starts with it)."""
+    found = re.search(r"--startup-hook (\S+)", (root / "Makefile").read_text())
+    if found is None:
+        raise SystemExit(f"{root}/Makefile: make run names no --startup-hook")
+    return found.group(1)
+
+
 def once(root: pathlib.Path, tmp: pathlib.Path, reload: bool) -> tuple[float, float]:
     port = _free_port()
     log = tmp / f"host-{port}.log"
@@ -47,7 +57,7 @@ def once(root: pathlib.Path, tmp: pathlib.Path, reload: bool) -> tuple[float, fl
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "devhost", *(["--reload"] if reload else []),
-             "--startup-hook", "agents.testing:start_offline_model_if_unconfigured",
+             "--startup-hook", run_hook(root),
              "--port", str(port), "--data-dir", str(tmp / f"d{port}")],
             cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
         )
