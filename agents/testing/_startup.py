@@ -5,10 +5,12 @@
 answers with the offline model out of the box while devhost itself knows nothing of agents.
 
 The host starts its worker processes only once the hook has returned (they import the app, which
-reads the settings the hook sets), so the hook takes a few milliseconds: it binds the server's
-socket, sets the settings, and leaves the server's imports (aiohttp, jsonschema, pydantic: about
-a third of a second) and its start to a thread. A model call that comes sooner waits in the
-socket's backlog until the server accepts it.
+reads the settings the hook sets). The hook binds the server's socket, imports the server (aiohttp,
+jsonschema, pydantic: about a third of a second, most of which the host would spend importing
+aiohttp itself a moment later) and starts it on a thread. The import is not left to that thread:
+the host imports its own parts on a thread while its workers start, and two threads importing
+the same packages at once can see a module of an import cycle half initialised, or lose it from
+`sys.modules`, and fail ("cannot import name ... from partially initialized module", `KeyError`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from typing import TYPE_CHECKING
 
 from .._env import ENDPOINT_ENV, ModelEnv
@@ -32,28 +33,6 @@ arriving; unset: no delay, as the tests want)."""
 _log = logging.getLogger("agents.testing")
 
 
-IMPORT_ATTEMPTS = 20
-"""Tries of the server's import (50 ms apart) while another thread imports the same packages."""
-
-
-def _import_server() -> type[ModelServer]:
-    """The server class, imported on this thread. The host imports aiohttp on a thread of its own
-    at the same time; CPython lets two threads through an import cycle, and the later one can
-    then find a module of the cycle partly initialised ("cannot import name ... from partially
-    initialized module"). Nothing is left broken by that: once the other thread has finished,
-    the same import succeeds, so it is tried again."""
-    for attempt in range(1, IMPORT_ATTEMPTS + 1):
-        try:
-            from ._server import ModelServer
-
-            return ModelServer
-        except ImportError:
-            if attempt == IMPORT_ATTEMPTS:
-                raise
-            time.sleep(0.05)
-    raise AssertionError("unreachable")
-
-
 def model_configured() -> bool:
     """Whether the environment names a model endpoint or key."""
     return any(os.environ.get(name) for name in ENDPOINT_ENV)
@@ -61,12 +40,15 @@ def model_configured() -> bool:
 
 class OfflineModel:
     """The offline `ModelServer` the hook started: listening from the start, serving once a
-    thread has imported and started it. `stop()` (the host calls it when it stops) ends it."""
+    thread has started it. `stop()` (the host calls it when it stops) ends it."""
 
     def __init__(self, stream_delay: float) -> None:
         self.listening = listening_socket("127.0.0.1", 0)
         self.base_url = f"http://127.0.0.1:{self.listening.getsockname()[1]}/v1"
         self.server: ModelServer | None = None
+        from ._server import ModelServer  # here, not on the thread: see the module
+
+        self._server_class = ModelServer
         self._thread = threading.Thread(
             target=self._start, args=(stream_delay,), name="offline-model", daemon=True
         )
@@ -74,8 +56,7 @@ class OfflineModel:
 
     def _start(self, stream_delay: float) -> None:
         try:
-            ModelServer = _import_server()
-            server = ModelServer(mode="offline", stream_delay=stream_delay)
+            server = self._server_class(mode="offline", stream_delay=stream_delay)
             self.server = server.start(listening=self.listening)
         except Exception:
             # Nothing will accept: close the socket, so model calls fail at once (connection
