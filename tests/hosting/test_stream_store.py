@@ -395,10 +395,17 @@ async def test_the_watcher_comes_back_for_a_run_once_its_session_stops_running_h
     assert store.checks == 0
     release.set()
     await running
+    # The watcher looks at the file again now that the session runs elsewhere (before the write:
+    # a read the operation's end wakes could otherwise find it first).
+    for _ in range(250):
+        if store.checks:
+            break
+        await asyncio.sleep(0.02)
+    assert store.checks > 0
     # The next step runs in another process (a connection of its own, no in-process wakeup).
     with sqlite3.connect(tmp_path / "streams.db") as other:
         insert = "INSERT INTO events (key, seq, type, data) VALUES (?, 1, 'run.completed', '{}')"
         other.execute(insert, (k.text(),))
     got = await asyncio.wait_for(reader, 5)
-    assert [e.type for e in got] == ["run.completed"] and store.checks > 0
+    assert [e.type for e in got] == ["run.completed"]
     await store.aclose()
