@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the real servers the test suite starts (its fixtures start each on a free port and stop it):
 #   redis-server (a single node, and a 3-node cluster: --cluster-enabled yes, joined with
-#   redis-cli --cluster create) and chromium from Debian's packages, Azurite from npm into .tools/; and the
-#   console's browser libraries from package-lock.json (`npm ci`), which a test compares with the
-#   copies committed under hosting/console/static/vendor/.
+#   redis-cli --cluster create) and chromium from Debian's packages, Azurite and @ag-ui/client from
+#   npm into .tools/; and the console's browser libraries from package-lock.json (`npm ci`), which a
+#   test compares with the copies committed under hosting/console/static/vendor/.
 # Idempotent: whatever is already installed is left alone. `make run` needs none of these.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +26,14 @@ if [ ! -x .tools/node_modules/.bin/azurite ]; then
     echo "services: installing azurite@${AZURITE_VERSION} from npm into .tools/"
     mkdir -p .tools
     npm install --prefix .tools --no-audit --no-fund --loglevel=error "azurite@${AZURITE_VERSION}" >/dev/null
+fi
+
+# tests/e2e/test_e2e_agui_client.py drives the AG-UI edge with the protocol's own TypeScript client.
+AGUI_CLIENT_VERSION=1.0.0
+if [ ! -f .tools/node_modules/@ag-ui/client/package.json ]; then
+    echo "services: installing @ag-ui/client@${AGUI_CLIENT_VERSION} from npm into .tools/"
+    mkdir -p .tools
+    npm install --prefix .tools --no-audit --no-fund --loglevel=error "@ag-ui/client@${AGUI_CLIENT_VERSION}" >/dev/null
 fi
 
 # The cluster tests need redis-cli's --cluster commands and cluster mode: Redis 5 or later.
