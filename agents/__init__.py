@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._agent import Agent
     from ._approvals import AwaitingApproval, PendingCall, ToolDecision
     from ._client import close_model_clients, preload_model_sdk
+    from ._clock import now_iso
     from ._context import ContextAdditions, ContextProvider, EndReason, ProviderContext, SessionEnd
     from ._context_policy import (
         DEFAULT_CONTEXT_TOKENS,
@@ -111,6 +112,7 @@ _WHERE = {
     "failure": "._errors",
     "mark_failed": "._telemetry",
     "mark_raised": "._telemetry",
+    "now_iso": "._clock",
     "retry_while_locked": "._sqlite",
     "run_session_ended": "._session_end",
     "tool": "._tools",
@@ -172,6 +174,7 @@ __all__ = [
     "failure",
     "mark_failed",
     "mark_raised",
+    "now_iso",
     "preload_model_sdk",
     "retry_while_locked",
     "run_session_ended",

@@ -8,7 +8,7 @@ from typing import Any
 
 from state import AgentRequest, ChatMessage, TextContent, request_hash
 
-from ._model import now_iso
+from ._clock import now_iso
 from ._structured import ResponseFormat
 from ._turns import TurnRequest
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from state import ChatMessage, Usage
 
 from ._client import call_with_retries, classify_error, get_client
+from ._clock import now_iso
 from ._convert import (
     Message,
     balanced,
@@ -31,11 +31,6 @@ from ._tools import FunctionTool
 from ._unicode import without_lone_surrogates
 
 T = TypeVar("T")
-
-
-def now_iso() -> str:
-    """The current UTC time in RFC 3339."""
-    return datetime.now(UTC).isoformat()
 
 
 @dataclass(frozen=True)

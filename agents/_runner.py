@@ -29,6 +29,7 @@ from ._approvals import (
     rejected_result,
     undecided_calls,
 )
+from ._clock import now_iso
 from ._context import ContextProvider, ProviderContext, ProviderStateError
 from ._context_policy import ArchivedHistory, ContextPolicy, context_history
 from ._convert import RAW_ARGUMENTS, Message, add_usage
@@ -36,7 +37,7 @@ from ._errors import AgentConfigurationError, FailureCode, ModelCallError, ToolE
 from ._events import EventEmitter, TurnEventSink
 from ._identity import format_of, request_entry, request_identity
 from ._live import announce_calls, announce_results, announce_usage
-from ._model import CallOptions, ModelCaller, now_iso
+from ._model import CallOptions, ModelCaller
 from ._settings import HistoryMode, ModelSettings, resolve_endpoint
 from ._steps import TurnProgress
 from ._structured import ResponseFormat, StructuredOutputError

@@ -107,6 +107,16 @@ MODEL_FAILURE_STATUS = 502
 """The status of a failed model call, whose problem carries the model's own code."""
 
 
+def session_busy_message(waiting: int, session_id: str | None = None) -> str:
+    """What a run that asked `reject` of a busy session is told: by the run route before sending,
+    and by the entity that refuses it after (the session turned busy in between)."""
+    session = "the session" if session_id is None else f"session {session_id!r}"
+    return (
+        f"{session} has {waiting} run(s) running or queued and this run asked multitask_strategy "
+        "'reject'; send it again once they finish, or with 'enqueue', 'interrupt' or 'steer'"
+    )
+
+
 class ProblemError(HostingError):
     """A request cannot be served; rendered as an `application/problem+json` response.
 

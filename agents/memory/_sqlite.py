@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._clock import now_iso
 from .._sqlite import retry_while_locked
 from ._store import (
     DEFAULT_MAX_ITEMS,
@@ -36,7 +37,6 @@ from ._store import (
     checked_text,
     matches,
     metadata_json,
-    now,
     pack_embedding,
     rank,
     unpack_embedding,
@@ -124,7 +124,7 @@ class SqliteMemoryStore:
         if source_session is not None:
             checked_part(source_session, "a memory's source session")
         key = (namespace.user_id, _agent_key(namespace))
-        stamp = now()
+        stamp = now_iso()
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")  # the count and the write as one step
             try:

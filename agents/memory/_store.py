@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from .._errors import AgentsError
@@ -281,11 +281,6 @@ def checked_embedding(embedding: Sequence[float] | None) -> tuple[float, ...] | 
     return values
 
 
-def now() -> str:
-    """The time of a write, RFC 3339 UTC (what `created_at` / `updated_at` hold)."""
-    return datetime.now(UTC).isoformat()
-
-
 def pack_embedding(embedding: tuple[float, ...] | None) -> bytes | None:
     """An embedding as stored: little-endian float64s (8 bytes a dimension, values kept exactly)."""
     if embedding is None:
@@ -332,15 +327,6 @@ def _dot_fallback(a: Sequence[float], b: Sequence[float]) -> float:
 # math.sumprod (Python 3.12+): in C and with extended precision, several times faster than a
 # Python sum of products (a 1,000-item search of 1,536-dimension vectors: docs/bench.md).
 dot: Callable[[Sequence[float], Sequence[float]], float] = getattr(math, "sumprod", _dot_fallback)
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """Cosine similarity of two vectors of one length (0 for a zero vector)."""
-    if len(a) != len(b):
-        raise ValueError("vectors of different lengths")
-    norms = math.sqrt(dot(a, a)) * math.sqrt(dot(b, b))
-    product = dot(a, b)
-    return product / norms if norms else 0.0
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.data.tables import TableTransactionError, UpdateMode
 from azure.data.tables.aio import TableClient
 
+from .._clock import now_iso
 from ._connection import TableConnection
 from ._store import (
     DEFAULT_MAX_ITEMS,
@@ -55,7 +56,6 @@ from ._store import (
     checked_text,
     matches,
     metadata_json,
-    now,
     pack_embedding,
     rank,
     unpack_embedding,
@@ -195,7 +195,7 @@ class TableMemoryStore:
             properties["SourceSession"] = source_session
         await self._ensure_table()
         for _ in range(WRITE_ATTEMPTS):
-            stamp = now()
+            stamp = now_iso()
             key: str | None
             created: str | None
             if item_id is None:

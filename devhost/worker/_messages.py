@@ -153,13 +153,6 @@ class FunctionLoadResponse(Message):
 
 
 @dataclass(repr=False)
-class FunctionEnvironmentReloadResponse(Message):
-    capabilities: dict[str, str] = field(default_factory=dict)
-    worker_metadata: WorkerMetadata | None = None
-    result: StatusResult | None = None
-
-
-@dataclass(repr=False)
 class NullableString(Message):
     value: str | None = None
 

@@ -18,12 +18,11 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agents import Agent, AwaitingApproval, TurnResult
+from agents import Agent, AwaitingApproval, TurnResult, now_iso
 from state import dump_state
 
 from .._errors import InvalidOperation
 from ..lifecycle._approval_expiry import approval_timeout, approvals_due
-from ..lifecycle._ttl import now_iso
 from ..stored import (
     ActiveTurn,
     StoredDocument,

@@ -7,7 +7,6 @@ document itself, and an operation that fails before saving leaves the stored byt
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 from typing import Any
@@ -20,6 +19,7 @@ from agents import (
     TurnRequest,
     TurnResult,
     failure,
+    now_iso,
     wants_session_end,
 )
 from state import AgentState, TurnFailure, dump_state, load_state
@@ -31,7 +31,6 @@ from .._settings import DEFAULT_MAX_SESSION_BYTES, RECORD_HEADROOM_BYTES
 from .._telemetry import traced_entity_run
 from .._wakeup import session_operation
 from ..archive import HistoryArchive, SessionHistory, default_archive
-from ..lifecycle._ttl import now_iso
 from ..stored import (
     MAX_REFUSED_BYTES,
     StoredDocument,
@@ -272,13 +271,7 @@ class AgentEntity(TurnApprovals, TurnSteps):
             else:
                 result = self._run_turn(context, loaded, request, events, deadline)
         except Exception as error:
-            # Whatever failed, the run gets a record of its own (hosting.stored): its caller
-            # never waits for an answer that cannot come.
-            log.exception("entity %s@%s run %s failed", self.name, context.entity_key, request.correlation_id)
-            bug = failure(ProblemCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
-            with contextlib.suppress(Exception):
-                events.fail(bug.code, bug.message)
-            return self._record_failure(context, loaded, request, bug)
+            return self._record_bug(context, loaded, request, events, error)
         events.finish(result)
         return result
 

@@ -23,14 +23,14 @@ from agents import (
     TurnRequest,
     TurnResult,
     failure,
+    now_iso,
 )
 from state import AgentState, TurnFailure, dump_state, load_state
 
-from .._errors import InvalidOperation, ProblemCode, RunConflict
+from .._errors import InvalidOperation, ProblemCode, RunConflict, session_busy_message
 from .._loop import DeadlinePassed, run_sync
 from .._telemetry import traced_entity_run
 from ..archive import HistoryArchive, SessionHistory
-from ..lifecycle._ttl import now_iso
 from ..stored import (
     ActiveTurn,
     Steer,
@@ -246,11 +246,23 @@ class TurnSteps:
                 return self._timed_out(context, loaded, request, events, time)
             return self._run_step(context, loaded, turn, events, time)
         except Exception as error:
-            log.exception("entity %s@%s run %s failed", self.name, context.entity_key, request.correlation_id)
-            bug = failure(ProblemCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
-            with contextlib.suppress(Exception):
-                events.fail(bug.code, bug.message)
-            return self._record_failure(context, loaded, request, bug)
+            return self._record_bug(context, loaded, request, events, error)
+
+    def _record_bug(
+        self,
+        context: EntityContext,
+        loaded: Loaded,
+        request: TurnRequest,
+        events: RunEvents,
+        error: Exception,
+    ) -> dict[str, Any]:
+        """Whatever failed, the run gets a record of its own (hosting.stored): its caller never
+        waits for an answer that cannot come. Called from the `except` that caught `error`."""
+        log.exception("entity %s@%s run %s failed", self.name, context.entity_key, request.correlation_id)
+        bug = failure(ProblemCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+        with contextlib.suppress(Exception):
+            events.fail(bug.code, bug.message)
+        return self._record_failure(context, loaded, request, bug)
 
     def _defer(self, context: EntityContext, loaded: Loaded, turn: ActiveTurn) -> dict[str, Any]:
         """Run the step of `turn` again in a later batch: its own batch's budget ends before the
@@ -396,8 +408,7 @@ def busy(waiting: int) -> TurnFailure:
     """The failure a run that asked `reject` of a busy session is recorded with."""
     return failure(
         ProblemCode.SESSION_BUSY,
-        f"the session has {waiting} run(s) running or queued and this run asked "
-        "multitask_strategy 'reject'; send it again once they finish, or with 'enqueue' or 'interrupt'",
+        session_busy_message(waiting),
     )
 
 

@@ -20,7 +20,7 @@ import azure.durable_functions as df
 import azure.functions as func
 from starlette.responses import Response as StarletteResponse
 
-from agents import Agent, turn_result
+from agents import Agent, now_iso, turn_result
 
 from .._errors import ProblemCode, ProblemError
 from .._handlers import Handler
@@ -36,7 +36,6 @@ from ..lifecycle._approval_expiry import start_approval_expiry
 from ..lifecycle._ended import start_session_ended
 from ..lifecycle._expiry import reset_or_delete
 from ..lifecycle._sweeper import sweepers_of
-from ..lifecycle._ttl import now_iso
 from ..stored import StoredDocument, StoredRun, TurnEntry, WaitingRun, approvals_of
 from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
 from ..streams._watch import terminal_watch

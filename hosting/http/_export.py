@@ -23,14 +23,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 import azure.functions as func
 from starlette.responses import StreamingResponse
 
-from agents import Agent
+from agents import Agent, now_iso
 from agents.memory import MAX_LIST_LIMIT, MemoryCursor
 from state import HistoryUnavailable
 
@@ -77,7 +76,7 @@ class UserExport:
             raise ProblemError(ProblemCode.STORAGE_UNAVAILABLE, "the durable backend cannot be queried")
         archive = self._archive or default_archive()
         counts = {"memories": 0, "sessions": 0, "archived_entries": 0, "errors": 0}
-        exported_at = datetime.now(UTC).isoformat()
+        exported_at = now_iso()
         header: dict[str, Any] = {"kind": "user", "user_id": user, "exported_at": exported_at}
         principal = request_principal(req) if easy_auth_enabled() else None
         if principal is not None and principal.user_id == user:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 
-from .._errors import ProblemCode, ProblemError
+from .._errors import ProblemCode, ProblemError, session_busy_message
 from ..client._read import Snapshot
 from ..streams import StreamKey, StreamStore, latest_run
 from ._refusals import no_session
@@ -58,8 +58,7 @@ async def busy_session(store: StreamStore, call: RunCall, snapshot: Snapshot) ->
     if others and call.multitask_strategy == "reject":
         raise ProblemError(
             ProblemCode.SESSION_BUSY,
-            f"session {call.session_id!r} has {len(others)} run(s) running or queued and this run asked "
-            "multitask_strategy 'reject'; send it again once they finish, or with 'enqueue' or 'interrupt'",
+            session_busy_message(len(others), call.session_id),
             field="multitask_strategy",
         )
 

@@ -50,8 +50,3 @@ def expires_at(document: Any, ttl: timedelta | None) -> str | None:
     """`due_at` as RFC 3339 text."""
     moment = due_at(document, ttl)
     return None if moment is None else moment.astimezone(UTC).isoformat()
-
-
-def now_iso() -> str:
-    """The current time as RFC 3339 text (UTC)."""
-    return datetime.now(UTC).isoformat()

@@ -54,6 +54,7 @@ EXPECTED = {
     "mark_raised",
     "retry_while_locked",
     "tool",
+    "now_iso",
     "tracing_enabled",
     "turn_result",
     "TurnProgress",
