@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     )
     from ._events import TurnEvent, TurnEventSink, TurnEventType
     from ._memory import MemoryProvider
+    from ._per_loop import PerLoop
     from ._reducer import HistoryReducer
     from ._session_end import ended_session, run_session_ended, wants_session_end
     from ._settings import (
@@ -88,6 +89,7 @@ _WHERE = {
     "ModelSettings": "._settings",
     "OpenAIEmbedder": "._embeddings",
     "PendingCall": "._approvals",
+    "PerLoop": "._per_loop",
     "ProviderContext": "._context",
     "RetryPolicy": "._settings",
     "SamplingSettings": "._settings",
@@ -151,6 +153,7 @@ __all__ = [
     "ModelSettings",
     "OpenAIEmbedder",
     "PendingCall",
+    "PerLoop",
     "ProviderContext",
     "RetryPolicy",
     "SamplingSettings",

@@ -9,13 +9,13 @@ import gc
 import random
 import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 import aiohttp
 
 from ._errors import FailureCode, ModelCallError, streamed_failure
+from ._per_loop import PerLoop
 from ._settings import Endpoint, RetryPolicy, check_requests_allowed
 
 if TYPE_CHECKING:
@@ -35,10 +35,7 @@ _PLACEHOLDER_KEY = "no-key-needed"
 
 # httpx connection pools belong to the loop that opened them, so clients are never shared across
 # loops (hosting runs one loop per worker thread); a loop's clients go away with the loop.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Endpoint, openai.AsyncOpenAI]] = (
-    weakref.WeakKeyDictionary()
-)
-_lock = threading.Lock()
+_clients: PerLoop[dict[Endpoint, openai.AsyncOpenAI]] = PerLoop()
 _credential_lock = threading.Lock()
 _token_provider: Callable[[], str] | None = None
 
@@ -122,29 +119,20 @@ def get_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
     DURABLE_AGENTS_ALLOW_MODEL_REQUESTS=0.
     """
     check_requests_allowed(endpoint)
-    loop = asyncio.get_running_loop()
     # The model is named in each request, never in the client: the chat and the embedding models
-    # of one endpoint share one client (one connection pool, one credential).
+    # of one endpoint share one client (one connection pool, one credential). The loop's own map:
+    # only that loop's thread reads or writes it.
     key = dataclasses.replace(endpoint, model="")
-    with _lock:
-        per_loop = _clients.get(loop)
-        if per_loop is None:
-            per_loop = _clients[loop] = {}
-        client = per_loop.get(key)
-        if client is None:
-            client = per_loop[key] = _create_client(key)
-            # A closed loop's clients can never be used again; drop them (their sockets died with it).
-            for dead in [other for other in _clients if other.is_closed()]:
-                del _clients[dead]
+    per_loop = _clients.get_or_make(dict)
+    client = per_loop.get(key)
+    if client is None:
+        client = per_loop[key] = _create_client(key)
     return client
 
 
 async def close_model_clients() -> None:
     """Close the model clients of the running event loop (call before closing a long-lived loop)."""
-    loop = asyncio.get_running_loop()
-    with _lock:
-        per_loop = _clients.pop(loop, {})
-    for client in per_loop.values():
+    for client in (_clients.pop() or {}).values():
         await client.close()
 
 

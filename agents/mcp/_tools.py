@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import AgentConfigurationError, ToolExecutionError
+from .._per_loop import PerLoop
 from .._schemas import UnsafeSchema, check_schema_references, schema_validator
 from .._tool_call import current_tool_call
 from .._tools import TOOL_NAME_PATTERN, FunctionTool, ToolSource
@@ -55,7 +56,8 @@ class _Listing:
 
 
 _LISTINGS: dict[MCPServer, _Listing] = {}
-_LOCKS: dict[tuple[MCPServer, int], asyncio.Lock] = {}
+_LOCKS: PerLoop[dict[MCPServer, asyncio.Lock]] = PerLoop()
+"""A lock per server on each loop (an asyncio lock belongs to one loop)."""
 
 
 def forget_listings() -> None:
@@ -95,8 +97,7 @@ async def _listing(server: MCPServer) -> _Listing:
     cached = _LISTINGS.get(server)
     if cached is not None and cached.expires > time.monotonic():
         return cached
-    key = (server, id(asyncio.get_running_loop()))
-    lock = _LOCKS.setdefault(key, asyncio.Lock())
+    lock = _LOCKS.get_or_make(dict).setdefault(server, asyncio.Lock())
     async with lock:  # turns side by side list a server once
         cached = _LISTINGS.get(server)
         if cached is not None and cached.expires > time.monotonic():

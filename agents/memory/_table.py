@@ -26,7 +26,6 @@ import contextlib
 import json
 import random
 import uuid
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,6 +36,7 @@ from azure.data.tables import TableTransactionError, UpdateMode
 from azure.data.tables.aio import TableClient
 
 from .._clock import now_iso
+from .._per_loop import PerLoop
 from ._connection import TableConnection
 from ._store import (
     DEFAULT_MAX_ITEMS,
@@ -119,25 +119,18 @@ class TableMemoryStore:
         self.max_items = max_items
         # aio clients belong to the event loop that made them: one per loop (the entity runs turns
         # on per-thread loops, the HTTP handlers on the worker's loop).
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TableClient] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._clients: PerLoop[TableClient] = PerLoop()
         self._created = False
 
     def describe(self) -> str:
         return f"Azure Table Storage table {self.table!r} at {self.connection.describe()}"
 
     def _client(self) -> TableClient:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = self.connection.table_client(self.table)
-            self._clients[loop] = client
-        return client
+        return self._clients.get_or_make(lambda: self.connection.table_client(self.table))
 
     async def close(self) -> None:
         """Close the client of the running loop (and the identity's credential it was made with)."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
+        client = self._clients.pop()
         if client is not None:
             await client.close()
             credential = client.credential

@@ -10,10 +10,8 @@ user-assigned identity), used with `DefaultAzureCredential`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,6 +20,8 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
 if TYPE_CHECKING:
     from azure.storage.blob.aio import ContainerClient
+
+from agents import PerLoop
 
 from .._errors import HostingConfigurationError
 
@@ -67,9 +67,7 @@ class AzureBlobChunkStore:
         self.container = container
         # aio clients belong to the event loop that made them: one per loop (the entity runs
         # turns on per-thread loops, the HTTP handlers on the worker's loop).
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ContainerClient] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._clients: PerLoop[ContainerClient] = PerLoop()
         self._created = False
 
     def describe(self) -> str:
@@ -77,26 +75,19 @@ class AzureBlobChunkStore:
         return f"Azure Blob Storage container {self.container!r} at {where}"
 
     def _client(self) -> ContainerClient:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            # Imported on first use: the Blob SDK is a tenth of a second of every worker's start,
-            # and an app that archives nothing never needs it.
-            from azure.storage.blob.aio import ContainerClient
+        return self._clients.get_or_make(self._open)
 
-            if self.connection.connection_string:
-                client = ContainerClient.from_connection_string(
-                    self.connection.connection_string, self.container
-                )
-            else:
-                from azure.identity.aio import DefaultAzureCredential
+    def _open(self) -> ContainerClient:
+        # Imported on first use: the Blob SDK is a tenth of a second of every worker's start,
+        # and an app that archives nothing never needs it.
+        from azure.storage.blob.aio import ContainerClient
 
-                credential: Any = DefaultAzureCredential(managed_identity_client_id=self.connection.client_id)
-                client = ContainerClient(
-                    str(self.connection.account_url), self.container, credential=credential
-                )
-            self._clients[loop] = client
-        return client
+        if self.connection.connection_string:
+            return ContainerClient.from_connection_string(self.connection.connection_string, self.container)
+        from azure.identity.aio import DefaultAzureCredential
+
+        credential: Any = DefaultAzureCredential(managed_identity_client_id=self.connection.client_id)
+        return ContainerClient(str(self.connection.account_url), self.container, credential=credential)
 
     async def put(self, path: str, data: bytes) -> None:
         client = self._client()
@@ -129,6 +120,6 @@ class AzureBlobChunkStore:
 
     async def close(self) -> None:
         """Close the client of the running loop."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
+        client = self._clients.pop()
         if client is not None:
             await client.close()

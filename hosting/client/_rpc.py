@@ -21,36 +21,29 @@ process).
 from __future__ import annotations
 
 import asyncio
-import threading
-import weakref
 from urllib.parse import quote
 
 import aiohttp
 import azure.durable_functions as df
 
+from agents import PerLoop
+
 TIMEOUT_SECONDS = 30.0
 """The longest one call may take, its body included."""
 
-_lock = threading.Lock()
 # The session of each loop, and the task that closes it with the loop (held here: the loop
 # itself keeps only weak references to its tasks).
-_sessions: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, asyncio.Task[None]]
-] = weakref.WeakKeyDictionary()
+_sessions: PerLoop[tuple[aiohttp.ClientSession, asyncio.Task[None]]] = PerLoop()
+
+
+def _open() -> tuple[aiohttp.ClientSession, asyncio.Task[None]]:
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS))
+    return session, asyncio.get_running_loop().create_task(_close_with_loop(session))
 
 
 def rpc_session() -> aiohttp.ClientSession:
     """The pooled session of the running event loop (opened on first use)."""
-    loop = asyncio.get_running_loop()
-    with _lock:
-        found = _sessions.get(loop)
-        if found is not None and not found[0].closed:
-            return found[0]
-        for dead in [other for other in _sessions if other.is_closed()]:
-            del _sessions[dead]
-        session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS))
-        _sessions[loop] = (session, loop.create_task(_close_with_loop(session)))
-        return session
+    return _sessions.get_or_make(_open, usable=lambda found: not found[0].closed)[0]
 
 
 async def _close_with_loop(session: aiohttp.ClientSession) -> None:

@@ -22,9 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 import time
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -34,6 +32,8 @@ from redis.credentials import CredentialProvider
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from agents import PerLoop
 
 from ._store import READ_BATCH, RunClaim, StreamConflict, StreamEvent, StreamKey, StreamStoreUnavailable
 
@@ -177,10 +177,7 @@ class RedisStreamStore:
         self._credentials = credential_provider
         self._command_connections = command_connections
         self._command_wait = command_wait
-        self._clients_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Clients] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._lock = threading.Lock()
+        self._clients_by_loop: PerLoop[_Clients] = PerLoop()
 
     # -- connections ------------------------------------------------------------------------
 
@@ -202,9 +199,7 @@ class RedisStreamStore:
 
     async def _clients(self) -> _Clients:
         # Connections belong to the loop that opened them (hosting runs a loop per entity thread).
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            made = self._clients_by_loop.get(loop)
+        made = self._clients_by_loop.get()
         if made is not None:
             return made
         options = self._options()
@@ -218,9 +213,8 @@ class RedisStreamStore:
                 self.url, max_connections=READER_CONNECTIONS, timeout=None, **options
             )
             readers = aioredis.Redis(connection_pool=pool)
-        with self._lock:
-            fresh = _Clients(commands, readers, {}, asyncio.Semaphore(self._command_connections))
-            made = self._clients_by_loop.setdefault(loop, fresh)
+        fresh = _Clients(commands, readers, {}, asyncio.Semaphore(self._command_connections))
+        made = self._clients_by_loop.setdefault(fresh)
         if made.commands is not commands:  # another task of this loop made them first
             await commands.aclose()
             await readers.aclose()
@@ -411,9 +405,7 @@ class RedisStreamStore:
         return f"{kind} answered in {(time.perf_counter() - started) * 1000:.0f} ms"
 
     async def aclose(self) -> None:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            clients = self._clients_by_loop.pop(loop, None)
+        clients = self._clients_by_loop.pop()
         if clients is not None:
             for tail in list(clients.tails.values()):
                 tail.cancel()

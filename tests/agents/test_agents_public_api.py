@@ -60,6 +60,7 @@ EXPECTED = {
     "TurnProgress",
     "AwaitingApproval",
     "PendingCall",
+    "PerLoop",
     "ToolDecision",
     "EndReason",
     "SessionEnd",
