@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     )
     from ._sqlite import retry_while_locked
     from ._steps import TurnProgress
+    from ._storage import StorageConnection
     from ._telemetry import mark_failed, mark_raised, tracing_enabled
     from ._tool_call import ToolCall, current_tool_call
     from ._tools import FunctionTool, ToolSource, tool
@@ -94,6 +95,7 @@ _WHERE = {
     "RetryPolicy": "._settings",
     "SamplingSettings": "._settings",
     "SessionEnd": "._context",
+    "StorageConnection": "._storage",
     "TokenBudget": "._context_policy",
     "ToolCall": "._tool_call",
     "ToolDecision": "._approvals",
@@ -158,6 +160,7 @@ __all__ = [
     "RetryPolicy",
     "SamplingSettings",
     "SessionEnd",
+    "StorageConnection",
     "TokenBudget",
     "ToolCall",
     "ToolDecision",

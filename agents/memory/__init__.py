@@ -4,7 +4,6 @@ Table Storage (the app's storage account) (docs/agents.md)."""
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_names
-from ._connection import TableConnection
 from ._provider import UserMemoryProvider
 from ._settings import (
     MEMORY_CONNECTION_ENV,
@@ -63,7 +62,6 @@ __all__ = [
     "MemoryStore",
     "MemoryStoreError",
     "SqliteMemoryStore",
-    "TableConnection",
     "TableMemoryStore",
     "UserMemoryProvider",
     "default_memory_path",

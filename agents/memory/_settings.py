@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._errors import AgentConfigurationError
-from ._connection import TableConnection
+from .._storage import StorageConnection
 from ._sqlite import SqliteMemoryStore
 from ._store import MemoryStore
 
@@ -83,7 +83,7 @@ class MemorySettings:
     store: str = "sqlite"
     path: Path | None = None
     """The SQLite file `DURABLE_AGENTS_MEMORY_PATH` names (None: `default_memory_path`)."""
-    connection: TableConnection | None = None
+    connection: StorageConnection | None = None
     table: str = DEFAULT_TABLE
     in_azure: bool = False
     """`WEBSITE_INSTANCE_ID` is set: the app may run on several instances."""
@@ -101,17 +101,22 @@ class MemorySettings:
         named = env.get(MEMORY_PATH_ENV, "").strip()
         connection_name = env.get(MEMORY_CONNECTION_ENV, "").strip() or DEFAULT_CONNECTION
         if not store:
-            store = "table" if not named and TableConnection.is_real(connection_name, env) else "sqlite"
+            real = StorageConnection.is_real(connection_name, "table", env)
+            store = "table" if not named and real else "sqlite"
         table = env.get(MEMORY_TABLE_ENV, "").strip() or default_table
         if _TABLE_NAME.fullmatch(table) is None or table.lower() == "tables":
             raise AgentConfigurationError(
                 f"{MEMORY_TABLE_ENV} must be a table name: 3 to 63 letters and digits starting with a "
                 f"letter, not 'tables' (got {table!r})"
             )
+        connection = None
+        if store == "table":
+            user = "the Table memory store"
+            connection = StorageConnection.from_settings(connection_name, "table", env, user=user)
         return cls(
             store=store,
             path=Path(named) if named else None,
-            connection=TableConnection.from_settings(connection_name, env) if store == "table" else None,
+            connection=connection,
             table=table,
             in_azure=bool(env.get(INSTANCE_ENV, "").strip()),
         )

@@ -37,7 +37,7 @@ from azure.data.tables.aio import TableClient
 
 from .._clock import now_iso
 from .._per_loop import PerLoop
-from ._connection import TableConnection
+from .._storage import StorageConnection
 from ._store import (
     DEFAULT_MAX_ITEMS,
     Candidate,
@@ -110,7 +110,7 @@ class TableMemoryStore:
     one namespace may hold."""
 
     def __init__(
-        self, connection: TableConnection, table: str, *, max_items: int = DEFAULT_MAX_ITEMS
+        self, connection: StorageConnection, table: str, *, max_items: int = DEFAULT_MAX_ITEMS
     ) -> None:
         if max_items < 1:
             raise ValueError("max_items must be positive")

@@ -2,7 +2,7 @@
 Blob Storage), the entity's archiving and the readers of long histories. See docs/state.md
 ("Archived history") and docs/hosting.md."""
 
-from ._azure import AzureBlobChunkStore, BlobConnection
+from ._azure import AzureBlobChunkStore
 from ._default import default_archive
 from ._history import CRASH_ENV, HistoryArchive, SessionHistory
 from ._pages import CURSOR_PATTERN, Cursor, Page, archived_chunks, archived_run, history_page
@@ -13,7 +13,6 @@ __all__ = [
     "CRASH_ENV",
     "CURSOR_PATTERN",
     "AzureBlobChunkStore",
-    "BlobConnection",
     "ChunkStore",
     "Cursor",
     "FileChunkStore",

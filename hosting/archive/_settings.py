@@ -18,12 +18,13 @@ import os
 import pathlib
 from collections.abc import Mapping
 
+from agents import AgentConfigurationError, StorageConnection
 from state import ArchivePolicy
 
 from .._errors import HostingConfigurationError
 from .._hub import history_container, task_hub
 from .._numbers import number_setting
-from ._azure import AzureBlobChunkStore, BlobConnection
+from ._azure import AzureBlobChunkStore
 from ._store import ChunkStore, FileChunkStore
 
 STORE_ENV = "DURABLE_AGENTS_HISTORY_STORE"
@@ -66,11 +67,13 @@ def store_from_env(environ: Mapping[str, str] | None = None) -> ChunkStore:
     if kind not in ("", "files", "azure"):
         raise HostingConfigurationError(f"{STORE_ENV} must be 'files' or 'azure', not {kind!r}")
     if not kind:
-        value = env.get(connection_name, "").strip()
-        identity = env.get(f"{connection_name}__accountName") or env.get(f"{connection_name}__blobServiceUri")
-        real = (value and "usedevelopmentstorage=true" not in value.lower().replace(" ", "")) or identity
-        kind = "azure" if real else "files"
+        kind = "azure" if StorageConnection.is_real(connection_name, "blob", env) else "files"
     if kind == "azure":
         container = env.get(CONTAINER_ENV, "").strip() or history_container(task_hub(env))
-        return AzureBlobChunkStore(BlobConnection.from_settings(connection_name, env), container)
+        try:
+            user = "history store 'azure'"
+            connection = StorageConnection.from_settings(connection_name, "blob", env, user=user)
+        except AgentConfigurationError as error:
+            raise HostingConfigurationError(str(error)) from None
+        return AzureBlobChunkStore(connection, container)
     return FileChunkStore(pathlib.Path(env.get(DIR_ENV, "").strip() or DEFAULT_DIR))

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import pytest
 from azurite_support import azurite  # noqa: F401 - the fixture
 
-from agents import ModelEnv, ModelSettings, RetryPolicy, close_model_clients
-from agents.memory import DEFAULT_MAX_ITEMS, MemoryStore, SqliteMemoryStore, TableConnection, TableMemoryStore
+from agents import ModelEnv, ModelSettings, RetryPolicy, StorageConnection, close_model_clients
+from agents.memory import DEFAULT_MAX_ITEMS, MemoryStore, SqliteMemoryStore, TableMemoryStore
 from agents.testing import ModelServer
 
 # Short but real backoff, so fault tests take milliseconds.
@@ -58,7 +58,8 @@ async def make_memory_store(
     SQLite file, or one table of Azurite's Table service (as the app's instances would)."""
     connection = None
     if request.param == "table":
-        connection = TableConnection(connection_string=request.getfixturevalue("azurite").connection_string)
+        azurite = request.getfixturevalue("azurite")
+        connection = StorageConnection("table", connection_string=azurite.connection_string)
     table = f"memory{uuid.uuid4().hex}"
     made: list[MemoryStore] = []
 

@@ -64,6 +64,7 @@ EXPECTED = {
     "ToolDecision",
     "EndReason",
     "SessionEnd",
+    "StorageConnection",
     "ended_session",
     "run_session_ended",
     "wants_session_end",

@@ -10,11 +10,10 @@ import pytest
 from azure.identity.aio import DefaultAzureCredential, ManagedIdentityCredential
 
 import agents.memory as memory
-from agents import AgentConfigurationError
+from agents import AgentConfigurationError, StorageConnection
 from agents.memory import (
     MemorySettings,
     SqliteMemoryStore,
-    TableConnection,
     TableMemoryStore,
     memory_store_from_env,
     use_memory_settings,
@@ -33,7 +32,7 @@ def test_sqlite_locally_table_on_a_real_account() -> None:
     assert _settings({"AzureWebJobsStorage": "UseDevelopmentStorage=true"}).store == "sqlite"
     assert _settings({"AzureWebJobsStorage": " UseDevelopmentStorage = true "}).store == "sqlite"
     real = _settings({"AzureWebJobsStorage": ACCOUNT})
-    assert real.store == "table" and real.connection == TableConnection(connection_string=ACCOUNT)
+    assert real.store == "table" and real.connection == StorageConnection("table", connection_string=ACCOUNT)
     assert real.table == "DurableAgentsMemory"
     assert _settings({"AzureWebJobsStorage": ACCOUNT}, default_table="prodMemory").table == "prodMemory"
     # A named SQLite file is a choice: it stays SQLite.
@@ -55,7 +54,7 @@ def test_identity_based_connection_with_a_user_assigned_identity() -> None:
     }
     settings = _settings(env, default_table="durableagentsMemory")
     assert settings.store == "table"
-    assert settings.connection == TableConnection(
+    assert settings.connection == StorageConnection("table",
         endpoint="https://acct.table.core.windows.net", client_id="client-1", managed_identity=True
     )
     store = settings.open()
@@ -76,12 +75,13 @@ def test_service_uri_wins_and_without_managedidentity_default_credential() -> No
     }
     settings = _settings(env)
     assert settings.store == "table" and settings.table == "agentFacts"
-    assert settings.connection == TableConnection(endpoint="https://custom.example.net", client_id="client-2")
+    expected = StorageConnection("table", endpoint="https://custom.example.net", client_id="client-2")
+    assert settings.connection == expected
     assert isinstance(settings.connection.credential(), DefaultAzureCredential)
     # Blob-only identity settings are no Table connection: SQLite stays the default.
     blob_only = {"AzureWebJobsStorage__blobServiceUri": "https://a.blob.core.windows.net"}
     assert _settings(blob_only).store == "sqlite"
-    assert TableConnection(connection_string=ACCOUNT).credential() is None
+    assert StorageConnection("table", connection_string=ACCOUNT).credential() is None
 
 
 @pytest.mark.parametrize(

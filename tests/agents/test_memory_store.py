@@ -45,7 +45,7 @@ def test_public_names_are_pinned() -> None:
         "MAX_TEXT_CHARS", "MEMORY_CONNECTION_ENV", "MEMORY_CURSOR_PATTERN", "MEMORY_PATH_ENV",
         "MEMORY_STORE_ENV", "MEMORY_TABLE_ENV", "MemoryCursor", "MemoryFull", "MemoryHit", "MemoryItem",
         "MemoryNamespace", "MemoryPage", "MemorySettings", "MemoryStore", "MemoryStoreError",
-        "SUMMARY_INSTRUCTIONS", "SqliteMemoryStore", "TableConnection", "TableMemoryStore",
+        "SUMMARY_INSTRUCTIONS", "SqliteMemoryStore", "TableMemoryStore",
         "UserMemoryProvider",
         "default_memory_path", "memory_store_from_env", "use_memory_settings",
     ]

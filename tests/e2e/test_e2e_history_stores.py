@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 from azurite_support import Azurite, azurite  # noqa: F401 - the fixture
 
-from hosting.archive import AzureBlobChunkStore, BlobConnection, ChunkStore, FileChunkStore, store_from_env
+from agents import StorageConnection
+from hosting.archive import AzureBlobChunkStore, ChunkStore, FileChunkStore, store_from_env
 from hosting.archive._store import delete_prefix
 
 
@@ -19,7 +20,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Async
     else:
         server: Azurite = request.getfixturevalue("azurite")
         chunks = AzureBlobChunkStore(
-            BlobConnection(connection_string=server.connection_string),
+            StorageConnection("blob", connection_string=server.connection_string),
             tmp_path.name[:40].lower().replace("_", "-"),
         )
     yield chunks
@@ -71,7 +72,7 @@ def test_settings_choose_the_store(tmp_path: pathlib.Path) -> None:
         {"AzureWebJobsStorage__accountName": "acct", "AzureWebJobsStorage__clientId": "id"}
     )
     assert isinstance(identity, AzureBlobChunkStore)
-    assert identity.connection.account_url == "https://acct.blob.core.windows.net"
+    assert identity.connection.endpoint == "https://acct.blob.core.windows.net"
     assert identity.connection.client_id == "id"
     separate = store_from_env(
         {

@@ -15,7 +15,8 @@ import pytest
 from azurite_support import Azurite, azurite  # noqa: F401 - the fixture
 from e2e_support import Client, HostProcess
 
-from agents.memory import MemoryNamespace, TableConnection, TableMemoryStore
+from agents import StorageConnection
+from agents.memory import MemoryNamespace, TableMemoryStore
 from agents.testing import ModelRequest, ModelServer, Reply
 
 PREFERENCE = "The traveller prefers aisle seats."
@@ -76,7 +77,7 @@ async def test_memory_is_kept_in_the_apps_table_and_follows_its_user(
     other = await client.run("concierge", "Book me a flight to Oslo.", user_id=u2)
     assert other.status == 200 and "aisle" not in json.dumps([m.text for m in model.requests[3].messages])
     # The fact is in the app's table, in u1's partition, and nowhere for u2.
-    store = TableMemoryStore(TableConnection(connection_string=storage), TABLE)
+    store = TableMemoryStore(StorageConnection("table", connection_string=storage), TABLE)
     try:
         [hit] = await store.search(MemoryNamespace(u1))
         assert hit.item.text == PREFERENCE and hit.item.metadata["agent"] == "concierge"

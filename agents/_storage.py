@@ -1,11 +1,11 @@
-"""How the Table memory store reaches its storage account: a connection named the way Azure
-Functions names connections (hosting/archive reads the blob side of the same setting family).
+"""How the app reaches a storage account's Table or Blob service (the Table memory store, the
+archived history): a connection named the way Azure Functions names connections.
 
 * `<name>` holding a connection string (`DefaultEndpointsProtocol=...`, or
   `UseDevelopmentStorage=true` for Azurite), or
-* identity-based: `<name>__tableServiceUri` (or `<name>__accountName`, for
-  `https://<account>.table.core.windows.net`), with `<name>__credential=managedidentity` and
-  `<name>__clientId` for a user-assigned managed identity
+* identity-based: `<name>__tableServiceUri` / `<name>__blobServiceUri` (or `<name>__accountName`,
+  for `https://<account>.table.core.windows.net` / `.blob.core.windows.net`), with
+  `<name>__credential=managedidentity` and `<name>__clientId` for a user-assigned managed identity
   (https://learn.microsoft.com/azure/azure-functions/functions-reference#connecting-to-host-storage-with-an-identity,
   "Common properties for identity-based connections"). With `managedidentity` the app uses
   `ManagedIdentityCredential` (that identity and nothing else); otherwise `DefaultAzureCredential`,
@@ -17,38 +17,45 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from azure.data.tables.aio import TableClient
 
-from .._errors import AgentConfigurationError
+from ._errors import AgentConfigurationError
+
+StorageService = Literal["table", "blob"]
 
 
 @dataclass(frozen=True)
-class TableConnection:
-    """A storage account's Table service: a connection string, or a service URI with an identity."""
+class StorageConnection:
+    """One service of a storage account: a connection string, or a service URI with an identity."""
 
+    service: StorageService
     connection_string: str | None = field(default=None, repr=False)  # it may hold the account key
     endpoint: str | None = None
     client_id: str | None = None
     managed_identity: bool = False
 
     @classmethod
-    def from_settings(cls, name: str, environ: Mapping[str, str] | None = None) -> TableConnection:
-        """The connection named `name` (e.g. `AzureWebJobsStorage`) in the app settings."""
+    def from_settings(
+        cls, name: str, service: StorageService, environ: Mapping[str, str] | None = None, *, user: str
+    ) -> StorageConnection:
+        """The connection named `name` (e.g. `AzureWebJobsStorage`) in the app settings; `user`
+        names what needs it in the error a missing connection raises."""
         env = os.environ if environ is None else environ
         value = env.get(name, "").strip()
         if value:
-            return cls(connection_string=value)
-        endpoint = env.get(f"{name}__tableServiceUri", "").strip().rstrip("/")
+            return cls(service, connection_string=value)
+        uri = f"{name}__{service}ServiceUri"
+        endpoint = env.get(uri, "").strip().rstrip("/")
         account = env.get(f"{name}__accountName", "").strip()
         if not endpoint and account:
-            endpoint = f"https://{account}.table.core.windows.net"
+            endpoint = f"https://{account}.{service}.core.windows.net"
         if not endpoint:
             raise AgentConfigurationError(
-                f"the Table memory store has no connection {name!r}: set {name} to a connection string, "
-                f"or {name}__tableServiceUri / {name}__accountName for an identity-based connection"
+                f"{user} has no connection {name!r}: set {name} to a connection string, "
+                f"or {uri} / {name}__accountName for an identity-based connection"
             )
         credential = env.get(f"{name}__credential", "").strip().lower()
         if credential not in ("", "managedidentity"):
@@ -56,20 +63,21 @@ class TableConnection:
                 f"{name}__credential must be 'managedidentity' or unset, not {credential!r}"
             )
         return cls(
+            service,
             endpoint=endpoint,
             client_id=env.get(f"{name}__clientId", "").strip() or None,
             managed_identity=credential == "managedidentity",
         )
 
     @staticmethod
-    def is_real(name: str, environ: Mapping[str, str]) -> bool:
+    def is_real(name: str, service: StorageService, environ: Mapping[str, str]) -> bool:
         """Whether the connection `name` is a storage account (not absent, not Azurite's
-        `UseDevelopmentStorage=true`): the Table store is then the default."""
+        `UseDevelopmentStorage=true`): the store that uses it is then the default."""
         value = environ.get(name, "").strip()
         if value:
             return "usedevelopmentstorage=true" not in value.lower().replace(" ", "")
-        identity = (environ.get(f"{name}__{key}", "").strip() for key in ("tableServiceUri", "accountName"))
-        return any(identity)
+        keys = (f"{service}ServiceUri", "accountName")
+        return any(environ.get(f"{name}__{key}", "").strip() for key in keys)
 
     def describe(self) -> str:
         return self.endpoint or "the connection string's account"
