@@ -50,10 +50,19 @@ def collecting() -> Iterator[list[dict[str, Any]]]:
         _BATCH.reset(token)
 
 
+_NO_SIGNALS = '"signals": []}'
+"""How the SDK's response text ends: `EntityState.to_json_string` dumps `signals` last, and the
+SDK itself never fills it (no entity API sends one)."""
+
+
 def with_signals(response: str, signals: list[dict[str, Any]]) -> str:
     """The SDK's batch response text with `signals` added to its `signals` array."""
     if not signals:
         return response
+    if response.endswith(_NO_SIGNALS):
+        # Spliced, not parsed and dumped again: the response holds the whole state (tens of KB)
+        # and a turn's every step signals.
+        return f'{response[: -len(_NO_SIGNALS)]}"signals": {json.dumps(signals)}}}'
     document = json.loads(response)
     document["signals"] = [*(document.get("signals") or []), *signals]
     return json.dumps(document)

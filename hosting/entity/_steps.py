@@ -29,7 +29,7 @@ from state import AgentState, TurnFailure, dump_state, load_state
 
 from .._errors import InvalidOperation, ProblemCode, RunConflict, session_busy_message
 from .._loop import DeadlinePassed, run_sync
-from .._telemetry import traced_entity_run
+from .._telemetry import TRACE_CONTEXT_FIELD, traced_entity_run
 from ..archive import HistoryArchive, SessionHistory
 from ..stored import (
     ActiveTurn,
@@ -226,9 +226,11 @@ class TurnSteps:
         elif current.waiting:
             return None  # paused for decisions: the last of them signals the step (entity._approvals)
         turn = current
-        # Each step's operation has its span, a child of the trace the turn's request carried.
+        # Each step's operation has its span, a child of the trace the turn's request carried
+        # (the span reads only these two fields: no need to write the whole request out).
+        carried = {"correlationId": turn.correlation_id, TRACE_CONTEXT_FIELD: turn.request.trace_context}
         return traced_entity_run(
-            self.name, self.agent.name, context.entity_key, turn.request.to_json(),
+            self.name, self.agent.name, context.entity_key, carried,
             lambda: self._step(context, loaded, turn), operation="step",
         )
 
