@@ -62,6 +62,14 @@ class Answers:
         self, agent: str, session_id: str, result: TurnResult, approvals: Sequence[Approval] = ()
     ) -> func.HttpResponse:
         """The answer to a finished run: 200 with its body, or raises the problem it failed with."""
+        body, headers = self.answer_body(agent, session_id, result, approvals)
+        return json_response(body, 200, headers)
+
+    def answer_body(
+        self, agent: str, session_id: str, result: TurnResult, approvals: Sequence[Approval] = ()
+    ) -> tuple[RunResultBody, dict[str, str]]:
+        """`answer`'s body and headers (the streams' terminal event is the body itself), or
+        raises the problem the run failed with."""
         location = self.run_location(agent, session_id, result.correlation_id)
         headers = {
             SESSION_HEADER: session_id,
@@ -92,7 +100,7 @@ class Answers:
             location=location,
             approvals=_approvals_body(approvals),
         )
-        return json_response(body, 200, headers)
+        return body, headers
 
     def accepted(
         self, agent: str, session_id: str, correlation_id: str, awaiting: RunApprovals | None = None

@@ -31,8 +31,8 @@ def json_response(
     )
 
 
-def problem_response(error: ProblemError) -> func.HttpResponse:
-    """The problem document of `error`, with its status code and headers."""
+def problem_body(error: ProblemError) -> dict[str, Any]:
+    """The problem document of `error` (RFC 9457, with our `code`, `field` and extensions)."""
     body: dict[str, Any] = {
         "type": PROBLEM_TYPE_BASE + error.code,
         "title": error.title,
@@ -43,8 +43,13 @@ def problem_response(error: ProblemError) -> func.HttpResponse:
     if error.field is not None:
         body["field"] = error.field
     body.update(error.extensions)
+    return body
+
+
+def problem_response(error: ProblemError) -> func.HttpResponse:
+    """The problem document of `error`, with its status code and headers."""
     return func.HttpResponse(
-        json.dumps(body, ensure_ascii=False),
+        json.dumps(problem_body(error), ensure_ascii=False),
         status_code=error.status,
         headers=error.headers,
         mimetype="application/problem+json",

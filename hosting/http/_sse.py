@@ -48,7 +48,7 @@ from ..streams._store import (
 )
 from ._answers import Answers
 from ._lookup import claimed_by_other, hosted_agent
-from ._problems import problem_response
+from ._problems import problem_body
 from ._refusals import discarded_problem, history_unavailable, no_session, unreadable
 from ._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
 from ._users import caller_user
@@ -164,13 +164,11 @@ class RunStreams:
     def terminal(self, agent: str, session_id: str, result: TurnResult) -> tuple[str, dict[str, Any]]:
         """The terminal event of a finished run: the JSON answer or problem the API gives for it."""
         try:
-            response = self.answers.answer(agent, session_id, result)
+            answered, _ = self.answers.answer_body(agent, session_id, result)
         except ProblemError as problem:
-            response = problem_response(problem)
-        body = json.loads(response.get_body())
-        if response.status_code == 200:
-            return RUN_COMPLETED, body
-        return (RUN_CANCELLED if body.get("code") == ProblemCode.RUN_CANCELLED else RUN_FAILED), body
+            kind = RUN_CANCELLED if problem.code == ProblemCode.RUN_CANCELLED else RUN_FAILED
+            return kind, problem_body(problem)
+        return RUN_COMPLETED, answered.model_dump(mode="json", exclude_none=False)
 
     async def _frames(
         self, client: DurableClient, key: StreamKey, event: StreamEvent
