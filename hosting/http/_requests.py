@@ -356,3 +356,22 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
         user_id=user_id,
         multitask_strategy=_strategy_of(body, req),
     )
+
+
+def derived_request(
+    req: func.HttpRequest, route_params: dict[str, str], body: Any, accept: str, user: str | None = None
+) -> func.HttpRequest:
+    """The product route's request for a protocol edge's request: the caller's headers (its
+    identity, an Idempotency-Key) and query (with `user`, the user it acts for, checked already),
+    the route's parameters, the product's body. The caller's `Last-Event-ID` is the edge's own
+    stream's, never the product's: it is left out."""
+    skip = {"content-type", "content-length", "accept", "last-event-id"}
+    headers = {k: v for k, v in req.headers.items() if k.lower() not in skip}
+    headers.update({"content-type": "application/json", "accept": accept})
+    raw = b"" if body is None else json.dumps(body).encode()
+    params = dict(req.params)
+    if user is not None:
+        params["user_id"] = user
+    return func.HttpRequest(
+        "POST", req.url, headers=headers, params=params, route_params=route_params, body=raw
+    )

@@ -14,7 +14,8 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import azure.durable_functions as df
@@ -422,3 +423,37 @@ def _expiry_of(client: DurableClient, key: StreamKey, data: dict[str, Any]) -> J
             await start_approval_expiry(client, key.agent, key.session_id, key.correlation_id, paused)
 
     return start
+
+
+@dataclass(frozen=True)
+class SseEvent:
+    """One event of a stream this API serves, read back by an edge that converts it (the
+    Responses and AG-UI edges): its id (None without one), type (None: a heartbeat) and data."""
+
+    id: int | None
+    type: str | None
+    data: dict[str, Any]
+
+
+async def read_sse_events(body: AsyncIterable[Any]) -> AsyncGenerator[SseEvent]:
+    """The events of one of this API's SSE streams (a StreamingResponse's body), each as it
+    comes. Closing the generator closes the stream (its reader has left)."""
+    try:
+        buffer = b""
+        async for chunk in body:
+            buffer += chunk if isinstance(chunk, bytes) else str(chunk).encode()
+            while b"\n\n" in buffer:
+                frame, buffer = buffer.split(b"\n\n", 1)
+                event_id, kind, data = None, None, ""
+                for line in frame.decode().split("\n"):
+                    if line.startswith("id: "):
+                        event_id = int(line[len("id: ") :])
+                    elif line.startswith("event: "):
+                        kind = line[len("event: ") :]
+                    elif line.startswith("data: "):
+                        data += line[len("data: ") :]
+                yield SseEvent(event_id, kind, json.loads(data) if data else {})
+    finally:
+        close = getattr(body, "aclose", None)
+        if close is not None:
+            await close()

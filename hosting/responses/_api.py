@@ -11,9 +11,8 @@ Responses events.
 from __future__ import annotations
 
 import functools
-import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import azure.functions as func
@@ -33,6 +32,8 @@ from ..http import (
     Api,
     caller_user,
     claimed_user,
+    derived_request,
+    read_sse_events,
     refusal,
     sse_frame,
 )
@@ -66,24 +67,6 @@ def _json(model: Any, status: int = 200) -> func.HttpResponse:
         model.model_dump_json(exclude_none=True, warnings=False),
         status_code=status,
         mimetype="application/json",
-    )
-
-
-def _derived(
-    req: func.HttpRequest, route_params: dict[str, str], body: Any, accept: str, user: str | None = None
-) -> func.HttpRequest:
-    """The product route's request for this one: the caller's headers (its identity, an
-    Idempotency-Key) and query (with `user`, the user it acts for, checked already), the route's
-    parameters, the product's body."""
-    skip = {"content-type", "content-length", "accept"}
-    headers = {k: v for k, v in req.headers.items() if k.lower() not in skip}
-    headers.update({"content-type": "application/json", "accept": accept})
-    raw = b"" if body is None else json.dumps(body).encode()
-    params = dict(req.params)
-    if user is not None:
-        params["user_id"] = user
-    return func.HttpRequest(
-        "POST", req.url, headers=headers, params=params, route_params=route_params, body=raw
     )
 
 
@@ -186,7 +169,7 @@ class ResponsesApi:
         if call.decisions and call.continued is not None:
             return await self._decide(req, client, call, call.continued)
         body = {**call.run_body, "wait_for_response": not (call.background or call.stream)}
-        derived = _derived(
+        derived = derived_request(
             req, {"agent": agent.name}, body, EVENT_STREAM if call.stream else "application/json"
         )
         answer: Answer | None = None
@@ -224,7 +207,7 @@ class ResponsesApi:
         params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
         user = caller_user(req, call.run_body.get("user_id"))
         for decision in call.decisions:
-            derived = _derived(req, params, decision, "application/json", user)
+            derived = derived_request(req, params, decision, "application/json", user)
             try:
                 await self.api.run_approval(derived, client)
             except ProblemError as problem:
@@ -241,15 +224,15 @@ class ResponsesApi:
     ) -> AsyncIterator[bytes]:
         """The run's own SSE stream, event by event, as the Responses events."""
         stream = EventStream(rendering)
-        frames = _frames(answer.body_iterator)
+        frames = read_sse_events(answer.body_iterator)
         try:
             for kind, data in stream.started():
                 yield sse_frame(data["sequence_number"], kind, data)
-            async for event, data in frames:
-                if event is None:
+            async for read in frames:
+                if read.type is None:
                     yield b": heartbeat\n\n"
                     continue
-                kind = event
+                kind, data = read.type, read.data
                 out: list[tuple[str, dict[str, Any]]] = []
                 if kind == "text.delta" and data.get("text"):
                     out = stream.delta(str(data["text"]))
@@ -297,7 +280,7 @@ class ResponsesApi:
         queued run ends at once, a running one at its next step)."""
         ref = self._ref(req)
         params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
-        await self.api.run_cancel(_derived(req, params, None, "application/json"), client)
+        await self.api.run_cancel(derived_request(req, params, None, "application/json"), client)
         outcome = await self._outcome(client, ref, caller_user(req), self.api.settings.response_wait_seconds)
         return self._render(Rendering(ref), outcome)
 
@@ -326,30 +309,3 @@ class ResponsesApi:
             has_more=False,
         )
         return _json(page)
-
-
-async def _frames(body: AsyncIterable[Any]) -> AsyncGenerator[tuple[str | None, dict[str, Any]]]:
-    """(event type, data) of each SSE event of the product's stream; (None, {}) for a heartbeat.
-    Closing it closes the product's stream (its reader has left)."""
-    try:
-        async for item in _split(body):
-            yield item
-    finally:
-        close = getattr(body, "aclose", None)
-        if close is not None:
-            await close()
-
-
-async def _split(body: AsyncIterable[Any]) -> AsyncIterator[tuple[str | None, dict[str, Any]]]:
-    buffer = b""
-    async for chunk in body:
-        buffer += chunk if isinstance(chunk, bytes) else str(chunk).encode()
-        while b"\n\n" in buffer:
-            frame, buffer = buffer.split(b"\n\n", 1)
-            kind, data = None, ""
-            for line in frame.decode().split("\n"):
-                if line.startswith("event: "):
-                    kind = line[len("event: ") :]
-                elif line.startswith("data: "):
-                    data += line[len("data: ") :]
-            yield kind, (json.loads(data) if data else {})
