@@ -118,6 +118,8 @@ def check_url(url: str, allowed: tuple[Allowed, ...] | None) -> Target:
         raise WebhookRefused(f"the URL's host is not valid: {error}") from None
     effective = port or _DEFAULT_PORTS[scheme]
     entry = next((a for a in allowed if a.host == host and (a.port or 443) == effective), None)
+    if entry is None and scheme == "http" and any(a.host == host and a.port is None for a in allowed):
+        raise WebhookRefused(f"the URL must be https (plain http needs the port named in {HOSTS_ENV})")
     if entry is None:
         shown = f"[{host}]" if ":" in host else host
         raise WebhookRefused(f"the host {shown}:{effective} is not in the app setting {HOSTS_ENV}")
