@@ -100,7 +100,9 @@ async def test_a_run_is_delivered_once_through_two_failures_signed_with_one_id(
     assert body == without  # the same JSON as GET .../runs/{id}
 
 
-async def test_failed_and_cancelled_runs_are_delivered(hooks: Client, receiver: Receiver, model: ModelServer) -> None:
+async def test_failed_and_cancelled_runs_are_delivered(
+    hooks: Client, receiver: Receiver, model: ModelServer
+) -> None:
     model.script(Reply.error(400, "Bad request.", code="invalid_value"))
     answer = await hooks.run(AGENT, "fail", "hook-failed", correlation_id="hook-failed-1",
                              webhook=hook(receiver, "/ok/failed"))

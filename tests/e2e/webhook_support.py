@@ -5,15 +5,15 @@ docs/protocols.md "Webhooks" (verbatim: the test checks what users are told to r
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import threading
+import time
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
-# --- docs/protocols.md "Webhooks": verifying a delivery --------------------------------------
-import hashlib
-import hmac
-import time
+# --- docs/protocols.md "Webhooks": verifying a delivery (the snippet's imports: hashlib, hmac, time)
 
 
 def verify(secret: str, headers: dict[str, str], body: bytes, tolerance: int = 300) -> bool:
