@@ -1,28 +1,34 @@
 """A webhook receiver for the end-to-end tests: an aiohttp server on loopback, on a thread of its
 own, that records every POST and answers as each path asks, and the verification snippet of
-docs/protocols.md "Webhooks" (verbatim: the test checks what users are told to run)."""
+docs/hosting.md "Webhooks" (read from the docs: the tests check what users are told to run)."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
+import re
 import threading
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
+from e2e_support import REPO
 
-# --- docs/protocols.md "Webhooks": verifying a delivery (the snippet's imports: hashlib, hmac, time)
+
+def documented_verify() -> Callable[..., bool]:
+    """The `verify` function of docs/hosting.md "Webhooks", run as the docs print it: the tests
+    check deliveries with exactly what users are told to run."""
+    text = (REPO / "docs" / "hosting.md").read_text()
+    section = text[text.index("### Webhooks") :]
+    snippet = re.search(r"```python\n(.*?)```", section, re.S)
+    assert snippet is not None and "def verify(" in snippet.group(1), "the docs' snippet is missing"
+    scope: dict[str, Any] = {}
+    exec(compile(snippet.group(1), "docs/hosting.md#webhooks", "exec"), scope)
+    verify: Callable[..., bool] = scope["verify"]
+    return verify
 
 
-def verify(secret: str, headers: dict[str, str], body: bytes, tolerance: int = 300) -> bool:
-    """Whether a delivery is the app's: the signature matches and the timestamp is recent."""
-    timestamp = headers["X-Webhook-Timestamp"]
-    expected = "v1=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-    fresh = abs(time.time() - int(timestamp)) <= tolerance
-    return fresh and hmac.compare_digest(expected, headers["X-Webhook-Signature"])
-# ----------------------------------------------------------------------------------------------
+verify = documented_verify()
 
 
 @dataclass
