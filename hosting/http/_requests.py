@@ -359,6 +359,14 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
     else:
         correlation_id = uuid.uuid4().hex
     request = _turn_request(body, correlation_id)
+    strategy = _strategy_of(body, req)
+    if webhook is not None and strategy == "steer":
+        # A steer joins the running run and ends with it: that run's own webhook tells its end.
+        raise ProblemError(
+            ProblemCode.CONFLICTING_FIELDS,
+            "a run sent with multitask_strategy 'steer' takes no webhook (it joins the running run)",
+            field="webhook",
+        )
     return RunCall(
         agent=agent,
         session_id=session_id,
@@ -369,6 +377,6 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
         wait=wait,
         request=request,
         user_id=user_id,
-        multitask_strategy=_strategy_of(body, req),
+        multitask_strategy=strategy,
         webhook=webhook,
     )

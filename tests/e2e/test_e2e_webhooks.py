@@ -6,10 +6,12 @@ a host not allowed, or no allowlist at all, is a 400 problem before anything is 
 from __future__ import annotations
 
 import json
+import pathlib
 import time
 from collections.abc import Iterator
 from typing import Any
 
+import aiohttp
 import pytest
 from e2e_support import Client, HostProcess, eventually, free_port
 from webhook_support import Receiver, verify
@@ -174,3 +176,51 @@ async def test_no_allowlist_refuses_every_webhook(client: Client, model: ModelSe
     assert "DURABLE_AGENTS_WEBHOOK_HOSTS" in answer.json()["detail"]
     assert (await client.get(f"/api/agents/{AGENT}/sessions/hook-unset")).status == 404
 
+
+
+async def test_a_steer_takes_no_webhook(hooks: Client, receiver: Receiver) -> None:
+    answer = await hooks.run(AGENT, "hi", "hook-steer", multitask_strategy="steer",
+                             webhook=hook(receiver, "/ok/steer"))
+    assert answer.status == 400, answer.body
+    assert answer.json()["field"] == "webhook"
+    assert (await hooks.get(f"/api/agents/{AGENT}/sessions/hook-steer")).status == 404
+
+
+async def test_a_delivery_survives_a_kill_9_of_the_host(
+    receiver: Receiver, model: ModelServer, tmp_path: pathlib.Path
+) -> None:
+    env = {
+        "DURABLE_AGENTS_WEBHOOK_HOSTS": f"127.0.0.1:{receiver.port}",
+        "DURABLE_AGENTS_WEBHOOK_SECRET": SECRET,
+        "DURABLE_AGENTS_WEBHOOK_FIRST_RETRY_SECONDS": "0.2",
+        "DURABLE_AGENTS_WEBHOOK_POLL_SECONDS": "0.2",
+    }
+    host = HostProcess(tmp_path / "data", model.base_url, tmp_path / "host.log", extra_env=env).start()
+    connector = aiohttp.TCPConnector(force_close=True)  # nothing reused across the restart
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as http:
+        try:
+            model.script(Reply.hang())  # the turn is in its model call when the host dies
+            client = Client(http, host.url)
+            answer = await client.run(AGENT, "hi", "hook-kill", correlation_id="hook-kill-1",
+                                      wait_for_response=False, webhook=hook(receiver, "/ok/killed"))
+            assert answer.status == 202, answer.body
+
+            async def model_called() -> bool:
+                return len(model.requests) == 1
+
+            await eventually(model_called, "the turn reaching the model")
+            host.kill()
+        finally:
+            host.kill()
+        model.script(Reply.text("after the restart"))
+        host.start()
+        try:
+            client = Client(http, host.url)
+            resource = await delivered(client, "hook-kill", "hook-kill-1", timeout=60)
+        finally:
+            host.stop()
+    assert resource["webhook"]["status"] == "delivered", (resource, host.log()[-3000:])
+    sent = receiver.to("/ok/killed")
+    assert len({d.headers["X-Webhook-Id"] for d in sent}) == 1 and sent[-1].answered == 200
+    body = json.loads(sent[-1].body)
+    assert body["status"] == "succeeded" and body["response"]["text"] == "after the restart"
