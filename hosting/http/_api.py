@@ -276,7 +276,16 @@ class Api:
         )
         wait = self._wait_param(req)
         user = caller_user(req)
-        answer = await self._run_resource(client, agent.name, session_id, correlation_id, wait, user)
+        try:
+            answer = await self._run_resource(client, agent.name, session_id, correlation_id, wait, user)
+        except ProblemError as problem:
+            # A run that ended without an answer (410 discarded, 409 refused) is still the
+            # caller's: its webhook's outcome goes on the problem. Not on a 404 (another user's).
+            if problem.status in (409, 410):
+                delivery = await delivery_of(client, agent.name, session_id, correlation_id)
+                if delivery is not None:
+                    problem.extensions["webhook"] = delivery
+            raise
         delivery = await delivery_of(client, agent.name, session_id, correlation_id)
         if delivery is None:
             return answer

@@ -224,3 +224,4 @@ async def test_a_delivery_survives_a_kill_9_of_the_host(
     assert len({d.headers["X-Webhook-Id"] for d in sent}) == 1 and sent[-1].answered == 200
     body = json.loads(sent[-1].body)
     assert body["status"] == "succeeded" and body["response"]["text"] == "after the restart"
+
