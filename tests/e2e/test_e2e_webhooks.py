@@ -41,7 +41,7 @@ def hook_host(
         "DURABLE_AGENTS_WEBHOOK_FIRST_RETRY_SECONDS": "0.2",
         "DURABLE_AGENTS_WEBHOOK_POLL_SECONDS": "0.2",
         "DURABLE_AGENTS_WEBHOOK_ATTEMPTS": "5",
-        "DURABLE_AGENTS_WEBHOOK_TIMEOUT_SECONDS": "5",
+        "DURABLE_AGENTS_WEBHOOK_TIMEOUT_SECONDS": "2",
     }
     host = HostProcess(root / "data", model_server.base_url, root / "host.log", extra_env=env).start()
     try:
@@ -225,3 +225,15 @@ async def test_a_delivery_survives_a_kill_9_of_the_host(
     body = json.loads(sent[-1].body)
     assert body["status"] == "succeeded" and body["response"]["text"] == "after the restart"
 
+
+
+async def test_an_attempt_that_times_out_is_tried_again(
+    hooks: Client, receiver: Receiver, model: ModelServer
+) -> None:
+    model.script(Reply.text("slow"))
+    started = time.monotonic()
+    await hooks.run(AGENT, "hi", "hook-slow", correlation_id="hook-slow-1", webhook=hook(receiver, "/slow/a"))
+    shown = (await delivered(hooks, "hook-slow", "hook-slow-1"))["webhook"]
+    assert shown["status"] == "delivered" and shown["attempts"] == 2, shown
+    assert [d.answered for d in receiver.to("/slow/a")] == [0, 200]
+    assert time.monotonic() - started < 20  # the 2 s timeout, not the receiver's 30 s

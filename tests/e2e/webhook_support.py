@@ -42,7 +42,8 @@ class Delivery:
 @dataclass
 class Receiver:
     """Paths: `/flaky/...` answers 500 twice, then 200; `/redirect/...` answers 302 to `/ok/moved`;
-    `/big/...` answers 200 with an endless body; `/gone/...` answers 410; anything else 200."""
+    `/big/...` answers 200 with an endless body; `/gone/...` answers 410; `/slow/...` does not
+answer the first time (recorded as answered 0), then 200; anything else 200."""
 
     port: int
     deliveries: list[Delivery] = field(default_factory=list)
@@ -56,6 +57,10 @@ class Receiver:
         body = await request.read()
         path = request.path
         earlier = len(self.to(path))
+        if path.startswith("/slow/") and earlier == 0:
+            self.deliveries.append(Delivery(path, dict(request.headers), body, 0))
+            await asyncio.sleep(30)  # past the attempt's timeout: the app gives up on it
+            return web.Response(status=504, text="too late")
         if path.startswith("/flaky/") and earlier < 2:
             status = 500
         elif path.startswith("/redirect/"):
