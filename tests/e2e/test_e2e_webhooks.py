@@ -1,7 +1,8 @@
 """Webhooks on the real host over real sockets: a run naming a webhook has its run resource
 POSTed, signed, to a receiver on loopback when it ends (succeeded, failed, cancelled), retried
-through 500s with the same delivery id, never following a redirect, never reading a big answer;
-a host not allowed, or no allowlist at all, is a 400 problem before anything is stored."""
+through 500s and a timeout with the same delivery id, never following a redirect, never reading a
+big answer, and still delivered after a kill -9 of the host mid-turn; a host not allowed, or no
+allowlist at all, is a 400 problem before anything is stored."""
 
 from __future__ import annotations
 
