@@ -45,6 +45,8 @@ from .lifecycle._ttl import ttl_for
 from .mcp import McpTools, register_mcp_tools
 from .responses import RESPONSES_ROUTES, ResponsesApi
 from .streams import StreamStore, stream_store_from_env
+from .webhooks import RUN_FORMAT, register_format, register_webhooks
+from .webhooks._settings import pace_from_env
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
@@ -253,6 +255,9 @@ def build_app(
     for agent in agents:
         _register_entity(app, agent, settings, store, limits)
     register_lifecycle(app, store, agents)
+    register_webhooks(app)
+    register_format(RUN_FORMAT, api.render_run)  # the run resource, as GET .../runs/{id} answers
+    pace_from_env()  # a webhook setting out of range stops the app here, naming it
     register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes, settings)
     # The model SDK loads on a thread from here on: the worker answers the host's indexing
     # without waiting for it (agents.preload_model_sdk).

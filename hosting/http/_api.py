@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -39,6 +40,7 @@ from ..lifecycle._sweeper import sweepers_of
 from ..stored import StoredDocument, StoredRun, TurnEntry, WaitingRun, approvals_of
 from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
 from ..streams._watch import terminal_watch
+from ..webhooks import EndedRun, Rendered, delivery_of, start_delivery
 from ._answers import Answers, approval_body
 from ._approvals import decide_approval
 from ._cancel import cancel_run
@@ -197,6 +199,11 @@ class Api:
             return self._finished(agent.name, call.session_id, done)
 
         async def send() -> None:
+            if call.webhook is not None:
+                # Before the turn: the delivery is stored before the run can end.
+                await start_delivery(
+                    client, agent.name, call.session_id, call.correlation_id, call.user_id, call.webhook
+                )
             await mark_interrupt(self.streams.store, call, prepared.snapshot)
             await self.submitter.send(client, submission)
             signalled.set()
@@ -268,6 +275,48 @@ class Api:
         )
         wait = self._wait_param(req)
         user = caller_user(req)
+        try:
+            answer = await self._run_resource(client, agent.name, session_id, correlation_id, wait, user)
+        except ProblemError as problem:
+            # A run that ended without an answer (410 discarded, 409 refused) is still the
+            # caller's: its webhook's outcome goes on the problem. Not on a 404 (another user's).
+            if problem.status in (409, 410):
+                delivery = await delivery_of(client, agent.name, session_id, correlation_id)
+                if delivery is not None:
+                    problem.extensions["webhook"] = delivery
+            raise
+        delivery = await delivery_of(client, agent.name, session_id, correlation_id)
+        if delivery is None:
+            return answer
+        body = json.loads(answer.get_body())
+        body["webhook"] = delivery
+        return func.HttpResponse(
+            json.dumps(body, ensure_ascii=False),
+            status_code=answer.status_code,
+            headers={k: v for k, v in answer.headers.items() if k.lower() != "content-type"},
+            mimetype="application/json",
+            charset="utf-8",
+        )
+
+    async def render_run(self, client: DurableClient, run: EndedRun) -> Rendered:
+        """The `run` webhook payload: the run resource as `GET .../runs/{id}` answers it (its
+        problem document when the run is gone: a reset, delete or expiry discarded it)."""
+        answer = await self._guarded_resource(client, run)
+        return Rendered(answer.get_body())
+
+    async def _guarded_resource(self, client: DurableClient, run: EndedRun) -> func.HttpResponse:
+        try:
+            return await self._run_resource(
+                client, run.agent, run.session_id, run.correlation_id, 0.0, run.user_id
+            )
+        except ProblemError as problem:
+            return problem_response(problem)
+
+    async def _run_resource(
+        self, client: DurableClient, agent_name: str, session_id: str, correlation_id: str,
+        wait: float, user: str | None,
+    ) -> func.HttpResponse:
+        agent = self.agents[agent_name]
         entity_id = df.EntityId(entity_name(agent.name), session_id)
         key = StreamKey(agent.name, session_id, correlation_id)
         if await claimed_by_other(self.streams.store, key, user):

@@ -51,6 +51,21 @@ class RunOptions(_Body):
         return self.model_dump(exclude_none=True)
 
 
+class WebhookRequestBody(_Body):
+    """Where to POST the run's outcome once it ends (docs/protocols.md "Webhooks")."""
+
+    url: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="An http(s) URL on a host the app setting DURABLE_AGENTS_WEBHOOK_HOSTS names; "
+        "the run resource is POSTed there, signed, when the run ends.",
+    )
+    token: str | None = Field(
+        default=None, max_length=512, description="Handed to the payload format (the `a2a` format sends it)."
+    )
+    format: str = Field(default="run", max_length=32, description="The payload: `run` (the run resource).")
+
+
 class RunRequestBody(_Body):
     """Body of `POST /api/agents/{agent}/run` (also accepted as `text/plain`: the whole body is
     the message)."""
@@ -87,6 +102,9 @@ class RunRequestBody(_Body):
         "belongs to the user who created it. Behind App Service Authentication only the signed-in "
         "user's id is accepted.",
         json_schema_extra={"pattern": ID_PATTERN_TEXT},
+    )
+    webhook: WebhookRequestBody | None = Field(
+        default=None, description="POST the run's outcome to this URL when it ends (docs/protocols.md)."
     )
 
     @field_validator("message")

@@ -28,6 +28,7 @@ from .._ids import (
 )
 from .._numbers import whole_number
 from .._settings import MAX_BODY_BYTES
+from ..webhooks import Webhook, WebhookRefused, check_webhook
 from ._models import RunRequestBody
 from ._problems import validation_problem
 from ._users import caller_user
@@ -57,6 +58,7 @@ class RunCall:
     request: TurnRequest
     user_id: str | None = None  # whom the caller acts for (hosting.http._users)
     multitask_strategy: str = "enqueue"  # what to do when the session is busy
+    webhook: Webhook | None = None  # where to POST the outcome when the run ends (hosting.webhooks)
 
 
 def check_id(value: str, field: str, code: ProblemCode = ProblemCode.INVALID_SESSION_ID) -> str:
@@ -305,9 +307,22 @@ def _turn_request(body: RunRequestBody, correlation_id: str) -> TurnRequest:
         raise ProblemError(code, f"'{field}': {error.message}", field=field) from error
 
 
+def _webhook_of(body: RunRequestBody) -> Webhook | None:
+    """The run's webhook, checked against the settings (a 400 naming why, before anything is stored)."""
+    if body.webhook is None:
+        return None
+    webhook = Webhook(body.webhook.url, body.webhook.token, body.webhook.format)
+    try:
+        check_webhook(webhook)
+    except WebhookRefused as error:
+        raise ProblemError(ProblemCode.INVALID_FIELD, f"'webhook': {error}", field="webhook.url") from None
+    return webhook
+
+
 def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BYTES) -> RunCall:
     """Validate a `POST .../run` request completely, before anything is sent anywhere."""
     body = _run_body(req, max_bytes)
+    webhook = _webhook_of(body)
     user_id = caller_user(req, body.user_id)
     session_id = _session_of(body, req)
     header_wait = req.headers.get(WAIT_HEADER)
@@ -344,6 +359,14 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
     else:
         correlation_id = uuid.uuid4().hex
     request = _turn_request(body, correlation_id)
+    strategy = _strategy_of(body, req)
+    if webhook is not None and strategy == "steer":
+        # A steer joins the running run and ends with it: that run's own webhook tells its end.
+        raise ProblemError(
+            ProblemCode.CONFLICTING_FIELDS,
+            "a run sent with multitask_strategy 'steer' takes no webhook (it joins the running run)",
+            field="webhook",
+        )
     return RunCall(
         agent=agent,
         session_id=session_id,
@@ -354,7 +377,8 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
         wait=wait,
         request=request,
         user_id=user_id,
-        multitask_strategy=_strategy_of(body, req),
+        multitask_strategy=strategy,
+        webhook=webhook,
     )
 
 

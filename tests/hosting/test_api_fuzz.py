@@ -83,6 +83,8 @@ _SEMANTIC_REJECTIONS = {
     ("conflicting_fields", "user_id"),  # the body and the query name different users
     ("missing_field", "user_id"),  # a `me/` route, without App Service Authentication, names no user
     ("invalid_field", "cursor"),  # a well-formed memory cursor the API never handed out
+    ("invalid_field", "webhook.url"),  # a URL the settings do not allow (no allowlist in this app)
+    ("conflicting_fields", "webhook"),  # a webhook on a steer
     *(("invalid_encoding", field) for field in ("message", "response_format", "options")),
 }
 

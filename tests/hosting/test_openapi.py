@@ -188,3 +188,14 @@ async def test_every_body_and_event_field_is_snake_case(offline_api: Api) -> Non
 
     walk(document, "")
     assert found == []
+
+
+async def test_the_run_request_documents_its_webhook(offline_api: Api) -> None:
+    document = (await offline_api.get("/api/openapi.json")).json()
+    schemas = document["components"]["schemas"]
+    field = schemas["RunRequestBody"]["properties"]["webhook"]
+    assert {"$ref": "#/components/schemas/WebhookRequestBody"} in field["anyOf"]
+    webhook = schemas["WebhookRequestBody"]
+    assert webhook["required"] == ["url"] and webhook["additionalProperties"] is False
+    assert webhook["properties"]["url"]["maxLength"] == 2048
+    assert set(webhook["properties"]) == {"url", "token", "format"}

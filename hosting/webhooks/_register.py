@@ -1,0 +1,72 @@
+"""Starting a run's delivery, reading its outcome, and the durable functions declared on the app."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import azure.durable_functions as df
+
+from ..client._binding import BoundClient, durable_client_input
+from ._deliver import deliver
+from ._orchestration import DELIVER, WEBHOOK, delivery_spec, webhook_instance, webhook_orchestrator
+from ._settings import SECRET_ENV, pace_from_env, secret_from_env
+from ._spec import Webhook, formats, renderer_of
+from ._urls import WebhookRefused, allowed_hosts, check_url
+
+log = logging.getLogger("hosting.webhooks")
+
+
+def check_webhook(webhook: Webhook) -> None:
+    """`WebhookRefused` unless the app may call `webhook` (the settings, the URL, the format)."""
+    check_url(webhook.url, allowed_hosts(os.environ))
+    if secret_from_env() is None:
+        raise WebhookRefused(f"webhooks are off: the app setting {SECRET_ENV} (the signing secret) is unset")
+    if renderer_of(webhook.format) is None:
+        raise WebhookRefused(f"the format must be one of {', '.join(repr(f) for f in formats())}")
+
+
+async def start_delivery(
+    client: Any, agent: str, session_id: str, correlation_id: str, user_id: str | None, webhook: Webhook
+) -> None:
+    """Start the run's delivery (before the turn is sent). A retried request finds it started:
+    the backend refuses a second start of the instance, which is what it should do."""
+    instance, spec = delivery_spec(agent, session_id, correlation_id, user_id, webhook, pace_from_env())
+    try:
+        await client.start_new(WEBHOOK, instance, spec)
+    except Exception:
+        status = await client.get_status(instance)
+        if getattr(status, "runtime_status", None) is None:
+            raise
+        log.info("webhook of run %s: started already (%s)", correlation_id, instance)
+
+
+async def delivery_of(client: Any, agent: str, session_id: str, correlation_id: str) -> dict[str, Any] | None:
+    """The run's delivery as the run resource shows it (`webhook`), None when it asked for none."""
+    status = await client.get_status(webhook_instance(agent, session_id, correlation_id))
+    if getattr(status, "runtime_status", None) is None:
+        return None
+    shown = getattr(status, "output", None) or getattr(status, "custom_status", None)
+    if not isinstance(shown, dict):
+        return None
+    shown = dict(shown)
+    runtime = getattr(status.runtime_status, "value", status.runtime_status)
+    if runtime in ("Failed", "Terminated") and shown.get("status") in ("waiting", "delivering"):
+        shown["status"] = "failed"
+    return shown
+
+
+def register_webhooks(app: df.DFApp) -> None:
+    """Declare the delivery orchestration and its activity on the app."""
+    webhook_orchestrator.__name__ = WEBHOOK
+    decorated = app.orchestration_trigger(context_name="context", orchestration=WEBHOOK)(webhook_orchestrator)
+    app.function_name(WEBHOOK)(decorated)
+
+    # `spec: dict`: the worker refuses an activity trigger annotated with a generic alias.
+    async def deliver_attempt(spec: dict, client: BoundClient) -> dict:
+        return await deliver(spec, client)
+
+    deliver_attempt.__name__ = DELIVER
+    bound = durable_client_input(app, deliver_attempt)
+    app.function_name(DELIVER)(app.activity_trigger(input_name="spec", activity=DELIVER)(bound))
