@@ -20,6 +20,7 @@ from ._hub import memory_table, task_hub
 from ._ids import entity_name
 from ._settings import ApiSettings
 from ._telemetry import configure_telemetry, traced_http
+from .a2a import A2A_ROUTES, A2aApi
 from .archive import policy_from_env
 from .client._binding import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
@@ -83,7 +84,7 @@ def _check_settings(agents: Sequence[Agent]) -> None:
 
 def _check_extensions(agents: Sequence[Agent], extensions: Sequence[Extension]) -> None:
     hosted = {a.name for a in agents}
-    functions = {spec.function for spec in (*AGENT_ROUTES, *USER_ROUTES, *RESPONSES_ROUTES)}
+    functions = {spec.function for spec in (*AGENT_ROUTES, *USER_ROUTES, *RESPONSES_ROUTES, *A2A_ROUTES)}
     functions |= {entity_name(a.name) for a in agents}
     for extension in extensions:
         missing = sorted(set(extension.requires_agents) - hosted)
@@ -196,7 +197,7 @@ def build_app(
     store = stream_store_from_env()
     answers = Answers(settings)
     api = Api(agents, settings, answers, RunStreams(answers, {a.name: a for a in agents}, store))
-    specs = [*AGENT_ROUTES, *USER_ROUTES, *RESPONSES_ROUTES]
+    specs = [*AGENT_ROUTES, *USER_ROUTES, *RESPONSES_ROUTES, *A2A_ROUTES]
     specs += [spec for extension in extensions for spec in extension.routes]
     document = json.dumps(
         openapi_document(specs, route_prefix=settings.route_prefix, agent_names=[a.name for a in agents])
@@ -209,6 +210,7 @@ def build_app(
     export = UserExport(api.agents, memories).export
     erasure = UserErasure(list(api.agents), settings)
     responses = ResponsesApi(api)
+    a2a = A2aApi(api)
     handlers: dict[str, Handler] = {
         "agent_run": api.run,
         "agent_run_status": api.run_status,
@@ -231,6 +233,8 @@ def build_app(
         "responses_get": responses.retrieve,
         "responses_cancel": responses.cancel,
         "responses_input_items": responses.input_items,
+        "a2a_card": a2a.card,
+        "a2a_rpc": a2a.rpc,
     }
     for extension in extensions:
         handlers.update(extension.handlers(settings))
