@@ -303,7 +303,8 @@ class A2aHandler(RequestHandler):
                     first = False
                 elif kind == "approval.required":
                     paused = RunApprovals(
-                        [Approval.from_json(a) for a in data.get("approvals") or []], int(data.get("step", 0))
+                        [Approval.from_public_json(a) for a in data.get("approvals") or []],
+                        int(data.get("step", 0)),
                     )
                     await start_approval_expiry(client, ref.agent, ref.session_id, ref.correlation_id, paused)
                     yield _status(

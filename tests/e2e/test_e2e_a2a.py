@@ -5,6 +5,7 @@ client, and the protocol's own errors for bad input (nothing stored)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 
@@ -13,7 +14,12 @@ import pytest
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.constants import VERSION_HEADER
-from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, TaskNotFoundError
+from a2a.utils.errors import (
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 from e2e_support import FUNCTION_KEY, HostProcess, eventually
 
 from agents.testing import ModelRequest, ModelServer, Reply
@@ -265,3 +271,86 @@ async def test_bad_input_is_the_protocols_error_and_nothing_runs(
     assert error["code"] == code, error
     assert text in str(error), error
     assert model.requests == []
+
+
+async def test_a_streamed_approval_pauses_input_required_and_subscribe_follows_it(
+    e2e_host: HostProcess, model: ModelServer
+) -> None:
+    model.script(
+        Reply.tool_call("book_hotel", {"city": "Rome", "nights": 1}, call_id="call-s1"), Reply.text("Done.")
+    )
+    client, http = await _client(e2e_host, "concierge", user="alice", streaming=True)
+    try:
+        events = await send(client, message("book Rome"))
+        last = events[-1]
+        assert last.HasField("status_update"), events
+        assert last.status_update.status.state == pb.TASK_STATE_INPUT_REQUIRED
+        task_id = last.status_update.task_id
+        data = last.status_update.status.message.parts[1].data.struct_value
+        assert (
+            data.fields["approvals"].list_value.values[0].struct_value.fields["id"].string_value == "call-s1"
+        )
+        done = await send(client, message("approve", task=task_id))
+        states = [e.status_update.status.state for e in done if e.HasField("status_update")]
+        tasks = [e.task for e in done if e.HasField("task")]
+        assert pb.TASK_STATE_COMPLETED in states or (
+            tasks and tasks[-1].status.state == pb.TASK_STATE_COMPLETED
+        )
+        final = await client.get_task(pb.GetTaskRequest(id=task_id))
+        assert final.status.state == pb.TASK_STATE_COMPLETED and answer(final) == "Done."
+    finally:
+        await client.close()
+        await http.aclose()
+
+
+async def test_subscribe_follows_a_running_task_to_its_end(e2e_host: HostProcess, model: ModelServer) -> None:
+    release = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> Reply:
+        await release.wait()
+        return Reply.text("finally")
+
+    model.handler = slow
+    plain, http = await _client(e2e_host)
+    streaming, http2 = await _client(e2e_host, streaming=True)
+    try:
+        submitted = final_task(await send(plain, message("wait for it"), return_immediately=True))
+        updates = streaming.subscribe(pb.SubscribeToTaskRequest(id=submitted.id))
+        first = await anext(updates)
+        assert first.task.id == submitted.id and first.task.status.state == pb.TASK_STATE_WORKING
+        release.set()
+        rest = [e async for e in updates]
+        assert rest and rest[-1].status_update.status.state == pb.TASK_STATE_COMPLETED, rest
+        with pytest.raises(UnsupportedOperationError):  # a finished task is read, not followed
+            await anext(streaming.subscribe(pb.SubscribeToTaskRequest(id=submitted.id)))
+    finally:
+        for c, h in ((plain, http), (streaming, http2)):
+            await c.close()
+            await h.aclose()
+
+
+async def test_a_0_3_request_on_the_wire_gets_0_3_shapes(e2e_host: HostProcess, model: ModelServer) -> None:
+    model.script(Reply.text("hi from 0.3"))
+    body = {
+        "jsonrpc": "2.0",
+        "id": "r1",
+        "method": "message/send",
+        "params": {
+            "message": {
+                "kind": "message",
+                "messageId": uuid.uuid4().hex,
+                "role": "user",
+                "parts": [{"kind": "text", "text": "hello"}],
+            }
+        },
+    }
+    async with _http(version="0.3") as http:
+        reply = (await http.post(f"{e2e_host.url}/api/a2a/{AGENT}", json=body)).json()
+        result = reply["result"]
+        assert result["kind"] == "task" and result["status"]["state"] == "completed", reply
+        assert result["artifacts"][0]["parts"][0] == {"kind": "text", "text": "hi from 0.3"}
+        got = await http.post(
+            f"{e2e_host.url}/api/a2a/{AGENT}",
+            json={"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": "no:such"}},
+        )
+        assert got.json()["error"]["code"] == -32001
