@@ -20,6 +20,7 @@ from ._hub import memory_table, task_hub
 from ._ids import entity_name
 from ._settings import ApiSettings
 from ._telemetry import configure_telemetry, traced_http
+from .a2a import A2A_ROUTES, A2aApi
 from .agui import AGUI_ROUTES, AgUiApi
 from .archive import policy_from_env
 from .client._binding import BoundClient, durable_client_input
@@ -86,7 +87,9 @@ def _check_settings(agents: Sequence[Agent]) -> None:
 
 def _check_extensions(agents: Sequence[Agent], extensions: Sequence[Extension]) -> None:
     hosted = {a.name for a in agents}
-    functions = {spec.function for spec in (*AGENT_ROUTES, *USER_ROUTES, *RESPONSES_ROUTES, *AGUI_ROUTES)}
+    functions = {
+        spec.function for spec in (*AGENT_ROUTES, *USER_ROUTES, *RESPONSES_ROUTES, *A2A_ROUTES, *AGUI_ROUTES)
+    }
     functions |= {entity_name(a.name) for a in agents}
     for extension in extensions:
         missing = sorted(set(extension.requires_agents) - hosted)
@@ -199,7 +202,7 @@ def build_app(
     store = stream_store_from_env()
     answers = Answers(settings)
     api = Api(agents, settings, answers, RunStreams(answers, {a.name: a for a in agents}, store))
-    specs = [*AGENT_ROUTES, *USER_ROUTES, *RESPONSES_ROUTES, *AGUI_ROUTES]
+    specs = [*AGENT_ROUTES, *USER_ROUTES, *RESPONSES_ROUTES, *A2A_ROUTES, *AGUI_ROUTES]
     specs += [spec for extension in extensions for spec in extension.routes]
     document = json.dumps(
         openapi_document(specs, route_prefix=settings.route_prefix, agent_names=[a.name for a in agents])
@@ -212,6 +215,7 @@ def build_app(
     export = UserExport(api.agents, memories).export
     erasure = UserErasure(list(api.agents), settings)
     responses = ResponsesApi(api)
+    a2a = A2aApi(api)
     ag_ui = AgUiApi(api)
     handlers: dict[str, Handler] = {
         "agent_run": api.run,
@@ -235,6 +239,8 @@ def build_app(
         "responses_get": responses.retrieve,
         "responses_cancel": responses.cancel,
         "responses_input_items": responses.input_items,
+        "a2a_card": a2a.card,
+        "a2a_rpc": a2a.rpc,
         "agent_ag_ui": ag_ui.run,
     }
     for extension in extensions:

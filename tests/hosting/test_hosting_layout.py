@@ -68,6 +68,7 @@ PINNED = {
         "ttl_for",
     ],
     "hosting.responses": ["RESPONSES_ROUTES", "ResponsesApi", "RunRef", "decode_response_id"],
+    "hosting.a2a": ["A2A_ROUTES", "A2aApi"],
     "hosting.agui": ["AGUI_ROUTES", "AgUiApi"],
     "hosting.http": [
         "Answers",

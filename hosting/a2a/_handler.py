@@ -1,0 +1,423 @@
+"""The A2A request handler (the SDK's `RequestHandler`, which its JSON-RPC dispatcher calls for
+1.0 and, through its 0.3 adapter, for 0.3 methods): each method converts its request into the
+product's own route call (the run route, its approval and cancel routes) and the run's outcome
+into the A2A task; nothing else. Push notifications are not offered."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from typing import Any
+
+import azure.functions as func
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import (
+    ExtendedAgentCardNotConfiguredError,
+    InternalError,
+    InvalidParamsError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from google.protobuf.json_format import MessageToDict
+from starlette.responses import StreamingResponse
+
+from .._errors import ProblemError
+from .._ids import idempotency_key_problem
+from ..client import DurableClient, RunOutcome, read_session, session_entity, wait_for_run
+from ..http import CORRELATION_HEADER, EVENT_STREAM, SESSION_HEADER, Api, caller_user, claimed_user, refusal
+from ..lifecycle import start_approval_expiry
+from ..stored import INTERNAL, Approval, RunApprovals, Viewer
+from ..streams import TERMINAL_TYPES, StreamKey
+from ._tasks import (
+    ANSWER_ARTIFACT,
+    TERMINAL,
+    TaskRef,
+    approvals_message,
+    decode_task_id,
+    finished_task,
+    task,
+    text_part,
+)
+
+log = logging.getLogger("hosting.a2a")
+
+HTTP_KEY = "durable_agents.http"
+CLIENT_KEY = "durable_agents.client"
+AGENT_KEY = "durable_agents.agent"
+_APPROVE_WORDS = {
+    "approve": True,
+    "approved": True,
+    "yes": True,
+    "reject": False,
+    "rejected": False,
+    "no": False,
+}
+
+
+def derived(
+    req: func.HttpRequest, route_params: dict[str, str], body: Any, accept: str, headers: dict[str, str]
+) -> func.HttpRequest:
+    """The product route's request for this one: the caller's identity headers and query, the
+    route's parameters, the product's body."""
+    skip = {"content-type", "content-length", "accept", "a2a-version", "idempotency-key"}
+    out = {k: v for k, v in req.headers.items() if k.lower() not in skip}
+    out.update({"content-type": "application/json", "accept": accept, **headers})
+    raw = b"" if body is None else json.dumps(body).encode()
+    return func.HttpRequest(
+        "POST", req.url, headers=out, params=dict(req.params), route_params=route_params, body=raw
+    )
+
+
+def _problem(problem: ProblemError) -> Exception:
+    """The product's refusal as the protocol's error: an unknown (or another user's) session or
+    run is TaskNotFound, a bad field InvalidParams."""
+    if problem.status == 404:
+        return TaskNotFoundError(message=problem.detail)
+    if problem.status in (400, 409, 413, 422):
+        return InvalidParamsError(message=f"{problem.code}: {problem.detail}")
+    return InternalError(message=f"{problem.code}: {problem.detail}")
+
+
+def _texts(message: pb.Message) -> str:
+    return "\n".join(p.text for p in message.parts if p.WhichOneof("content") == "text")
+
+
+def _decisions(message: pb.Message, waiting: list[Approval]) -> list[dict[str, Any]]:
+    """The decisions a message carries: a data part `{"approvals": [{"id", "approved", "reason"?}]}`,
+    or the text "approve" / "reject" for every waiting call."""
+    out: list[dict[str, Any]] = []
+    for part in message.parts:
+        if part.WhichOneof("content") != "data":
+            continue
+        data = MessageToDict(part.data)
+        items = data.get("approvals") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise InvalidParamsError(
+                message='a data part must be {"approvals": [{"id": ..., "approved": ...}]}'
+            )
+        for item in items:
+            if (
+                not isinstance(item, dict)
+                or not isinstance(item.get("id"), str)
+                or not isinstance(item.get("approved"), bool)
+            ):
+                raise InvalidParamsError(message="each approval needs a string 'id' and a boolean 'approved'")
+            decision = {"call_id": item["id"], "approved": item["approved"]}
+            if isinstance(item.get("reason"), str):
+                decision["reason"] = item["reason"]
+            out.append(decision)
+    if not out:
+        word = _texts(message).strip().lower().rstrip(".!")
+        if word in _APPROVE_WORDS:
+            out = [{"call_id": a.call_id, "approved": _APPROVE_WORDS[word]} for a in waiting]
+    if not out:
+        ids = ", ".join(a.call_id for a in waiting)
+        raise InvalidParamsError(
+            message=f"the task awaits decisions on the tool calls {ids}: send a data part "
+            '{"approvals": [{"id": ..., "approved": true|false}]} or the text "approve" or "reject"'
+        )
+    return out
+
+
+class A2aHandler(RequestHandler):
+    """The SDK's request handler, bound to the product's API; the HTTP request, its durable
+    client and the agent are the call context's (hosting.a2a._api sets them)."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _call(context: ServerCallContext | None) -> tuple[func.HttpRequest, DurableClient, str]:
+        assert context is not None
+        return context.state[HTTP_KEY], context.state[CLIENT_KEY], context.state[AGENT_KEY]
+
+    def _ref(self, agent: str, task_id: str) -> TaskRef:
+        ref = decode_task_id(agent, task_id)
+        if ref is None:
+            raise TaskNotFoundError(message=f"no task {task_id!r}")
+        return ref
+
+    async def _outcome(self, client: DurableClient, ref: TaskRef, user: Viewer, timeout: float) -> RunOutcome:
+        outcome = await wait_for_run(
+            client,
+            session_entity(ref.agent, ref.session_id),
+            agent=ref.agent,
+            session_id=ref.session_id,
+            correlation_id=ref.correlation_id,
+            timeout=timeout,
+            user=user,
+        )
+        problem = refusal(
+            outcome, ref.agent, ref.session_id, ref.correlation_id, self.api.settings.max_session_bytes
+        )
+        if problem is not None:
+            raise _problem(problem)
+        if outcome.awaiting is not None:
+            await start_approval_expiry(
+                client, ref.agent, ref.session_id, ref.correlation_id, outcome.awaiting
+            )
+        return outcome
+
+    async def _known(self, client: DurableClient, ref: TaskRef, user: Viewer) -> None:
+        """TaskNotFound unless the run is queued, running or was sent through this app, and is the
+        caller's (a first run's session is not stored yet: its stream claim names its user)."""
+        snapshot = await read_session(client, session_entity(ref.agent, ref.session_id))
+        if (
+            snapshot.exists
+            and snapshot.stored.visible_to(user)
+            and ref.correlation_id in snapshot.stored.waiting_ids()
+        ):
+            return
+        claim = await self.api.streams.store.claimed(StreamKey(ref.agent, ref.session_id, ref.correlation_id))
+        if claim is not None:
+            owner = claimed_user(claim.request_hash)[1]
+            if owner is None or owner == user:
+                return
+        raise TaskNotFoundError(message=f"no task {ref.task_id!r}")
+
+    async def _task(self, client: DurableClient, ref: TaskRef, user: Viewer, timeout: float) -> pb.Task:
+        outcome = await self._outcome(client, ref, user, timeout)
+        if outcome.run is not None:
+            return finished_task(ref, outcome.run.result())
+        await self._known(client, ref, user)
+        if outcome.awaiting is not None and outcome.awaiting.waiting:
+            return task(ref, pb.TASK_STATE_INPUT_REQUIRED, approvals_message(ref, outcome.awaiting))
+        return task(ref, pb.TASK_STATE_WORKING)
+
+    async def _submit(
+        self, params: pb.SendMessageRequest, context: ServerCallContext | None, stream: bool
+    ) -> tuple[TaskRef, Any, Viewer, bool]:
+        """Send the message as a turn of the run route (or as decisions on the task it continues):
+        the run, the route's answer (None for decisions), the caller and whether it was a decision."""
+        req, client, agent = self._call(context)
+        message = params.message
+        if not params.HasField("message") or not message.message_id:
+            raise InvalidParamsError(message="'message.messageId' is required")
+        bad_id = idempotency_key_problem(message.message_id)
+        if bad_id is not None:
+            raise InvalidParamsError(message=f"'message.messageId' {bad_id}")
+        user = caller_user(req)
+        if message.task_id:
+            ref = self._ref(agent, message.task_id)
+            if message.context_id and message.context_id != ref.session_id:
+                raise InvalidParamsError(message="'message.contextId' is not the task's context")
+            await self._decide(req, client, ref, user, message)
+            return ref, None, user, True
+        text = _texts(message)
+        if not text.strip():
+            raise InvalidParamsError(message="the message has no text part (or only empty text)")
+        body: dict[str, Any] = {"message": text}
+        if message.context_id:
+            body["session_id"] = message.context_id
+        immediate = params.configuration.return_immediately
+        body["wait_for_response"] = not (stream or immediate)
+        headers = {"Idempotency-Key": message.message_id}
+        run_req = derived(
+            req, {"agent": agent}, body, EVENT_STREAM if stream else "application/json", headers
+        )
+        try:
+            answer = await self.api.run(run_req, client)
+        except ProblemError as problem:
+            if CORRELATION_HEADER not in problem.headers:  # refused: nothing was sent
+                raise _problem(problem) from None
+            return (
+                TaskRef(agent, problem.headers[SESSION_HEADER], problem.headers[CORRELATION_HEADER]),
+                None,
+                user,
+                False,
+            )
+        ref = TaskRef(agent, answer.headers[SESSION_HEADER], answer.headers[CORRELATION_HEADER])
+        return ref, answer, user, False
+
+    async def _decide(
+        self, req: func.HttpRequest, client: DurableClient, ref: TaskRef, user: Viewer, message: pb.Message
+    ) -> None:
+        outcome = await self._outcome(client, ref, user, 0)
+        if outcome.run is not None:
+            raise UnsupportedOperationError(
+                message=f"task {ref.task_id!r} is finished; send a new message without taskId"
+            )
+        await self._known(client, ref, user)
+        waiting = outcome.awaiting.waiting if outcome.awaiting is not None else []
+        if not waiting:
+            raise UnsupportedOperationError(message=f"task {ref.task_id!r} is working and awaits no input")
+        params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
+        for decision in _decisions(message, waiting):
+            try:
+                await self.api.run_approval(derived(req, params, decision, "application/json", {}), client)
+            except ProblemError as problem:
+                raise _problem(problem) from None
+
+    # -- methods ------------------------------------------------------------------------------
+
+    async def on_message_send(
+        self, params: pb.SendMessageRequest, context: ServerCallContext | None = None
+    ) -> pb.Task | pb.Message:
+        ref, answer, user, decided = await self._submit(params, context, stream=False)
+        _req, client, _agent = self._call(context)
+        immediate = params.configuration.return_immediately
+        wait = 0.0 if immediate or not decided else self.api.settings.response_wait_seconds
+        if immediate and answer is not None and answer.status_code == 202:
+            return task(ref, pb.TASK_STATE_SUBMITTED)
+        return await self._task(client, ref, user, wait)
+
+    async def on_message_send_stream(
+        self, params: pb.SendMessageRequest, context: ServerCallContext | None = None
+    ) -> AsyncGenerator[Any, None]:
+        ref, answer, user, _decided = await self._submit(params, context, stream=True)
+        _req, client, _agent = self._call(context)
+        if not isinstance(answer, StreamingResponse):  # a decision, a retry of a finished run
+            current = await self._task(client, ref, user, 0)
+            yield current
+            if current.status.state not in TERMINAL:
+                async for event in self._follow(client, ref, user):
+                    yield event
+            return
+        yield task(ref, pb.TASK_STATE_WORKING)
+        async for event in self._events(client, ref, answer):
+            yield event
+
+    async def _events(
+        self, client: DurableClient, ref: TaskRef, answer: StreamingResponse
+    ) -> AsyncIterator[Any]:
+        """The run's own SSE stream as A2A events: text deltas append to the answer artifact, a
+        pause is `input-required`, the end the final status."""
+        frames = _frames(answer.body_iterator)
+        first = True
+        try:
+            async for kind, data in frames:
+                if kind == "text.delta" and data.get("text"):
+                    artifact = pb.Artifact(
+                        artifact_id=ANSWER_ARTIFACT, name="answer", parts=[text_part(str(data["text"]))]
+                    )
+                    yield pb.TaskArtifactUpdateEvent(
+                        task_id=ref.task_id, context_id=ref.session_id, artifact=artifact, append=not first
+                    )
+                    first = False
+                elif kind == "approval.required":
+                    paused = RunApprovals(
+                        [Approval.from_public_json(a) for a in data.get("approvals") or []],
+                        int(data.get("step", 0)),
+                    )
+                    await start_approval_expiry(client, ref.agent, ref.session_id, ref.correlation_id, paused)
+                    yield _status(
+                        ref, task(ref, pb.TASK_STATE_INPUT_REQUIRED, approvals_message(ref, paused))
+                    )
+                    return
+                elif kind in TERMINAL_TYPES:
+                    break
+            yield _status(ref, await self._task(client, ref, INTERNAL, 0))
+        finally:
+            await frames.aclose()
+
+    async def _follow(self, client: DurableClient, ref: TaskRef, user: Viewer) -> AsyncIterator[Any]:
+        """Status updates of a run until it ends or waits for input (the run route's own wait)."""
+        seen = None
+        while True:
+            current = await self._task(client, ref, user, self.api.settings.response_wait_seconds)
+            state = current.status.state
+            if state != seen:
+                yield _status(ref, current)
+                seen = state
+            if state in TERMINAL or state == pb.TASK_STATE_INPUT_REQUIRED:
+                return
+
+    async def on_get_task(
+        self, params: pb.GetTaskRequest, context: ServerCallContext | None = None
+    ) -> pb.Task | None:
+        req, client, agent = self._call(context)
+        return await self._task(client, self._ref(agent, params.id), caller_user(req), 0)
+
+    async def on_cancel_task(
+        self, params: pb.CancelTaskRequest, context: ServerCallContext | None = None
+    ) -> pb.Task | None:
+        req, client, agent = self._call(context)
+        ref = self._ref(agent, params.id)
+        user = caller_user(req)
+        current = await self._task(client, ref, user, 0)  # another user's task is not found
+        if current.status.state in TERMINAL:
+            raise TaskNotCancelableError(message=f"task {ref.task_id!r} is finished")
+        route = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
+        try:
+            await self.api.run_cancel(derived(req, route, None, "application/json", {}), client)
+        except ProblemError as problem:
+            if problem.status == 409:
+                raise TaskNotCancelableError(message=problem.detail) from None
+            raise _problem(problem) from None
+        return await self._task(client, ref, user, self.api.settings.response_wait_seconds)
+
+    async def on_subscribe_to_task(
+        self, params: pb.SubscribeToTaskRequest, context: ServerCallContext | None = None
+    ) -> AsyncGenerator[Any, None]:
+        req, client, agent = self._call(context)
+        ref = self._ref(agent, params.id)
+        user = caller_user(req)
+        current = await self._task(client, ref, user, 0)
+        if current.status.state in TERMINAL:
+            raise UnsupportedOperationError(message=f"task {ref.task_id!r} is finished; get it instead")
+        yield current
+        async for event in self._follow(client, ref, user):
+            yield event
+
+    async def on_list_tasks(
+        self, params: pb.ListTasksRequest, context: ServerCallContext | None = None
+    ) -> Any:
+        raise UnsupportedOperationError(
+            message="ListTasks is not offered; list a context's runs on the run route"
+        )
+
+    async def on_create_task_push_notification_config(
+        self, params: Any, context: ServerCallContext | None = None
+    ) -> Any:
+        raise PushNotificationNotSupportedError()
+
+    async def on_get_task_push_notification_config(
+        self, params: Any, context: ServerCallContext | None = None
+    ) -> Any:
+        raise PushNotificationNotSupportedError()
+
+    async def on_list_task_push_notification_configs(
+        self, params: Any, context: ServerCallContext | None = None
+    ) -> Any:
+        raise PushNotificationNotSupportedError()
+
+    async def on_delete_task_push_notification_config(
+        self, params: Any, context: ServerCallContext | None = None
+    ) -> None:
+        raise PushNotificationNotSupportedError()
+
+    async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext | None = None) -> Any:
+        raise ExtendedAgentCardNotConfiguredError()
+
+
+def _status(ref: TaskRef, current: pb.Task) -> pb.TaskStatusUpdateEvent:
+    return pb.TaskStatusUpdateEvent(task_id=ref.task_id, context_id=ref.session_id, status=current.status)
+
+
+async def _frames(body: AsyncIterable[Any]) -> AsyncGenerator[tuple[str | None, dict[str, Any]]]:
+    """(event type, data) of each SSE event of the product's stream. Closing it closes the
+    product's stream (its reader has left)."""
+    buffer = b""
+    try:
+        async for chunk in body:
+            buffer += chunk if isinstance(chunk, bytes) else str(chunk).encode()
+            while b"\n\n" in buffer:
+                frame, buffer = buffer.split(b"\n\n", 1)
+                kind, data = None, ""
+                for line in frame.decode().split("\n"):
+                    if line.startswith("event: "):
+                        kind = line[len("event: ") :]
+                    elif line.startswith("data: "):
+                        data += line[len("data: ") :]
+                yield kind, (json.loads(data) if data else {})
+    finally:
+        close = getattr(body, "aclose", None)
+        if close is not None:
+            await close()
