@@ -223,7 +223,10 @@ def _fuzz_operation(
         elif 400 <= status < 500:
             content_type = (response.headers.get("content-type") or [""])[0]
             problem = check_problem(status, content_type, response.content)
-            if mode is GenerationMode.POSITIVE and status in (400, 413, 415):
+            # The AG-UI route's body is the protocol's RunAgentInput, read with its own model and
+            # not restated in this document: any body the fuzzer sends is unschema'd there.
+            documented = "/ag-ui" not in operation.label
+            if documented and mode is GenerationMode.POSITIVE and status in (400, 413, 415):
                 rule = (problem["code"], problem.get("field"))
                 assert rule in _SEMANTIC_REJECTIONS, (
                     f"{operation.label}: schema-valid request rejected: {problem}"
