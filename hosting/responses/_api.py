@@ -237,9 +237,9 @@ class ResponsesApi:
                 if kind == "text.delta" and data.get("text"):
                     out = stream.delta(str(data["text"]))
                 elif kind == "approval.required":
-                    paused = RunApprovals(
-                        [Approval.from_json(a) for a in data.get("approvals") or []], int(data.get("step", 0))
-                    )
+                    # The stream's approvals are in their public form (hosting.http, as the run shows them).
+                    shown = [Approval.from_public_json(a) for a in data.get("approvals") or []]
+                    paused = RunApprovals(shown, int(data.get("step", 0)))
                     await start_approval_expiry(client, ref.agent, ref.session_id, ref.correlation_id, paused)
                     for kind_, item in stream.approvals(paused):
                         yield sse_frame(item["sequence_number"], kind_, item)

@@ -263,3 +263,23 @@ async def test_a_failed_turn_is_a_failed_response(oai: openai.AsyncOpenAI, model
     assert response.status == "failed" and response.error is not None, response
     assert response.output == []
     assert (await oai.responses.retrieve(response.id)).status == "failed"
+
+
+async def test_a_streamed_turn_that_pauses_ends_with_the_approval_requests(
+    oai: openai.AsyncOpenAI, model: ModelServer
+) -> None:
+    booking = {"city": "Rome", "nights": 1}
+    model.script(Reply.tool_call("book_hotel", booking, call_id="call-s1"), Reply.text("Booked Rome."))
+    stream = await oai.responses.create(model="concierge", input="book it", stream=True, user="alice")
+    events = [event async for event in stream]
+    added = [e.item for e in events if e.type == "response.output_item.added"]
+    requests = [item for item in added if item.type == "mcp_approval_request"]
+    assert [(r.id, r.name, json.loads(r.arguments)) for r in requests] == [("call-s1", "book_hotel", booking)]
+    created = next(e for e in events if e.type == "response.created")
+    done = await oai.responses.create(
+        model="concierge",
+        previous_response_id=created.response.id,
+        input=[{"type": "mcp_approval_response", "approval_request_id": "call-s1", "approve": True}],
+        user="alice",
+    )
+    assert done.status == "completed" and done.output_text == "Booked Rome."
