@@ -18,16 +18,10 @@ Usage: .venv/bin/python bench/a2a_bench.py [--turns 40]
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import os
 import pathlib
-import platform
-import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Awaitable, Callable
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -38,60 +32,7 @@ import aiohttp  # noqa: E402
 import httpx  # noqa: E402
 from a2a.client import Client, ClientConfig, ClientFactory  # noqa: E402
 from a2a.types import a2a_pb2 as pb  # noqa: E402
-from host_bench import Host  # noqa: E402
-
-from agents.testing import ModelServer, Reply  # noqa: E402
-
-ANSWER = "one two three four five six seven eight"
-Timed = tuple[float, float]  # (first token, whole turn) in seconds
-
-
-def _p50(values: list[float]) -> float:
-    return statistics.median(values) * 1000
-
-
-async def _rows(turns: int, call: Callable[[int], Awaitable[Timed]]) -> tuple[float, float]:
-    await call(-1)  # warm-up (the first turn creates the session)
-    firsts, wholes = [], []
-    for i in range(turns):
-        first, whole = await call(i)
-        firsts.append(first)
-        wholes.append(whole)
-    return _p50(firsts), _p50(wholes)
-
-
-async def _run_json(http: aiohttp.ClientSession, url: str, turns: int) -> tuple[float, float]:
-    session: dict[str, str] = {}
-
-    async def call(i: int) -> Timed:
-        started = time.perf_counter()
-        async with http.post(f"{url}/api/agents/assistant/run", json={"message": f"q {i}", **session}) as r:
-            answer = await r.json()
-        assert r.status == 200 and answer["response"]["text"] == ANSWER, answer
-        session["session_id"] = answer["session_id"]
-        whole = time.perf_counter() - started
-        return whole, whole
-
-    return await _rows(turns, call)
-
-
-async def _run_sse(http: aiohttp.ClientSession, url: str, turns: int) -> tuple[float, float]:
-    session: dict[str, str] = {}
-
-    async def call(i: int) -> Timed:
-        started, first = time.perf_counter(), 0.0
-        headers = {"Accept": "text/event-stream"}
-        body = {"message": f"q {i}", **session}
-        async with http.post(f"{url}/api/agents/assistant/run", json=body, headers=headers) as r:
-            session["session_id"] = r.headers["x-ms-session-id"]
-            async for line in r.content:
-                if line.startswith(b"event: text.delta") and not first:
-                    first = time.perf_counter() - started
-                if line.startswith(b"event: run.completed"):
-                    break
-        return first, time.perf_counter() - started
-
-    return await _rows(turns, call)
+from responses_bench import Timed, rows, run_json, run_sse, serve_and_print  # noqa: E402
 
 
 def _request(i: int, context: list[str]) -> pb.SendMessageRequest:
@@ -124,7 +65,7 @@ async def _a2a(client: Client, turns: int) -> tuple[float, float]:
         assert whole, "the task did not complete"
         return (first or whole), whole
 
-    return await _rows(turns, call)
+    return await rows(turns, call)
 
 
 async def _client(http: httpx.AsyncClient, url: str, streaming: bool) -> Client:
@@ -136,9 +77,9 @@ async def _bench(url: str, turns: int) -> dict[str, tuple[float, float]]:
     async with aiohttp.ClientSession() as http, httpx.AsyncClient(timeout=60) as web:
         plain, streaming = await _client(web, url, False), await _client(web, url, True)
         return {
-            "run (JSON)": await _run_json(http, url, turns),
+            "run (JSON)": await run_json(http, url, turns),
             "A2A SendMessage": await _a2a(plain, turns),
-            "run (SSE)": await _run_sse(http, url, turns),
+            "run (SSE)": await run_sse(http, url, turns),
             "A2A SendStreamingMessage": await _a2a(streaming, turns),
         }
 
@@ -147,23 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=40)
     args = parser.parse_args()
-    print(
-        f"a2a_bench: {args.turns} turns per row, one session; {platform.machine()}, "
-        f"Python {platform.python_version()}, {os.cpu_count()} cores"
-    )
-    with ModelServer(mode="scripted") as model, tempfile.TemporaryDirectory() as tmp:
-        model.handler = lambda request: Reply.text(ANSWER)
-        host = Host(pathlib.Path(tmp) / "data", model.base_url, pathlib.Path(tmp) / "host.log")
-        host.start()
-        try:
-            rows = asyncio.run(_bench(host.url, args.turns))
-        finally:
-            host.stop()
-    print(f"{'':<32}{'first token p50':>18}{'whole turn p50':>18}")
-    for name, (first, whole) in rows.items():
-        first_text = "-" if name in ("run (JSON)", "A2A SendMessage") else f"{first:.1f} ms"
-        print(f"{name:<32}{first_text:>18}{whole:>15.1f} ms")
-    print(json.dumps({k: {"first_ms": round(f, 1), "whole_ms": round(w, 1)} for k, (f, w) in rows.items()}))
+    serve_and_print("a2a_bench", args.turns, _bench, whole_only=("run (JSON)", "A2A SendMessage"))
 
 
 if __name__ == "__main__":

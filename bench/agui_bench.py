@@ -14,13 +14,9 @@ Usage: .venv/bin/python bench/agui_bench.py [--turns 40]
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import os
 import pathlib
-import platform
 import sys
-import tempfile
 import time
 import uuid
 
@@ -30,10 +26,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DURABLE_AGENTS_ALLOW_MODEL_REQUESTS", "0")
 
 import aiohttp  # noqa: E402
-from host_bench import Host  # noqa: E402
-from responses_bench import ANSWER, Timed, _rows, _run_sse  # noqa: E402
-
-from agents.testing import ModelServer, Reply  # noqa: E402
+from responses_bench import Timed, rows, run_sse, serve_and_print  # noqa: E402
 
 
 async def _ag_ui(http: aiohttp.ClientSession, url: str, turns: int) -> tuple[float, float]:
@@ -54,34 +47,19 @@ async def _ag_ui(http: aiohttp.ClientSession, url: str, turns: int) -> tuple[flo
         assert first, "no text arrived"
         return first, time.perf_counter() - started
 
-    return await _rows(turns, call)
+    return await rows(turns, call)
 
 
 async def _bench(url: str, turns: int) -> dict[str, tuple[float, float]]:
     async with aiohttp.ClientSession() as http:
-        return {"run (SSE)": await _run_sse(http, url, turns), "ag-ui": await _ag_ui(http, url, turns)}
+        return {"run (SSE)": await run_sse(http, url, turns), "ag-ui": await _ag_ui(http, url, turns)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=40)
     args = parser.parse_args()
-    print(
-        f"agui_bench: {args.turns} turns per row, one session; {platform.machine()}, "
-        f"Python {platform.python_version()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
-    )
-    with ModelServer(mode="scripted") as model, tempfile.TemporaryDirectory() as tmp:
-        model.handler = lambda request: Reply.text(ANSWER)
-        host = Host(pathlib.Path(tmp) / "data", model.base_url, pathlib.Path(tmp) / "host.log")
-        host.start()
-        try:
-            rows = asyncio.run(_bench(host.url, args.turns))
-        finally:
-            host.stop()
-    print(f"{'':<32}{'first token p50':>18}{'whole turn p50':>18}")
-    for name, (first, whole) in rows.items():
-        print(f"{name:<32}{first:>15.1f} ms{whole:>15.1f} ms")
-    print(json.dumps({k: {"first_ms": round(f, 1), "whole_ms": round(w, 1)} for k, (f, w) in rows.items()}))
+    serve_and_print("agui_bench", args.turns, _bench)
 
 
 if __name__ == "__main__":

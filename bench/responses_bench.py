@@ -28,7 +28,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -49,7 +50,7 @@ def _p50(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
 
-async def _rows(turns: int, call: Callable[[int], Awaitable[Timed]]) -> tuple[float, float]:
+async def rows(turns: int, call: Callable[[int], Awaitable[Timed]]) -> tuple[float, float]:
     await call(-1)  # warm-up (the first turn creates the session)
     firsts, wholes = [], []
     for i in range(turns):
@@ -59,7 +60,7 @@ async def _rows(turns: int, call: Callable[[int], Awaitable[Timed]]) -> tuple[fl
     return _p50(firsts), _p50(wholes)
 
 
-async def _run_json(http: aiohttp.ClientSession, url: str, turns: int) -> tuple[float, float]:
+async def run_json(http: aiohttp.ClientSession, url: str, turns: int) -> tuple[float, float]:
     session: dict[str, str] = {}
 
     async def call(i: int) -> Timed:
@@ -71,10 +72,10 @@ async def _run_json(http: aiohttp.ClientSession, url: str, turns: int) -> tuple[
         whole = time.perf_counter() - started
         return whole, whole
 
-    return await _rows(turns, call)
+    return await rows(turns, call)
 
 
-async def _run_sse(http: aiohttp.ClientSession, url: str, turns: int) -> tuple[float, float]:
+async def run_sse(http: aiohttp.ClientSession, url: str, turns: int) -> tuple[float, float]:
     session: dict[str, str] = {}
 
     async def call(i: int) -> Timed:
@@ -90,7 +91,7 @@ async def _run_sse(http: aiohttp.ClientSession, url: str, turns: int) -> tuple[f
                     break
         return first, time.perf_counter() - started
 
-    return await _rows(turns, call)
+    return await rows(turns, call)
 
 
 async def _responses(sdk: openai.AsyncOpenAI, turns: int) -> tuple[float, float]:
@@ -105,7 +106,7 @@ async def _responses(sdk: openai.AsyncOpenAI, turns: int) -> tuple[float, float]
         whole = time.perf_counter() - started
         return whole, whole
 
-    return await _rows(turns, call)
+    return await rows(turns, call)
 
 
 async def _responses_stream(sdk: openai.AsyncOpenAI, turns: int) -> tuple[float, float]:
@@ -126,7 +127,7 @@ async def _responses_stream(sdk: openai.AsyncOpenAI, turns: int) -> tuple[float,
                 previous.append(event.response.id)
         return first, whole
 
-    return await _rows(turns, call)
+    return await rows(turns, call)
 
 
 async def _bench(url: str, turns: int) -> dict[str, tuple[float, float]]:
@@ -135,34 +136,44 @@ async def _bench(url: str, turns: int) -> dict[str, tuple[float, float]]:
         openai.AsyncOpenAI(base_url=f"{url}/api/v1", api_key="unused", max_retries=0) as sdk,
     ):
         return {
-            "run (JSON)": await _run_json(http, url, turns),
+            "run (JSON)": await run_json(http, url, turns),
             "responses.create": await _responses(sdk, turns),
-            "run (SSE)": await _run_sse(http, url, turns),
+            "run (SSE)": await run_sse(http, url, turns),
             "responses.create(stream=True)": await _responses_stream(sdk, turns),
         }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=40)
-    args = parser.parse_args()
+def serve_and_print(
+    name: str, turns: int, bench: Callable[[str, int], Coroutine[Any, Any, dict[str, tuple[float, float]]]],
+    whole_only: tuple[str, ...] = (),
+) -> None:
+    """Start the host with a model answering ANSWER, run `bench(url, turns)`, print its rows
+    (`whole_only`: rows that have no first token of their own); the protocol benches' shared main."""
     print(
-        f"responses_bench: {args.turns} turns per row, one session; {platform.machine()}, "
-        f"Python {platform.python_version()}, {os.cpu_count()} cores"
+        f"{name}: {turns} turns per row, one session; {platform.machine()}, "
+        f"Python {platform.python_version()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
     )
     with ModelServer(mode="scripted") as model, tempfile.TemporaryDirectory() as tmp:
         model.handler = lambda request: Reply.text(ANSWER)
         host = Host(pathlib.Path(tmp) / "data", model.base_url, pathlib.Path(tmp) / "host.log")
         host.start()
         try:
-            rows = asyncio.run(_bench(host.url, args.turns))
+            results = asyncio.run(bench(host.url, turns))
         finally:
             host.stop()
     print(f"{'':<32}{'first token p50':>18}{'whole turn p50':>18}")
-    for name, (first, whole) in rows.items():
-        first_text = "-" if name in ("run (JSON)", "responses.create") else f"{first:.1f} ms"
-        print(f"{name:<32}{first_text:>18}{whole:>15.1f} ms")
-    print(json.dumps({k: {"first_ms": round(f, 1), "whole_ms": round(w, 1)} for k, (f, w) in rows.items()}))
+    for row, (first, whole) in results.items():
+        first_text = "-" if row in whole_only else f"{first:.1f} ms"
+        print(f"{row:<32}{first_text:>18}{whole:>15.1f} ms")
+    figures = {k: {"first_ms": round(f, 1), "whole_ms": round(w, 1)} for k, (f, w) in results.items()}
+    print(json.dumps(figures))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=40)
+    args = parser.parse_args()
+    serve_and_print("responses_bench", args.turns, _bench, whole_only=("run (JSON)", "responses.create"))
 
 
 if __name__ == "__main__":
