@@ -28,8 +28,8 @@ from starlette.responses import StreamingResponse
 
 from .._errors import ProblemError
 from .._ids import idempotency_key_problem
-from ..client import DurableClient, RunOutcome, read_session, session_entity, wait_for_run
-from ..http import CORRELATION_HEADER, EVENT_STREAM, SESSION_HEADER, Api, caller_user, claimed_user, refusal
+from ..client import DurableClient, RunOutcome, read_session, session_entity
+from ..http import CORRELATION_HEADER, EVENT_STREAM, SESSION_HEADER, Api, caller_user, claimed_user
 from ..lifecycle import start_approval_expiry
 from ..stored import INTERNAL, Approval, RunApprovals, Viewer
 from ..streams import TERMINAL_TYPES, StreamKey
@@ -145,25 +145,12 @@ class A2aHandler(RequestHandler):
         return ref
 
     async def _outcome(self, client: DurableClient, ref: TaskRef, user: Viewer, timeout: float) -> RunOutcome:
-        outcome = await wait_for_run(
-            client,
-            session_entity(ref.agent, ref.session_id),
-            agent=ref.agent,
-            session_id=ref.session_id,
-            correlation_id=ref.correlation_id,
-            timeout=timeout,
-            user=user,
-        )
-        problem = refusal(
-            outcome, ref.agent, ref.session_id, ref.correlation_id, self.api.settings.max_session_bytes
-        )
-        if problem is not None:
-            raise _problem(problem)
-        if outcome.awaiting is not None:
-            await start_approval_expiry(
-                client, ref.agent, ref.session_id, ref.correlation_id, outcome.awaiting
+        try:
+            return await self.api.run_outcome(
+                client, ref.agent, ref.session_id, ref.correlation_id, user, timeout
             )
-        return outcome
+        except ProblemError as problem:
+            raise _problem(problem) from None
 
     async def _known(self, client: DurableClient, ref: TaskRef, user: Viewer) -> None:
         """TaskNotFound unless the run is queued, running or was sent through this app, and is the

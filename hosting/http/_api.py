@@ -31,13 +31,13 @@ from ..client._binding import DurableClient
 from ..client._outcome import RunOutcome
 from ..client._pacing import read_pacer
 from ..client._read import checked_state, read_session, state_problem
-from ..client._submit import Submission, Submitter
+from ..client._submit import Submission, Submitter, session_entity
 from ..client._waiting import wait_for_run
 from ..lifecycle._approval_expiry import start_approval_expiry
 from ..lifecycle._ended import start_session_ended
 from ..lifecycle._expiry import reset_or_delete
 from ..lifecycle._sweeper import sweepers_of
-from ..stored import StoredDocument, StoredRun, TurnEntry, WaitingRun, approvals_of
+from ..stored import StoredDocument, StoredRun, TurnEntry, Viewer, WaitingRun, approvals_of
 from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
 from ..streams._watch import terminal_watch
 from ..webhooks import EndedRun, Rendered, delivery_of, start_delivery
@@ -129,6 +129,32 @@ class Api:
 
     def _finished(self, agent: str, session_id: str, run: StoredRun) -> func.HttpResponse:
         return self.answers.answer(agent, session_id, run.result(), run.approvals)
+
+    async def run_outcome(
+        self,
+        client: DurableClient,
+        agent: str,
+        session_id: str,
+        correlation_id: str,
+        user: Viewer,
+        timeout: float,
+    ) -> RunOutcome:
+        """A run's outcome as its run resource reads it, for the protocol edges: waited for up
+        to `timeout`, its refusals raised as the route's problems (another user's session is a
+        404, as if there were none), a pause's expiry started."""
+        outcome = await wait_for_run(
+            client,
+            session_entity(agent, session_id),
+            agent=agent,
+            session_id=session_id,
+            correlation_id=correlation_id,
+            timeout=timeout,
+            user=user,
+        )
+        self._refuse(outcome, agent, session_id, correlation_id)
+        if outcome.awaiting is not None:
+            await start_approval_expiry(client, agent, session_id, correlation_id, outcome.awaiting)
+        return outcome
 
     def _refuse(self, outcome: RunOutcome, agent: str, session_id: str, correlation_id: str) -> None:
         problem = refusal(outcome, agent, session_id, correlation_id, self.settings.max_session_bytes)

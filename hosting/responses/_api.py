@@ -24,7 +24,7 @@ from agents import Agent
 from state import AgentRequest
 
 from .._errors import ProblemError
-from ..client import DurableClient, RunOutcome, read_session, session_entity, wait_for_run
+from ..client import DurableClient, RunOutcome, read_session, session_entity
 from ..http import (
     CORRELATION_HEADER,
     EVENT_STREAM,
@@ -34,7 +34,6 @@ from ..http import (
     claimed_user,
     derived_request,
     read_sse_events,
-    refusal,
     sse_frame,
 )
 from ..lifecycle import start_approval_expiry
@@ -117,27 +116,13 @@ class ResponsesApi:
         return ref
 
     async def _outcome(self, client: DurableClient, ref: RunRef, user: Viewer, timeout: float) -> RunOutcome:
-        """The run's outcome as the product's run resource reads it; its refusals as errors (another
-        user's session is a 404, as if there were none)."""
-        outcome = await wait_for_run(
-            client,
-            session_entity(ref.agent, ref.session_id),
-            agent=ref.agent,
-            session_id=ref.session_id,
-            correlation_id=ref.correlation_id,
-            timeout=timeout,
-            user=user,
-        )
-        problem = refusal(
-            outcome, ref.agent, ref.session_id, ref.correlation_id, self.api.settings.max_session_bytes
-        )
-        if problem is not None:
-            raise ResponsesError.of_problem(problem)
-        if outcome.awaiting is not None:
-            await start_approval_expiry(
-                client, ref.agent, ref.session_id, ref.correlation_id, outcome.awaiting
+        """The run's outcome; its refusals as the API's errors."""
+        try:
+            return await self.api.run_outcome(
+                client, ref.agent, ref.session_id, ref.correlation_id, user, timeout
             )
-        return outcome
+        except ProblemError as problem:
+            raise ResponsesError.of_problem(problem) from None
 
     async def _known(self, client: DurableClient, ref: RunRef, user: Viewer) -> None:
         """404 unless the run is queued, running or was sent through this app, and is the caller's
