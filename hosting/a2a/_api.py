@@ -19,10 +19,11 @@ from starlette.responses import StreamingResponse
 
 from .._errors import ProblemCode, ProblemError
 from ..client import DurableClient
-from ..http import EVENT_STREAM, Api, problem_response
-from ..http._users import easy_auth_enabled
+from ..http import EVENT_STREAM, Api, easy_auth_enabled, problem_response
+from ..webhooks import register_format
 from ._card import agent_card
 from ._handler import AGENT_KEY, CLIENT_KEY, HTTP_KEY, A2aHandler
+from ._push import A2A_FORMAT, push_enabled, push_renderer
 
 Answer = func.HttpResponse | StarletteResponse
 
@@ -82,7 +83,10 @@ class A2aApi:
 
     def __init__(self, api: Api) -> None:
         self.api = api
-        self.dispatcher = JsonRpcDispatcher(A2aHandler(api), _ContextBuilder(), enable_v0_3_compat=True)
+        handler = A2aHandler(api)
+        self.dispatcher = JsonRpcDispatcher(handler, _ContextBuilder(), enable_v0_3_compat=True)
+        # Every worker process builds the app, and a delivery may run in any of them.
+        register_format(A2A_FORMAT, push_renderer(handler.ended_task))
 
     def _unknown(self, name: str) -> func.HttpResponse:
         hosted = ", ".join(sorted(self.api.agents))
@@ -96,7 +100,8 @@ class A2aApi:
         agent = self.api.agents.get(name)
         if agent is None:
             return self._unknown(name)
-        card = agent_card(agent, req.url, dict(req.headers), easy_auth=easy_auth_enabled())
+        auth = easy_auth_enabled()
+        card = agent_card(agent, req.url, dict(req.headers), easy_auth=auth, push=push_enabled())
         return func.HttpResponse(
             json.dumps(MessageToDict(card)),
             mimetype="application/json",

@@ -5,9 +5,8 @@ into the A2A task; nothing else. Push notifications are not offered."""
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import azure.functions as func
@@ -29,10 +28,21 @@ from starlette.responses import StreamingResponse
 from .._errors import ProblemError
 from .._ids import idempotency_key_problem
 from ..client import DurableClient, RunOutcome, read_session, session_entity
-from ..http import CORRELATION_HEADER, EVENT_STREAM, SESSION_HEADER, Api, caller_user, claimed_user
+from ..http import (
+    CORRELATION_HEADER,
+    EVENT_STREAM,
+    SESSION_HEADER,
+    Api,
+    caller_user,
+    claimed_user,
+    derived_request,
+    read_sse_events,
+)
 from ..lifecycle import start_approval_expiry
 from ..stored import INTERNAL, Approval, RunApprovals, Viewer
 from ..streams import TERMINAL_TYPES, StreamKey
+from ..webhooks import Webhook, WebhookRefused, cancel_delivery, check_webhook, delivery_of, start_delivery
+from ._push import CONFIG_ID, config_of, push_enabled, webhook_of
 from ._tasks import (
     ANSWER_ARTIFACT,
     TERMINAL,
@@ -57,20 +67,6 @@ _APPROVE_WORDS = {
     "rejected": False,
     "no": False,
 }
-
-
-def derived(
-    req: func.HttpRequest, route_params: dict[str, str], body: Any, accept: str, headers: dict[str, str]
-) -> func.HttpRequest:
-    """The product route's request for this one: the caller's identity headers and query, the
-    route's parameters, the product's body."""
-    skip = {"content-type", "content-length", "accept", "a2a-version", "idempotency-key"}
-    out = {k: v for k, v in req.headers.items() if k.lower() not in skip}
-    out.update({"content-type": "application/json", "accept": accept, **headers})
-    raw = b"" if body is None else json.dumps(body).encode()
-    return func.HttpRequest(
-        "POST", req.url, headers=out, params=dict(req.params), route_params=route_params, body=raw
-    )
 
 
 def _problem(problem: ProblemError) -> Exception:
@@ -178,6 +174,18 @@ class A2aHandler(RequestHandler):
             return task(ref, pb.TASK_STATE_INPUT_REQUIRED, approvals_message(ref, outcome.awaiting))
         return task(ref, pb.TASK_STATE_WORKING)
 
+    async def ended_task(self, client: DurableClient, ref: TaskRef) -> pb.Task:
+        """An ended run's task, for its push (a run that ended without an answer, discarded by a
+        reset or expiry, is a failed task)."""
+        try:
+            return await self._task(client, ref, INTERNAL, 0)
+        except (TaskNotFoundError, UnsupportedOperationError, InvalidParamsError):
+            message = pb.Message(
+                message_id=f"{ref.correlation_id}-ended", role=pb.ROLE_AGENT,
+                parts=[text_part("the run ended without an answer (its session was reset or expired)")],
+            )  # fmt: skip
+            return task(ref, pb.TASK_STATE_FAILED, message)
+
     async def _submit(
         self, params: pb.SendMessageRequest, context: ServerCallContext | None, stream: bool
     ) -> tuple[TaskRef, Any, Viewer, bool]:
@@ -203,12 +211,13 @@ class A2aHandler(RequestHandler):
         body: dict[str, Any] = {"message": text}
         if message.context_id:
             body["session_id"] = message.context_id
+        if params.configuration.HasField("task_push_notification_config"):
+            body["webhook"] = webhook_of(params.configuration.task_push_notification_config)
         immediate = params.configuration.return_immediately
         body["wait_for_response"] = not (stream or immediate)
         headers = {"Idempotency-Key": message.message_id}
-        run_req = derived(
-            req, {"agent": agent}, body, EVENT_STREAM if stream else "application/json", headers
-        )
+        accept = EVENT_STREAM if stream else "application/json"
+        run_req = derived_request(req, {"agent": agent}, body, accept, headers=headers)
         try:
             answer = await self.api.run(run_req, client)
         except ProblemError as problem:
@@ -238,7 +247,8 @@ class A2aHandler(RequestHandler):
         params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
         for decision in _decisions(message, waiting):
             try:
-                await self.api.run_approval(derived(req, params, decision, "application/json", {}), client)
+                decided = derived_request(req, params, decision, "application/json")
+                await self.api.run_approval(decided, client)
             except ProblemError as problem:
                 raise _problem(problem) from None
 
@@ -276,10 +286,11 @@ class A2aHandler(RequestHandler):
     ) -> AsyncIterator[Any]:
         """The run's own SSE stream as A2A events: text deltas append to the answer artifact, a
         pause is `input-required`, the end the final status."""
-        frames = _frames(answer.body_iterator)
+        frames = read_sse_events(answer.body_iterator)
         first = True
         try:
-            async for kind, data in frames:
+            async for read in frames:
+                kind, data = read.type, read.data
                 if kind == "text.delta" and data.get("text"):
                     artifact = pb.Artifact(
                         artifact_id=ANSWER_ARTIFACT, name="answer", parts=[text_part(str(data["text"]))]
@@ -333,7 +344,7 @@ class A2aHandler(RequestHandler):
             raise TaskNotCancelableError(message=f"task {ref.task_id!r} is finished")
         route = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
         try:
-            await self.api.run_cancel(derived(req, route, None, "application/json", {}), client)
+            await self.api.run_cancel(derived_request(req, route, None, "application/json"), client)
         except ProblemError as problem:
             if problem.status == 409:
                 raise TaskNotCancelableError(message=problem.detail) from None
@@ -361,24 +372,54 @@ class A2aHandler(RequestHandler):
         )
 
     async def on_create_task_push_notification_config(
-        self, params: Any, context: ServerCallContext | None = None
-    ) -> Any:
-        raise PushNotificationNotSupportedError()
+        self, params: pb.TaskPushNotificationConfig, context: ServerCallContext | None = None
+    ) -> pb.TaskPushNotificationConfig:
+        """The task's run gets the webhook now: pushed when it ends (at once if it has)."""
+        webhook = Webhook.from_json(webhook_of(params))  # PushNotificationNotSupported when off
+        req, client, agent = self._call(context)
+        ref = self._ref(agent, params.task_id)
+        user = caller_user(req)
+        await self._task(client, ref, user, 0)  # TaskNotFound for an unknown or another user's task
+        try:
+            check_webhook(webhook)
+        except WebhookRefused as refused:
+            raise InvalidParamsError(message=f"'url': {refused}") from None
+        owner = user if isinstance(user, str) else None
+        await start_delivery(client, ref.agent, ref.session_id, ref.correlation_id, owner, webhook)
+        return pb.TaskPushNotificationConfig(id=CONFIG_ID, task_id=ref.task_id, url=webhook.url)
+
+    async def _push_config(
+        self, task_id: str, context: ServerCallContext | None
+    ) -> tuple[TaskRef, DurableClient, pb.TaskPushNotificationConfig | None]:
+        if not push_enabled():
+            raise PushNotificationNotSupportedError()
+        req, client, agent = self._call(context)
+        ref = self._ref(agent, task_id)
+        await self._task(client, ref, caller_user(req), 0)
+        shown = await delivery_of(client, ref.agent, ref.session_id, ref.correlation_id)
+        return ref, client, None if shown is None else config_of(ref, shown)
 
     async def on_get_task_push_notification_config(
-        self, params: Any, context: ServerCallContext | None = None
-    ) -> Any:
-        raise PushNotificationNotSupportedError()
+        self, params: pb.GetTaskPushNotificationConfigRequest, context: ServerCallContext | None = None
+    ) -> pb.TaskPushNotificationConfig:
+        _, _, config = await self._push_config(params.task_id, context)
+        if config is None or (params.id and params.id != config.id):
+            raise TaskNotFoundError(message=f"task {params.task_id!r} has no push config {params.id!r}")
+        return config
 
     async def on_list_task_push_notification_configs(
-        self, params: Any, context: ServerCallContext | None = None
-    ) -> Any:
-        raise PushNotificationNotSupportedError()
+        self, params: pb.ListTaskPushNotificationConfigsRequest, context: ServerCallContext | None = None
+    ) -> pb.ListTaskPushNotificationConfigsResponse:
+        _, _, config = await self._push_config(params.task_id, context)
+        return pb.ListTaskPushNotificationConfigsResponse(configs=[] if config is None else [config])
 
     async def on_delete_task_push_notification_config(
-        self, params: Any, context: ServerCallContext | None = None
+        self, params: pb.DeleteTaskPushNotificationConfigRequest, context: ServerCallContext | None = None
     ) -> None:
-        raise PushNotificationNotSupportedError()
+        ref, client, config = await self._push_config(params.task_id, context)
+        if config is None or (params.id and params.id != config.id):
+            raise TaskNotFoundError(message=f"task {params.task_id!r} has no push config {params.id!r}")
+        await cancel_delivery(client, ref.agent, ref.session_id, ref.correlation_id)
 
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext | None = None) -> Any:
         raise ExtendedAgentCardNotConfiguredError()
@@ -386,25 +427,3 @@ class A2aHandler(RequestHandler):
 
 def _status(ref: TaskRef, current: pb.Task) -> pb.TaskStatusUpdateEvent:
     return pb.TaskStatusUpdateEvent(task_id=ref.task_id, context_id=ref.session_id, status=current.status)
-
-
-async def _frames(body: AsyncIterable[Any]) -> AsyncGenerator[tuple[str | None, dict[str, Any]]]:
-    """(event type, data) of each SSE event of the product's stream. Closing it closes the
-    product's stream (its reader has left)."""
-    buffer = b""
-    try:
-        async for chunk in body:
-            buffer += chunk if isinstance(chunk, bytes) else str(chunk).encode()
-            while b"\n\n" in buffer:
-                frame, buffer = buffer.split(b"\n\n", 1)
-                kind, data = None, ""
-                for line in frame.decode().split("\n"):
-                    if line.startswith("event: "):
-                        kind = line[len("event: ") :]
-                    elif line.startswith("data: "):
-                        data += line[len("data: ") :]
-                yield kind, (json.loads(data) if data else {})
-    finally:
-        close = getattr(body, "aclose", None)
-        if close is not None:
-            await close()

@@ -20,7 +20,7 @@ from ._sse import (
     sse_frame,
     wants_event_stream,
 )
-from ._users import caller_user, claimed_user
+from ._users import caller_user, claimed_user, easy_auth_enabled
 
 __all__ = [
     "CORRELATION_HEADER",
@@ -41,6 +41,7 @@ __all__ = [
     "claimed_user",
     "derived_request",
     "describe_agent",
+    "easy_auth_enabled",
     "guarded",
     "hosted_agent",
     "json_response",

@@ -383,15 +383,22 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
 
 
 def derived_request(
-    req: func.HttpRequest, route_params: dict[str, str], body: Any, accept: str, user: str | None = None
+    req: func.HttpRequest,
+    route_params: dict[str, str],
+    body: Any,
+    accept: str,
+    user: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> func.HttpRequest:
     """The product route's request for a protocol edge's request: the caller's headers (its
     identity, an Idempotency-Key) and query (with `user`, the user it acts for, checked already),
     the route's parameters, the product's body. The caller's `Last-Event-ID` is the edge's own
-    stream's, never the product's: it is left out."""
-    skip = {"content-type", "content-length", "accept", "last-event-id"}
+    stream's, never the product's: it is left out. `headers`: the edge's own (an Idempotency-Key
+    it derives), in place of the caller's of those names."""
+    extra = headers or {}
+    skip = {"content-type", "content-length", "accept", "last-event-id", *(k.lower() for k in extra)}
     headers = {k: v for k, v in req.headers.items() if k.lower() not in skip}
-    headers.update({"content-type": "application/json", "accept": accept})
+    headers.update({"content-type": "application/json", "accept": accept, **extra})
     raw = b"" if body is None else json.dumps(body).encode()
     params = dict(req.params)
     if user is not None:

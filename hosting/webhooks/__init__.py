@@ -4,7 +4,7 @@ the run it sends (`RunCall.webhook`, the run body's `webhook` field) and may reg
 payload format (`register_format`)."""
 
 from ._deliver import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature
-from ._register import check_webhook, delivery_of, register_webhooks, start_delivery
+from ._register import cancel_delivery, check_webhook, delivery_of, register_webhooks, start_delivery
 from ._settings import SECRET_ENV
 from ._spec import RUN_FORMAT, EndedRun, Rendered, Renderer, Webhook, formats, register_format, renderer_of
 from ._urls import HOSTS_ENV, WebhookRefused
@@ -21,6 +21,7 @@ __all__ = [
     "Renderer",
     "Webhook",
     "WebhookRefused",
+    "cancel_delivery",
     "check_webhook",
     "delivery_of",
     "formats",

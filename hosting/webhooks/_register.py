@@ -57,6 +57,19 @@ async def delivery_of(client: Any, agent: str, session_id: str, correlation_id: 
     return shown
 
 
+async def cancel_delivery(client: Any, agent: str, session_id: str, correlation_id: str) -> bool:
+    """Stop the run's delivery if it has not ended (its receiver no longer wants it); whether
+    there was one to stop."""
+    instance = webhook_instance(agent, session_id, correlation_id)
+    status = await client.get_status(instance)
+    runtime = getattr(getattr(status, "runtime_status", None), "value", None)
+    if runtime is None:
+        return False
+    if runtime in ("Running", "Pending"):
+        await client.terminate(instance, "the delivery was withdrawn")
+    return True
+
+
 def register_webhooks(app: df.DFApp) -> None:
     """Declare the delivery orchestration and its activity on the app."""
     webhook_orchestrator.__name__ = WEBHOOK

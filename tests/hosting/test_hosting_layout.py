@@ -89,6 +89,7 @@ PINNED = {
         "claimed_user",
         "derived_request",
         "describe_agent",
+        "easy_auth_enabled",
         "guarded",
         "hosted_agent",
         "json_response",
