@@ -27,20 +27,19 @@ from starlette.responses import StreamingResponse
 
 from .._errors import ProblemError
 from .._ids import idempotency_key_problem
-from ..client import DurableClient, RunOutcome, read_session, session_entity
+from ..client import DurableClient, RunOutcome
 from ..http import (
     CORRELATION_HEADER,
     EVENT_STREAM,
     SESSION_HEADER,
     Api,
     caller_user,
-    claimed_user,
     derived_request,
     read_sse_events,
 )
 from ..lifecycle import start_approval_expiry
 from ..stored import INTERNAL, Approval, RunApprovals, Viewer
-from ..streams import TERMINAL_TYPES, StreamKey
+from ..streams import TERMINAL_TYPES
 from ..webhooks import Webhook, WebhookRefused, cancel_delivery, check_webhook, delivery_of, start_delivery
 from ._push import CONFIG_ID, config_of, push_enabled, webhook_of
 from ._tasks import (
@@ -149,21 +148,9 @@ class A2aHandler(RequestHandler):
             raise _problem(problem) from None
 
     async def _known(self, client: DurableClient, ref: TaskRef, user: Viewer) -> None:
-        """TaskNotFound unless the run is queued, running or was sent through this app, and is the
-        caller's (a first run's session is not stored yet: its stream claim names its user)."""
-        snapshot = await read_session(client, session_entity(ref.agent, ref.session_id))
-        if (
-            snapshot.exists
-            and snapshot.stored.visible_to(user)
-            and ref.correlation_id in snapshot.stored.waiting_ids()
-        ):
-            return
-        claim = await self.api.streams.store.claimed(StreamKey(ref.agent, ref.session_id, ref.correlation_id))
-        if claim is not None:
-            owner = claimed_user(claim.request_hash)[1]
-            if owner is None or owner == user:
-                return
-        raise TaskNotFoundError(message=f"no task {ref.task_id!r}")
+        """TaskNotFound unless the run is one the caller may see (Api.run_known)."""
+        if not await self.api.run_known(client, ref.agent, ref.session_id, ref.correlation_id, user):
+            raise TaskNotFoundError(message=f"no task {ref.task_id!r}")
 
     async def _task(self, client: DurableClient, ref: TaskRef, user: Viewer, timeout: float) -> pb.Task:
         outcome = await self._outcome(client, ref, user, timeout)

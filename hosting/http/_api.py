@@ -156,6 +156,22 @@ class Api:
             await start_approval_expiry(client, agent, session_id, correlation_id, outcome.awaiting)
         return outcome
 
+    async def run_known(
+        self, client: DurableClient, agent: str, session_id: str, correlation_id: str, user: Viewer
+    ) -> bool:
+        """Whether an unfinished run is queued, running or was sent through this app, and is
+        `user`'s: a protocol edge's 404 otherwise (a first run's session is not stored yet: its
+        stream claim names its user; a run of no one in particular is everyone's)."""
+        snapshot = await read_session(client, session_entity(agent, session_id))
+        stored = snapshot.stored
+        if snapshot.exists and stored.visible_to(user) and correlation_id in stored.waiting_ids():
+            return True
+        claim = await self.streams.store.claimed(StreamKey(agent, session_id, correlation_id))
+        if claim is None:
+            return False
+        owner = claimed_user(claim.request_hash)[1]
+        return owner is None or owner == user
+
     def _refuse(self, outcome: RunOutcome, agent: str, session_id: str, correlation_id: str) -> None:
         problem = refusal(outcome, agent, session_id, correlation_id, self.settings.max_session_bytes)
         if problem is not None:

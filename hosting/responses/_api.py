@@ -31,14 +31,13 @@ from ..http import (
     SESSION_HEADER,
     Api,
     caller_user,
-    claimed_user,
     derived_request,
     read_sse_events,
     sse_frame,
 )
 from ..lifecycle import start_approval_expiry
 from ..stored import INTERNAL, Approval, RunApprovals, Viewer
-from ..streams import TERMINAL_TYPES, StreamKey
+from ..streams import TERMINAL_TYPES
 from ._errors import ResponsesError, error_response
 from ._ids import RunRef, decode_response_id
 from ._render import EventStream, Rendering, input_items
@@ -125,19 +124,11 @@ class ResponsesApi:
             raise ResponsesError.of_problem(problem) from None
 
     async def _known(self, client: DurableClient, ref: RunRef, user: Viewer) -> None:
-        """404 unless the run is queued, running or was sent through this app, and is the caller's
-        (a first run's session is not stored yet: its stream claim names its user)."""
-        snapshot = await read_session(client, session_entity(ref.agent, ref.session_id))
-        if snapshot.exists and ref.correlation_id in snapshot.stored.waiting_ids():
-            return
-        claim = await self.api.streams.store.claimed(StreamKey(ref.agent, ref.session_id, ref.correlation_id))
-        if claim is not None:
-            owner = claimed_user(claim.request_hash)[1]
-            if owner is None or owner == user:  # a run of no one in particular is everyone's
-                return
-        raise ResponsesError(
-            404, f"no response {ref.response_id!r}", param="response_id", code="response_not_found"
-        )
+        """404 unless the run is one the caller may see (Api.run_known)."""
+        if not await self.api.run_known(client, ref.agent, ref.session_id, ref.correlation_id, user):
+            raise ResponsesError(
+                404, f"no response {ref.response_id!r}", param="response_id", code="response_not_found"
+            )
 
     def _render(self, rendering: Rendering, outcome: RunOutcome) -> func.HttpResponse:
         if outcome.run is not None:

@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator, Iterator
 import aiohttp
 import httpx
 import pytest
-from e2e_support import FUNCTION_KEY, Client, HostProcess
+from e2e_support import FUNCTION_KEY, Client, HostProcess, free_port
+from webhook_support import Receiver
 
 from agents.testing import ModelServer
 
@@ -84,3 +85,11 @@ async def web() -> AsyncIterator[httpx.AsyncClient]:
     headers = {"x-functions-key": FUNCTION_KEY}
     async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30.0)) as client:
         yield client
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[Receiver]:
+    """A webhook receiver on loopback (tests/e2e/webhook_support.py), one per test module."""
+    served = Receiver(free_port()).start()
+    yield served
+    served.stop()

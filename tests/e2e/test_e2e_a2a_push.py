@@ -16,9 +16,9 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
-from e2e_support import FUNCTION_KEY, HostProcess, eventually, free_port
+from e2e_support import FUNCTION_KEY, HostProcess, eventually
 from google.protobuf.json_format import Parse
-from webhook_support import Receiver, verify
+from webhook_support import Receiver, verify, webhook_host, webhook_settings
 
 from agents.testing import ModelServer, Reply
 
@@ -26,29 +26,12 @@ SECRET = "e2e-push-secret"
 
 
 @pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    served = Receiver(free_port()).start()
-    yield served
-    served.stop()
-
-
-@pytest.fixture(scope="module")
 def push_host(
     receiver: Receiver, model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[HostProcess]:
-    root = tmp_path_factory.mktemp("a2a-push-host")
-    env = {
-        "DURABLE_AGENTS_WEBHOOK_HOSTS": f"127.0.0.1:{receiver.port}",
-        "DURABLE_AGENTS_WEBHOOK_SECRET": SECRET,
-        "DURABLE_AGENTS_WEBHOOK_FIRST_RETRY_SECONDS": "0.2",
-        "DURABLE_AGENTS_WEBHOOK_POLL_SECONDS": "0.2",
-        "DURABLE_AGENTS_WEBHOOK_TIMEOUT_SECONDS": "2",
-    }
-    host = HostProcess(root / "data", model_server.base_url, root / "host.log", extra_env=env).start()
-    try:
+    env = webhook_settings(receiver.port, SECRET)
+    with webhook_host(tmp_path_factory.mktemp("a2a-push-host"), model_server.base_url, env) as host:
         yield host
-    finally:
-        host.stop()
 
 
 async def _client(host: HostProcess, user: str = "alice") -> tuple[Any, httpx.AsyncClient]:

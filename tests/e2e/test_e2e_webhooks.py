@@ -14,8 +14,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from e2e_support import Client, HostProcess, eventually, free_port
-from webhook_support import Receiver, verify
+from e2e_support import Client, HostProcess, eventually
+from webhook_support import Receiver, verify, webhook_host, webhook_settings
 
 from agents.testing import ModelServer, Reply
 
@@ -24,31 +24,12 @@ SECRET = "e2e-webhook-secret"
 
 
 @pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    served = Receiver(free_port()).start()
-    yield served
-    served.stop()
-
-
-@pytest.fixture(scope="module")
 def hook_host(
     receiver: Receiver, model_server: ModelServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[HostProcess]:
-    root = tmp_path_factory.mktemp("webhook-host")
-    env = {
-        "DURABLE_AGENTS_WEBHOOK_HOSTS": f"hooks.example.com, 127.0.0.1:{receiver.port}",
-        "DURABLE_AGENTS_WEBHOOK_SECRET": SECRET,
-        # Quick retries for the test: 0.2 s, 0.4 s, ... and the run's end looked for every 0.2 s.
-        "DURABLE_AGENTS_WEBHOOK_FIRST_RETRY_SECONDS": "0.2",
-        "DURABLE_AGENTS_WEBHOOK_POLL_SECONDS": "0.2",
-        "DURABLE_AGENTS_WEBHOOK_ATTEMPTS": "5",
-        "DURABLE_AGENTS_WEBHOOK_TIMEOUT_SECONDS": "2",
-    }
-    host = HostProcess(root / "data", model_server.base_url, root / "host.log", extra_env=env).start()
-    try:
+    env = webhook_settings(receiver.port, SECRET, hosts="hooks.example.com")
+    with webhook_host(tmp_path_factory.mktemp("webhook-host"), model_server.base_url, env) as host:
         yield host
-    finally:
-        host.stop()
 
 
 @pytest.fixture

@@ -5,14 +5,16 @@ docs/hosting.md "Webhooks" (read from the docs: the tests check what users are t
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import pathlib
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from e2e_support import REPO
+from e2e_support import REPO, HostProcess
 
 
 def documented_verify() -> Callable[..., bool]:
@@ -108,3 +110,26 @@ answer the first time (recorded as answered 0), then 200; anything else 200."""
     def stop(self) -> None:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def webhook_settings(port: int, secret: str, hosts: str = "") -> dict[str, str]:
+    """The app settings of a host whose webhooks reach the receiver on `port` (and `hosts`), with
+    quick retries for the tests: 0.2 s, 0.4 s, ..., the run's end looked for every 0.2 s."""
+    return {
+        "DURABLE_AGENTS_WEBHOOK_HOSTS": ", ".join(h for h in (hosts, f"127.0.0.1:{port}") if h),
+        "DURABLE_AGENTS_WEBHOOK_SECRET": secret,
+        "DURABLE_AGENTS_WEBHOOK_FIRST_RETRY_SECONDS": "0.2",
+        "DURABLE_AGENTS_WEBHOOK_POLL_SECONDS": "0.2",
+        "DURABLE_AGENTS_WEBHOOK_ATTEMPTS": "5",
+        "DURABLE_AGENTS_WEBHOOK_TIMEOUT_SECONDS": "2",
+    }
+
+
+@contextlib.contextmanager
+def webhook_host(root: pathlib.Path, model_base_url: str, env: dict[str, str]) -> Iterator[HostProcess]:
+    """`python -m devhost` with `env` (webhook_settings), stopped on leaving."""
+    host = HostProcess(root / "data", model_base_url, root / "host.log", extra_env=env).start()
+    try:
+        yield host
+    finally:
+        host.stop()
