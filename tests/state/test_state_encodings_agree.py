@@ -43,7 +43,9 @@ def _models_accept(doc: dict[str, Any], *, strict: bool) -> bool:
                 return False
             model = AgentRequest if kind == "request" else AgentResponse
             if strict:
-                model.model_validate(raw, strict=True)
+                # By the wire's names only: an unknown key that happens to be a field's Python name
+                # (`author_name` beside `authorName`) is kept as an unknown key, as load_state keeps it.
+                model.model_validate(raw, strict=True, by_alias=True, by_name=False)
             else:
                 model.model_validate(raw, by_alias=True, by_name=False)
     except ValidationError:
