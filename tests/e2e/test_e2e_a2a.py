@@ -354,3 +354,27 @@ async def test_a_0_3_request_on_the_wire_gets_0_3_shapes(e2e_host: HostProcess, 
             json={"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": "no:such"}},
         )
         assert got.json()["error"]["code"] == -32001
+
+
+async def test_a_context_is_a_session_of_the_products_own_api(
+    a2a: Client, e2e_host: HostProcess, model: ModelServer
+) -> None:
+    model.script(Reply.text("Hi Ada."), Reply.text("Noted."), Reply.text("You are Ada, and you like tea."))
+    first = final_task(await send(a2a, message("I am Ada.")))
+    session = first.context_id
+    async with httpx.AsyncClient(headers={"x-functions-key": FUNCTION_KEY}, timeout=60) as http:
+        seen = await http.get(f"{e2e_host.url}/api/agents/{AGENT}/sessions/{session}")
+        assert seen.status_code == 200, seen.text
+        assert len(seen.json()["turns"]) == 1
+        # Continued over the HTTP API, then over A2A again: one conversation.
+        run = await http.post(
+            f"{e2e_host.url}/api/agents/{AGENT}/run", json={"message": "I like tea.", "session_id": session}
+        )
+        assert run.status_code == 200 and run.json()["response"]["text"] == "Noted.", run.text
+    third = final_task(await send(a2a, message("Who am I?", context=session)))
+    assert answer(third) == "You are Ada, and you like tea."
+    assert [text for role, text in said(model.requests[-1]) if role == "user"] == [
+        "I am Ada.",
+        "I like tea.",
+        "Who am I?",
+    ]
