@@ -68,7 +68,12 @@ def start_local_services() -> LocalServices:
         return LocalServices(model, None, None)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(example_tools_app(), log_level="warning"))
+    # Listening now, a worker's first call waits in the backlog until the server accepts it. The
+    # server's thread builds the app (a factory named as uvicorn imports it): the MCP SDK takes
+    # about as long to import as the app itself, and the workers start meanwhile.
+    sock.listen(128)
+    config = uvicorn.Config(f"{__name__}:example_tools_app", factory=True, log_level="warning")
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="example-mcp", daemon=True)
     thread.start()
     os.environ[URL_SETTING] = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"

@@ -18,10 +18,11 @@ from ._extensions import Extension
 from ._handlers import Handler
 from ._hub import memory_table, task_hub
 from ._ids import entity_name
+from ._lazy import LazyEdge
 from ._settings import ApiSettings
 from ._telemetry import configure_telemetry, traced_http
-from .a2a import A2A_ROUTES, A2aApi
-from .agui import AGUI_ROUTES, AgUiApi
+from .a2a import A2A_ROUTES, a2a_api
+from .agui import AGUI_ROUTES, agui_api
 from .archive import policy_from_env
 from .client._binding import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
@@ -44,7 +45,7 @@ from .http._user_routes import USER_ROUTES
 from .lifecycle._register import register_lifecycle
 from .lifecycle._ttl import ttl_for
 from .mcp import McpTools, register_mcp_tools
-from .responses import RESPONSES_ROUTES, ResponsesApi
+from .responses import RESPONSES_ROUTES, responses_api
 from .streams import StreamStore, stream_store_from_env
 from .webhooks import RUN_FORMAT, register_format, register_webhooks
 from .webhooks._settings import pace_from_env
@@ -214,9 +215,10 @@ def build_app(
     memories = UserMemories(settings)
     export = UserExport(api.agents, memories).export
     erasure = UserErasure(list(api.agents), settings)
-    responses = ResponsesApi(api)
-    a2a = A2aApi(api)
-    ag_ui = AgUiApi(api)
+    # The protocol edges load their SDKs on their first request (hosting._lazy says why).
+    responses = LazyEdge(lambda: responses_api(api))
+    a2a = LazyEdge(lambda: a2a_api(api))
+    ag_ui = LazyEdge(lambda: agui_api(api))
     handlers: dict[str, Handler] = {
         "agent_run": api.run,
         "agent_run_status": api.run_status,
@@ -235,13 +237,13 @@ def build_app(
         **{f"{who}_export": export for who in ("user", "my")},
         **{f"{who}_erase": erasure.erase for who in ("user", "my")},
         **{f"{who}_erasure": erasure.status for who in ("user", "my")},
-        "responses_create": responses.create,
-        "responses_get": responses.retrieve,
-        "responses_cancel": responses.cancel,
-        "responses_input_items": responses.input_items,
-        "a2a_card": a2a.card,
-        "a2a_rpc": a2a.rpc,
-        "agent_ag_ui": ag_ui.run,
+        "responses_create": responses.handler(lambda edge: edge.create),
+        "responses_get": responses.handler(lambda edge: edge.retrieve),
+        "responses_cancel": responses.handler(lambda edge: edge.cancel),
+        "responses_input_items": responses.handler(lambda edge: edge.input_items),
+        "a2a_card": a2a.handler(lambda edge: edge.card),
+        "a2a_rpc": a2a.handler(lambda edge: edge.rpc),
+        "agent_ag_ui": ag_ui.handler(lambda edge: edge.run),
     }
     for extension in extensions:
         handlers.update(extension.handlers(settings))

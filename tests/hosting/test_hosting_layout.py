@@ -67,9 +67,9 @@ PINNED = {
         "sweepers_of",
         "ttl_for",
     ],
-    "hosting.responses": ["RESPONSES_ROUTES", "ResponsesApi", "RunRef", "decode_response_id"],
-    "hosting.a2a": ["A2A_ROUTES", "A2aApi"],
-    "hosting.agui": ["AGUI_ROUTES", "AgUiApi"],
+    "hosting.responses": ["RESPONSES_ROUTES", "responses_api", "RunRef", "decode_response_id"],
+    "hosting.a2a": ["A2A_ROUTES", "a2a_api"],
+    "hosting.agui": ["AGUI_ROUTES", "agui_api"],
     "hosting.http": [
         "Answers",
         "Api",
