@@ -23,9 +23,15 @@ print(json.dumps({
 
 
 def test_starting_the_app_imports_no_protocol_sdk() -> None:
-    env = {**os.environ, "OPENAI_CHAT_MODEL_ID": "m", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "k"}
+    model = {"OPENAI_CHAT_MODEL_ID": "m", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "k"}
     done = subprocess.run(
-        [sys.executable, "-c", PROBE], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", PROBE],
+        env={**os.environ, **model},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
