@@ -21,7 +21,7 @@ from ._ids import entity_name
 from ._lazy import LazyEdge
 from ._settings import ApiSettings
 from ._telemetry import configure_telemetry, traced_http
-from .a2a import A2A_ROUTES, a2a_api
+from .a2a import A2A_FORMAT, A2A_ROUTES, a2a_api
 from .agui import AGUI_ROUTES, agui_api
 from .archive import policy_from_env
 from .client._binding import BoundClient, durable_client_input
@@ -265,6 +265,10 @@ def build_app(
     register_lifecycle(app, store, agents)
     register_webhooks(app)
     register_format(RUN_FORMAT, api.render_run)  # the run resource, as GET .../runs/{id} answers
+    # Every worker process builds the app and a delivery may run in any of them, also one (or, in
+    # Azure, an instance) that never served an A2A request: the format is there from the start
+    # and loads the A2A edge on the first push it renders.
+    register_format(A2A_FORMAT, lambda client, run: a2a.edge().render_push(client, run))
     pace_from_env()  # a webhook setting out of range stops the app here, naming it
     register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes, settings)
     # The model SDK loads on a thread from here on: the worker answers the host's indexing

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._routes import A2A_ROUTES
+from ._routes import A2A_FORMAT, A2A_ROUTES
 
 if TYPE_CHECKING:
     from ..http import Api
@@ -21,4 +21,4 @@ def a2a_api(api: Api) -> A2aApi:
     return A2aApi(api)
 
 
-__all__ = ["A2A_ROUTES", "a2a_api"]
+__all__ = ["A2A_FORMAT", "A2A_ROUTES", "a2a_api"]

@@ -20,10 +20,9 @@ from starlette.responses import StreamingResponse
 from .._errors import ProblemCode, ProblemError
 from ..client import DurableClient
 from ..http import EVENT_STREAM, Api, easy_auth_enabled, problem_response
-from ..webhooks import register_format
 from ._card import agent_card
 from ._handler import AGENT_KEY, CLIENT_KEY, HTTP_KEY, A2aHandler
-from ._push import A2A_FORMAT, push_enabled, push_renderer
+from ._push import push_enabled, push_renderer
 
 Answer = func.HttpResponse | StarletteResponse
 
@@ -85,8 +84,8 @@ class A2aApi:
         self.api = api
         handler = A2aHandler(api)
         self.dispatcher = JsonRpcDispatcher(handler, _ContextBuilder(), enable_v0_3_compat=True)
-        # Every worker process builds the app, and a delivery may run in any of them.
-        register_format(A2A_FORMAT, push_renderer(handler.ended_task))
+        self.render_push = push_renderer(handler.ended_task)
+        """The `a2a` webhook format's renderer (build_app registers it)."""
 
     def _unknown(self, name: str) -> func.HttpResponse:
         hosted = ", ".join(sorted(self.api.agents))

@@ -15,9 +15,9 @@ from a2a.utils.errors import InvalidParamsError, PushNotificationNotSupportedErr
 from google.protobuf.json_format import MessageToJson
 
 from ..webhooks import HOSTS_ENV, SECRET_ENV, EndedRun, Rendered, Webhook
+from ._routes import A2A_FORMAT
 from ._tasks import TaskRef
 
-A2A_FORMAT = "a2a"
 TOKEN_HEADER = "X-A2A-Notification-Token"
 CONFIG_ID = "push"
 """The one push config a task has (its run has one webhook)."""

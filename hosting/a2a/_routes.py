@@ -7,6 +7,10 @@ from ..http import Operation, RouteResponse, RouteSpec
 
 GROUP = "a2a"
 
+A2A_FORMAT = "a2a"
+"""The webhook format of A2A pushes (hosting.webhooks): registered when the app is built, since a
+delivery may run in a worker process, or an instance, that never served an A2A request."""
+
 A2A_ROUTES = (
     RouteSpec(
         "a2a_card",

@@ -15,7 +15,9 @@ import json, sys
 import hosting._app
 hosting._app.preload_model_sdk = lambda: None  # the thread that imports openai after indexing
 import function_app
+from hosting.webhooks import formats
 print(json.dumps({
+    "formats": formats(),
     "functions": sorted(f.get_function_name() for f in function_app.app.get_functions()),
     "loaded": sorted(m for m in ("a2a", "ag_ui", "openai", "google.protobuf") if m in sys.modules),
 }))
@@ -38,3 +40,6 @@ def test_starting_the_app_imports_no_protocol_sdk() -> None:
     # the edges' functions are declared all the same
     assert {"a2a_rpc", "a2a_card", "agent_ag_ui", "responses_create"} <= set(found["functions"])
     assert found["loaded"] == []
+    # a push may be delivered by a worker that never served an A2A request (in Azure, by the
+    # Durable instance): its format is registered all the same
+    assert found["formats"] == ["a2a", "run"]
