@@ -4,13 +4,12 @@ Blob Storage), the entity's archiving and the readers of long histories. See doc
 
 from ._azure import AzureBlobChunkStore
 from ._default import default_archive
-from ._history import CRASH_ENV, HistoryArchive, SessionHistory
+from ._history import HistoryArchive, SessionHistory
 from ._pages import CURSOR_PATTERN, Cursor, Page, archived_chunks, archived_run, history_page
 from ._settings import policy_from_env, store_from_env
 from ._store import ChunkStore, FileChunkStore, chunk_path, epoch_prefix, session_prefix
 
 __all__ = [
-    "CRASH_ENV",
     "CURSOR_PATTERN",
     "AzureBlobChunkStore",
     "ChunkStore",

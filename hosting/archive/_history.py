@@ -14,8 +14,6 @@ Reading: chunks are immutable and named by their digest, so each is checked once
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -40,19 +38,7 @@ from ._store import ChunkStore, chunk_path, delete_prefix, epoch_prefix, session
 
 log = logging.getLogger("hosting.archive")
 
-CRASH_ENV = "DURABLE_AGENTS_CRASH_AT"
-"""Test hook: `archive-before-chunk` or `archive-after-chunk` kills the process group (SIGKILL) at
-that point of archiving, as a power cut would: the worker and the host that started it (the tests
-start the host in a session of its own)."""
-
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
-
-
-def crash_point(name: str) -> None:
-    """Kill the process here when the test hook names this point."""
-    if os.environ.get(CRASH_ENV) == name:
-        log.warning("crash point %s: killing the process group", name)
-        os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 class HistoryArchive:
@@ -97,10 +83,8 @@ class HistoryArchive:
             if not path.startswith(current) or _sequence(path) >= next_sequence:
                 log.info("%s@%s: deleting orphaned chunk %s", entity, key, path)
                 await self.store.delete(path)
-        crash_point("archive-before-chunk")
         for chunk in plan.chunks:
             await self.store.put(chunk_path(entity, key, plan.epoch, chunk.ref.name), chunk.data)
-        crash_point("archive-after-chunk")
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import aiohttp
 import orjson
 import pytest
 from azurite_support import Azurite, azurite  # noqa: F401 - the fixture
-from e2e_support import Client, HostProcess
+from e2e_support import REPO, Client, HostProcess
 
 from agents.testing import ModelServer, Reply
 from hosting.archive import ChunkStore, session_prefix, store_from_env
@@ -216,7 +216,11 @@ async def test_kill_at_each_archiving_point(
             sent.append(turn)
         assert session.host is not None
         session.host.stop()
-        crash = {} if point == "after-commit" else {"DURABLE_AGENTS_CRASH_AT": point}
+        # the kill switch is the tests' own (crash_points/sitecustomize.py), loaded in every process
+        crash_points = pathlib.Path(__file__).parent / "crash_points"
+        crash = {} if point == "after-commit" else {
+            "DURABLE_AGENTS_CRASH_AT": point, "PYTHONPATH": f"{crash_points}:{REPO}",
+        }  # fmt: skip
         session.start(**crash)
         client = session.client(http)
         turn = len(sent)

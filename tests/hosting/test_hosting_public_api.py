@@ -132,7 +132,6 @@ def test_archive_subpackage_all_is_pinned() -> None:
 
     assert sorted(hosting.archive.__all__) == [
         "AzureBlobChunkStore",
-        "CRASH_ENV",
         "CURSOR_PATTERN",
         "ChunkStore",
         "Cursor",
