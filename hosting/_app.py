@@ -270,7 +270,7 @@ def build_app(
     # and loads the A2A edge on the first push it renders.
     register_format(A2A_FORMAT, lambda client, run: a2a.edge().render_push(client, run))
     pace_from_env()  # a webhook setting out of range stops the app here, naming it
-    register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes, settings)
+    register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes, settings, store)
     # The model SDK loads on a thread from here on: the worker answers the host's indexing
     # without waiting for it (agents.preload_model_sdk).
     preload_model_sdk()

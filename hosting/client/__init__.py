@@ -13,21 +13,35 @@ from ._query import (
     query_instances,
 )
 from ._read import Snapshot, read_session, state_problem
-from ._submit import RUN_OPERATION, Prepared, Submission, Submitter, session_entity
+from ._submit import (
+    RUN_OPERATION,
+    Accepted,
+    Answered,
+    Prepared,
+    Refused,
+    Submission,
+    Submitted,
+    Submitter,
+    session_entity,
+)
 from ._waiting import wait_for_run
 
 __all__ = [
     "PENDING",
     "RUN_OPERATION",
+    "Accepted",
+    "Answered",
     "BoundClient",
     "ContinuationRefused",
     "DurableClient",
     "NoQueryEndpoint",
     "Prepared",
+    "Refused",
     "RunOutcome",
     "SameRequest",
     "Snapshot",
     "Submission",
+    "Submitted",
     "Submitter",
     "durable_client_input",
     "entity_key",

@@ -1,7 +1,7 @@
 """What a caller learns of a run through the durable client, as one value: finished (stored,
 archived, or refused by id), discarded, or refused before sending (an unreadable state, another
 request under the same id, a history chunk that cannot be read, a full session, another user's
-session); or pending.
+session, a busy session a run asked to `reject`); or pending.
 The edges (hosting.http, hosting.mcp) decide what each means to their callers."""
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ class RunOutcome:
     """(stored, asked) bytes: the session is too full for the request; nothing was sent."""
     hidden: bool = False
     """The session belongs to another user than the caller's: to them there is no such session."""
+    busy: int | None = None
+    """A `reject` run found this many other runs of the session running or queued: nothing was sent."""
     awaiting: RunApprovals | None = None
     """Still pending, and paused: its next step waits for decisions on tool calls."""
     steered_into: str | None = None

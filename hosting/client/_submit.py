@@ -1,22 +1,31 @@
-"""Submitting a turn: the one path the HTTP API, the MCP tools and the orchestration helpers share.
+"""Submitting a turn: the one path every front door shares (the HTTP API, JSON and SSE, the MCP
+tools, and the protocol edges through the HTTP API); the orchestration helpers build the same
+`Submission` and signal it through their own context, deterministically.
 
 A `Submission` is a turn addressed to a session: the entity it goes to and the operation input,
-built and validated the same way for every caller (an orchestrator signals or calls it through its
-own context, deterministically). `Submitter` is what a caller outside an orchestration does with
-one, in order:
+built and validated the same way for every caller. `Submitter.submit` is what a caller outside
+an orchestration does with one, in order, and its answer is one value (`Submitted`):
 
-1. `prepare`: read the session once (unless its id was drawn for this request) and refuse at
-   once, sending nothing and handing out no run id, what would otherwise wait for nothing: a
-   state the entity cannot read (409), a session already too full for the request (409, the
-   entity's own first check on what was just read), a run id a reset or delete discarded (410);
-   a named run that already finished is found instead (stored, archived or refused by id), so a
-   retry is answered without sending the turn again.
-2. `send`: signal the entity.
-3. `after_send`: a request that created a session makes sure the agents' expiry sweepers run
-   (`on_new_session`: hosting.lifecycle.ensure_sweepers, once per process and backend), so an
-   app reached through any one of its front doors expires its sessions.
+1. read the session once (unless its id was drawn for this request) and refuse at once, sending
+   nothing and handing out no run id, what would otherwise wait for nothing: a state the entity
+   cannot read, a session already too full for the request (the entity's own first check on what
+   was just read), a run id a reset or delete discarded, another user's session (`Refused`); a
+   named run that already finished is found instead (stored, archived or refused by id), so a
+   retry is answered without sending the turn again (`Answered`);
+2. a run sent to a busy session with `reject` (or `interrupt`) is refused there too
+   (hosting.client._multitask);
+3. claim the run in the stream store (hosting.streams `start_run`): a second request for a
+   pending run joins it, another request with its id is refused;
+4. just before the signal: the caller's own `before_send` (a webhook's delivery, stored before the
+   run can end), then an `interrupt` run's marks; signal the entity (`Accepted`, `sent`);
+5. `Accepted.then`: a request that created a session makes sure the agents' expiry sweepers run
+   (`on_new_session`: hosting.lifecycle.ensure_sweepers, once per process and backend), so an app
+   reached through any one of its front doors expires its sessions. The caller runs it when it
+   suits it (an SSE stream, once its first event is out).
+
+Each edge converts its wire format into the `Submission` and the value out: `Refused.outcome` to
+its problem (hosting.http._refusals), `Answered.run` to its answer.
 """
-
 from __future__ import annotations
 
 import logging
@@ -31,9 +40,11 @@ from agents import Agent, TurnRequest
 from state import HistoryUnavailable
 
 from .._ids import STRATEGY_KEY, USER_KEY, entity_name
-from ..stored import Unrecorded, unrecorded_run
+from ..stored import StoredRun, Unrecorded, unrecorded_run
+from ..streams import Admission, RunClaim, StreamKey, StreamStore, claim_identity, claimed_user, start_run
 from ._archived import find_archived_run
 from ._binding import DurableClient
+from ._multitask import busy_session, mark_interrupt
 from ._outcome import PENDING, RunOutcome, SameRequest, finished
 from ._read import Snapshot, checked_state, read_session
 
@@ -74,6 +85,11 @@ class Submission:
         """The session's entity."""
         return session_entity(self.agent.name, self.session_id)
 
+    @property
+    def stream_key(self) -> StreamKey:
+        """The run's event stream (and its claim) in the stream store."""
+        return StreamKey(self.agent.name, self.session_id, self.correlation_id)
+
     def operation_input(self) -> dict[str, Any]:
         """The `run` operation's input: the turn request's JSON, and the user it acts for."""
         data = self.request.to_json()
@@ -101,6 +117,35 @@ class Prepared:
         return not self.snapshot.exists
 
 
+@dataclass(frozen=True)
+class Refused:
+    """Nothing was sent: `outcome` says why (its edge's problem: hosting.http._refusals)."""
+
+    outcome: RunOutcome
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A retry of a finished run: its entries, as read (stored, archived, or refused by id)."""
+
+    run: StoredRun
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """The run is under way: this request sent it (`sent`), or joined the pending run with its id."""
+
+    sent: bool
+    snapshot: Snapshot
+    then: Callable[[], Awaitable[None]] | None = None
+    """Due once the turn was sent (see the module); None when there is nothing to do."""
+
+
+Submitted = Refused | Answered | Accepted
+"""What became of a submitted turn."""
+
+
 class Submitter:
     """Submits turns to the agents' entities through a durable client."""
 
@@ -109,6 +154,7 @@ class Submitter:
         max_session_bytes: int,
         log: logging.Logger = log,
         on_new_session: Callable[[DurableClient], Awaitable[None]] | None = None,
+        streams: StreamStore | None = None,
     ) -> None:
         self.max_session_bytes = max_session_bytes
         self.log = log
@@ -116,6 +162,65 @@ class Submitter:
         self.on_new_session = on_new_session
         """Due once a turn created its session: the app makes sure the expiry sweepers run
         (hosting.lifecycle.ensure_sweepers)."""
+        self.streams = streams
+        """The app's stream store: runs' claims and interrupt marks (None: none, every request sends)."""
+
+    async def submit(
+        self,
+        client: DurableClient,
+        submission: Submission,
+        *,
+        live: bool,
+        streamed: bool = False,
+        before_send: Callable[[], Awaitable[None]] | None = None,
+        on_sent: Callable[[], None] | None = None,
+    ) -> Submitted:
+        """Submit the turn (see the module). `live`: the caller follows the run's events as they
+        come (an SSE stream, or a run it does not wait for), so the model streams; `streamed`: it
+        reads the run's stream, so a stream store it cannot use is its answer
+        (`StreamStoreUnavailable`); `on_sent`: called once the entity was signalled, even when
+        what follows fails."""
+        prepared = await self.prepare(client, submission)
+        outcome = prepared.outcome
+        if outcome.run is not None:
+            return Answered(outcome.run, prepared.snapshot)
+        if not outcome.pending:
+            return Refused(outcome)
+        key = submission.stream_key
+        strategy = "enqueue" if submission.fresh_session else submission.multitask_strategy
+        busy = await busy_session(self.streams, key, submission.user_id, strategy, prepared.snapshot)
+        if busy is not None:
+            return Refused(busy)
+
+        async def send() -> None:
+            if before_send is not None:
+                await before_send()
+            await mark_interrupt(self.streams, key, strategy, prepared.snapshot)
+            await self.send(client, submission)
+            if on_sent is not None:
+                on_sent()
+
+        other_user = False
+
+        def same(identity: str | None) -> bool:
+            # The same request of the same user (or of anyone, for a run of no one in particular)
+            # joins a pending run; another user's run (its session is not stored yet, so only
+            # the claim knows its owner) is hidden, as their session is once stored.
+            nonlocal other_user
+            request_hash, user = claimed_user(identity)
+            if user is not None and user != submission.user_id:
+                other_user = True
+                return False
+            return submission.same_request(request_hash, None)
+
+        identity = claim_identity(submission.agent.request_identity(submission.request), submission.user_id)
+        admitted = await start_run(
+            self.streams, key, RunClaim(identity, live=live), same=same, send=send, streamed=streamed
+        )
+        if admitted is Admission.CONFLICT:
+            return Refused(RunOutcome(hidden=True) if other_user else RunOutcome(conflict=True))
+        sent = admitted is Admission.SENT
+        return Accepted(sent, prepared.snapshot, self.after_send(client, prepared) if sent else None)
 
     async def prepare(self, client: DurableClient, submission: Submission) -> Prepared:
         """Read the session and find what must not be sent (see the module)."""

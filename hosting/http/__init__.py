@@ -20,7 +20,7 @@ from ._sse import (
     sse_frame,
     wants_event_stream,
 )
-from ._users import caller_user, claimed_user, easy_auth_enabled
+from ._users import caller_user, easy_auth_enabled
 
 __all__ = [
     "CORRELATION_HEADER",
@@ -38,7 +38,6 @@ __all__ = [
     "SseEvent",
     "caller_user",
     "check_init_indexing",
-    "claimed_user",
     "derived_request",
     "describe_agent",
     "easy_auth_enabled",

@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,14 +31,14 @@ from ..client._binding import DurableClient
 from ..client._outcome import RunOutcome
 from ..client._pacing import read_pacer
 from ..client._read import checked_state, read_session, state_problem
-from ..client._submit import Submission, Submitter, session_entity
+from ..client._submit import Answered, Refused, Submission, Submitter, session_entity
 from ..client._waiting import wait_for_run
 from ..lifecycle._approval_expiry import start_approval_expiry
 from ..lifecycle._ended import start_session_ended
 from ..lifecycle._expiry import reset_or_delete
 from ..lifecycle._sweeper import sweepers_of
 from ..stored import StoredDocument, StoredRun, TurnEntry, Viewer, WaitingRun, approvals_of
-from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
+from ..streams import StreamKey, StreamStoreUnavailable, claimed_user
 from ..streams._watch import terminal_watch
 from ..webhooks import EndedRun, Rendered, delivery_of, start_delivery
 from ._answers import Answers, approval_body
@@ -58,12 +58,11 @@ from ._models import (
     ToolInfo,
     TurnSummary,
 )
-from ._multitask import busy_session, mark_interrupt
 from ._problems import json_response, problem_response
-from ._refusals import idempotency_conflict, no_session, refusal, unreadable
+from ._refusals import no_session, refusal, refused, unreadable
 from ._requests import RunCall, check_id, parse_run
 from ._sse import RunStreams, resume_after, wants_event_stream
-from ._users import caller_user, claim_identity, claimed_user
+from ._users import caller_user
 
 log = logging.getLogger("hosting.http")
 
@@ -107,7 +106,9 @@ class Api:
         self.settings = settings
         self.answers = answers
         self.streams = streams
-        self.submitter = Submitter(settings.max_session_bytes, log, sweepers_of(list(self.agents)))
+        self.submitter = Submitter(
+            settings.max_session_bytes, log, sweepers_of(list(self.agents)), streams.store
+        )
         """Serves `Accept: text/event-stream` (hosting.http._sse)."""
 
     def _wait_param(self, req: func.HttpRequest) -> float:
@@ -217,9 +218,7 @@ class Api:
                 "'Accept: text/event-stream', then follow the running run its answer names",
                 field="multitask_strategy",
             )
-        key = StreamKey(agent.name, call.session_id, call.correlation_id)
         after = resume_after(req) if streams is not None else 0
-
         submission = Submission(
             agent,
             call.session_id,
@@ -229,26 +228,14 @@ class Api:
             user_id=call.user_id,
             multitask_strategy=call.multitask_strategy,
         )
-        entity_id, asked = submission.entity_id, submission.same_request
-        prepared = await self.submitter.prepare(client, submission)
-        self._refuse(prepared.outcome, agent.name, call.session_id, call.correlation_id)
-        done = prepared.outcome.run
-        if done is None:
-            await busy_session(self.streams.store, call, prepared.snapshot)
-        if done is not None:
-            if streams is not None:  # a retry attaches to the finished run's stream
-                return await streams.open(client, key, after, prepared.snapshot)
-            return self._finished(agent.name, call.session_id, done)
+        key, entity_id = submission.stream_key, submission.entity_id
+        webhook = call.webhook
 
-        async def send() -> None:
-            if call.webhook is not None:
-                # Before the turn: the delivery is stored before the run can end.
-                await start_delivery(
-                    client, agent.name, call.session_id, call.correlation_id, call.user_id, call.webhook
-                )
-            await mark_interrupt(self.streams.store, call, prepared.snapshot)
-            await self.submitter.send(client, submission)
-            signalled.set()
+        async def deliver() -> None:
+            # Before the turn: the delivery is stored before the run can end.
+            if webhook is not None:
+                cid, user = call.correlation_id, call.user_id
+                await start_delivery(client, agent.name, call.session_id, cid, user, webhook)
 
         with contextlib.ExitStack() as waiting:
             # A JSON request that waits subscribes to the session's wakeups before it sends the
@@ -256,34 +243,34 @@ class Api:
             # state right after sending (the turn has barely been queued).
             waits = call.wait and streams is None
             pace = waiting.enter_context(read_pacer(entity_id.name, entity_id.key)) if waits else None
-            # Not stored: send the turn, or attach to the pending run with this id (the same checks
-            # for JSON and SSE; hosting/streams/_admission.py).
-            same, conflict = _claim_checks(call, asked)
-            sent = await start_run(
-                self.streams.store,
-                key,
-                RunClaim(
-                    claim_identity(agent.request_identity(call.request), call.user_id),
-                    live=streams is not None or not call.wait,
-                ),
-                same=same,
-                conflict=conflict,
-                send=send,
+            submitted = await self.submitter.submit(
+                client,
+                submission,
+                live=streams is not None or not call.wait,
                 streamed=streams is not None,
+                before_send=deliver,
+                on_sent=signalled.set,
             )
+            if isinstance(submitted, Refused):
+                limit = self.settings.max_session_bytes
+                raise refused(submitted.outcome, agent.name, call.session_id, call.correlation_id, limit)
+            if isinstance(submitted, Answered):
+                if streams is not None:  # a retry attaches to the finished run's stream
+                    return await streams.open(client, key, after, submitted.snapshot)
+                return self._finished(agent.name, call.session_id, submitted.run)
+            sent, then = submitted.sent, submitted.then
             if pace is not None and sent:
                 pace.sent()
             if pace is not None:
                 # Wherever the entity runs, its terminal event wakes this wait (no polling).
                 pace.watched = True
                 waiting.enter_context(terminal_watch(self.streams.store, key, pace.watch_ended))
-            watch = self.submitter.after_send(client, prepared) if sent else None
             if streams is not None:
                 # Once the stream's first answer event is out: a sweeper's start then does not
                 # compete with the turn's start for the first token.
-                return streams.attach(client, key, after, then=watch)
-            if watch is not None:
-                await watch()
+                return streams.attach(client, key, after, then=then)
+            if then is not None:
+                await then()
             if pace is not None:
                 outcome = await wait_for_run(
                     client,
@@ -292,7 +279,7 @@ class Api:
                     session_id=call.session_id,
                     correlation_id=call.correlation_id,
                     timeout=self.settings.response_wait_seconds,
-                    asked=asked,
+                    asked=submission.same_request,
                     state_checked=True,  # checked above; a session created since is the entity's own
                     pacer=pace,
                     user=call.user_id,
@@ -455,31 +442,6 @@ class Api:
         healthy = all(c.ok for c in checks.values())
         body = HealthBody(status="healthy" if healthy else "unhealthy", checks=checks)
         return json_response(body, 200 if healthy else 503)
-
-
-def _claim_checks(
-    call: RunCall, asked: Callable[[str | None, Any], bool]
-) -> tuple[Callable[[str | None], bool], Callable[[], ProblemError]]:
-    """How a request meets a pending run's claim (hosting.streams._admission): the same request
-    of the same user (or of anyone, for a run of no one in particular) joins it; another request
-    is 409 `idempotency_conflict`; another user's run (its session is not stored yet, so only the
-    claim knows its owner) is 404, as their session is once stored."""
-    other_user = False
-
-    def same(identity: str | None) -> bool:
-        nonlocal other_user
-        request_hash, user = claimed_user(identity)
-        if user is not None and user != call.user_id:  # a run of no one in particular is everyone's
-            other_user = True
-            return False
-        return asked(request_hash, None)
-
-    def conflict() -> ProblemError:
-        if other_user:
-            return no_session(call.agent, call.session_id)
-        return idempotency_conflict(call.agent, call.session_id, call.correlation_id)
-
-    return same, conflict
 
 
 def describe_agent(agent: Agent, run_url: str) -> AgentInfo:

@@ -14,10 +14,10 @@ from agents import Agent
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from ..client._read import DurableClient, Snapshot, read_session
-from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
+from ..streams import StreamKey, StreamStore, StreamStoreUnavailable, claimed_user
 from ._refusals import no_session
 from ._requests import check_id
-from ._users import caller_user, claimed_user
+from ._users import caller_user
 
 
 def hosted_agent(agents: Mapping[str, Agent], req: func.HttpRequest) -> Agent:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from state import HistoryUnavailable
 
-from .._errors import ProblemCode, ProblemError
+from .._errors import ProblemCode, ProblemError, session_busy_message
 from ..client._outcome import RunOutcome
 
 
@@ -103,4 +103,18 @@ def refusal(
         return discarded_problem(agent, session_id, correlation_id, deleted=outcome.discarded.deleted)
     if outcome.full is not None:
         return session_full(agent, session_id, *outcome.full, max_session_bytes)
+    if outcome.busy is not None:
+        message = session_busy_message(outcome.busy, session_id)
+        return ProblemError(ProblemCode.SESSION_BUSY, message, field="multitask_strategy")
     return None
+
+
+def refused(
+    outcome: RunOutcome, agent: str, session_id: str, correlation_id: str, max_session_bytes: int = 0
+) -> ProblemError:
+    """The problem of a turn the submit path refused (hosting.client `Refused`): every refusal
+    it makes has one above."""
+    problem = refusal(outcome, agent, session_id, correlation_id, max_session_bytes)
+    if problem is None:  # a refusal this module does not know yet: a bug, never a silent accept
+        return ProblemError(ProblemCode.INTERNAL_ERROR, f"the run was refused without a reason: {outcome!r}")
+    return problem

@@ -209,21 +209,3 @@ def own_user(req: func.HttpRequest) -> str:
         f"without App Service Authentication, name the user with the query parameter '{USER_ID}'",
         field=USER_ID,
     )
-
-
-_CLAIM_USER = " user="
-
-
-def claim_identity(request_hash: str, user: str | None) -> str:
-    """The identity a run's claim in the stream store records: the request's hash and, for a
-    caller acting for a user, that user (a pending run is joined only by a caller acting for the
-    same user: before the session is stored there is no owner to check)."""
-    return request_hash if user is None else f"{request_hash}{_CLAIM_USER}{user}"
-
-
-def claimed_user(identity: str | None) -> tuple[str | None, str | None]:
-    """(request hash, user) of a claim's identity (`claim_identity`)."""
-    if identity is None or _CLAIM_USER not in identity:
-        return identity, None
-    request_hash, user = identity.split(_CLAIM_USER, 1)
-    return request_hash, user

@@ -15,6 +15,7 @@ from .._settings import ApiSettings, max_session_bytes_from_env
 from ..client._binding import BoundClient, durable_client_input
 from ..client._submit import Submitter
 from ..lifecycle._sweeper import sweepers_of
+from ..streams import StreamStore
 from ._config import McpTools, ToolSpec, chosen_agents, tool_spec, wait_seconds_from_env
 from ._tool import AgentTool
 
@@ -57,14 +58,18 @@ def register_mcp_tools(
     mcp_tools: McpTools,
     max_session_bytes: int | None = None,
     settings: ApiSettings | None = None,
+    streams: StreamStore | None = None,
 ) -> list[ToolSpec]:
     """Add one MCP tool trigger per chosen agent (see `chosen_agents`); returns their specs.
     `max_session_bytes`: the app's session limit (`ApiSettings.max_session_bytes`); `settings`:
-    the API's, whose run URLs a call awaiting approval hands out."""
+    the API's, whose run URLs a call awaiting approval hands out; `streams`: the app's stream
+    store, where a call's run is claimed as every run is (a `reject` or `interrupt` run of the
+    HTTP API then sees it in flight)."""
     wait_seconds = wait_seconds_from_env()
     limit = max_session_bytes_from_env() if max_session_bytes is None else max_session_bytes
     # Every hosted agent's sweepers, as the HTTP API starts them: the app may be reached only here.
-    submitter = Submitter(limit, logging.getLogger("hosting.mcp"), sweepers_of([a.name for a in agents]))
+    sweepers = sweepers_of([a.name for a in agents])
+    submitter = Submitter(limit, logging.getLogger("hosting.mcp"), sweepers, streams)
     specs = []
     for agent in chosen_agents(agents, mcp_tools):
         spec = tool_spec(agent)

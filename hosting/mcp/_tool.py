@@ -28,9 +28,9 @@ from .._ids import new_session_id
 from .._settings import ApiSettings, max_session_bytes_from_env
 from ..client._binding import DurableClient
 from ..client._outcome import RunOutcome
-from ..client._submit import Submission, Submitter
+from ..client._submit import Answered, Refused, Submission, Submitter
 from ..client._waiting import wait_for_run
-from ..http._refusals import refusal
+from ..http._refusals import refusal, refused
 from ..http._requests import check_id
 from ..http._users import acting_user, check_user_id, easy_auth_enabled, principal_of
 from ..lifecycle._approval_expiry import start_approval_expiry
@@ -238,22 +238,26 @@ class AgentTool:
             self.agent, call.session_id, call.request, fresh_session=call.new_session, user_id=call.user_id
         )
         entity_id, correlation_id = submission.entity_id, submission.correlation_id
-        prepared = await self.submitter.prepare(client, submission)
-        self._refuse(prepared.outcome, call.session_id, correlation_id)
-        await self.submitter.send(client, submission)
-        watch = self.submitter.after_send(client, prepared)
-        if watch is not None:
-            await watch()
-        outcome = await wait_for_run(
-            client,
-            entity_id,
-            agent=agent,
-            session_id=call.session_id,
-            correlation_id=correlation_id,
-            timeout=self.wait_seconds,
-            state_checked=not call.new_session,
-            user=call.user_id,
-        )
+        # The tool call waits for its answer as a waiting JSON run does: claimed, not streamed live.
+        submitted = await self.submitter.submit(client, submission, live=False)
+        if isinstance(submitted, Refused):
+            limit = self.submitter.max_session_bytes
+            raise refused(submitted.outcome, agent, call.session_id, correlation_id, limit)
+        if isinstance(submitted, Answered):  # a run id of its own: a retry of a finished run
+            outcome = RunOutcome(run=submitted.run)
+        else:
+            if submitted.then is not None:
+                await submitted.then()
+            outcome = await wait_for_run(
+                client,
+                entity_id,
+                agent=agent,
+                session_id=call.session_id,
+                correlation_id=correlation_id,
+                timeout=self.wait_seconds,
+                state_checked=not call.new_session,
+                user=call.user_id,
+            )
         self._refuse(outcome, call.session_id, correlation_id)
         ids = {"session_id": call.session_id, "correlation_id": correlation_id}
         if outcome.awaiting is not None:

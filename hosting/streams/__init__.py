@@ -7,7 +7,7 @@ settings.
 
 from typing import TYPE_CHECKING, Any
 
-from ._admission import latest_run, start_run
+from ._admission import Admission, claim_identity, claimed_user, latest_run, start_run
 from ._publisher import RunCancelled, RunEvents
 from ._settings import (
     PATH_ENV,
@@ -54,6 +54,7 @@ __all__ = [
     "RUN_STARTED",
     "STEP_STARTED",
     "TERMINAL_TYPES",
+    "Admission",
     "EntraIdCredentials",
     "RunCancelled",
     "RunClaim",
@@ -64,6 +65,8 @@ __all__ = [
     "StreamKey",
     "StreamStore",
     "StreamStoreUnavailable",
+    "claim_identity",
+    "claimed_user",
     "default_stream_path",
     "latest_run",
     "retention_from_env",

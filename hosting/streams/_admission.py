@@ -1,12 +1,12 @@
 """Starting a run exactly once, for the JSON and the SSE paths alike: a claim per run in the store.
 
-The HTTP side has read the session and answered what the stored state settles (an unreadable
-state, a finished run, a discarded one, a full session). What remains is a run that is not stored:
-new, or still pending. The first request for it records a `RunClaim` (its request identity and
-whether it streams live) atomically in the stream store, which every process and instance shares,
-and sends the turn; a later request for the same run finds the claim and either attaches to the
-pending run (same request) or is refused at once with 409 `idempotency_conflict` (another request),
-as a stored run's retry would be.
+The submit path (hosting.client `Submitter.submit`) has read the session and answered what the
+stored state settles (an unreadable state, a finished run, a discarded one, a full session). What
+remains is a run that is not stored: new, or still pending. The first request for it records a
+`RunClaim` (its request identity and whether it streams live) atomically in the stream store,
+which every process and instance shares, and sends the turn; a later request for the same run
+finds the claim and either attaches to the pending run (same request) or is refused at once
+(another request: the edge answers 409 `idempotency_conflict`), as a stored run's retry would be.
 
 The claim never decides alone whether a turn runs: the entity answers a correlation id it has
 stored from its state and runs a turn once. So a claim with no event yet (its turn may never have
@@ -22,13 +22,41 @@ run it is (its claim names the user).
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 from collections.abc import Awaitable, Callable
 
-from .._errors import ProblemError
 from ._store import RunClaim, StreamKey, StreamStore, StreamStoreUnavailable
 
 log = logging.getLogger("hosting.streams")
+
+_CLAIM_USER = " user="
+
+
+def claim_identity(request_hash: str, user: str | None) -> str:
+    """The identity a run's claim in the stream store records: the request's hash and, for a
+    caller acting for a user, that user (a pending run is joined only by a caller acting for the
+    same user: before the session is stored there is no owner to check)."""
+    return request_hash if user is None else f"{request_hash}{_CLAIM_USER}{user}"
+
+
+def claimed_user(identity: str | None) -> tuple[str | None, str | None]:
+    """(request hash, user) of a claim's identity (`claim_identity`)."""
+    if identity is None or _CLAIM_USER not in identity:
+        return identity, None
+    request_hash, user = identity.split(_CLAIM_USER, 1)
+    return request_hash, user
+
+
+class Admission(enum.Enum):
+    """What `start_run` did with a request."""
+
+    SENT = "sent"
+    """This request sent the turn."""
+    JOINED = "joined"
+    """The same request for the run is pending: this one attaches to it, nothing sent."""
+    CONFLICT = "conflict"
+    """Another request for the run is pending (`same` said no): nothing sent."""
 
 
 async def start_run(
@@ -37,30 +65,28 @@ async def start_run(
     claim: RunClaim,
     *,
     same: Callable[[str | None], bool],
-    conflict: Callable[[], ProblemError],
     send: Callable[[], Awaitable[None]],
     streamed: bool = False,
-) -> bool:
-    """Send the run's turn unless a request for the same run is pending; True when it was sent.
+) -> Admission:
+    """Send the run's turn unless a request for the same run is pending.
 
-    `same(request_hash)` says whether a pending run's identity is this request's; `conflict()` is
-    the 409 raised when it is not. `streamed`: the caller reads the run's stream, so a store it
-    cannot use (`StreamStoreUnavailable`) is its answer; any other caller then sends without a
-    claim. Without a store every request sends (the entity answers a repeated id from its state
-    and runs a turn once)."""
+    `same(request_hash)` says whether a pending run's identity is this request's. `streamed`: the
+    caller reads the run's stream, so a store it cannot use (`StreamStoreUnavailable`) is its
+    answer; any other caller then sends without a claim. Without a store every request sends (the
+    entity answers a repeated id from its state and runs a turn once)."""
     if store is None:
         await send()
-        return True
+        return Admission.SENT
     try:
-        earlier = await _claim(store, key, claim, same, conflict)
+        earlier = await _claim(store, key, claim, same)
     except StreamStoreUnavailable as error:
         if streamed:
             raise
         log.warning("run %s: sent without a claim (%s)", key, error)
         await send()
-        return True
+        return Admission.SENT
     if earlier is not None:
-        return False
+        return earlier
     try:
         # The note alongside the send: not one more round trip on the way to the first token.
         await asyncio.gather(_note_latest(store, key), send())
@@ -71,7 +97,7 @@ async def start_run(
         except Exception:
             log.exception("could not release the claim of run %s", key)
         raise
-    return True
+    return Admission.SENT
 
 
 async def _claim(
@@ -79,10 +105,9 @@ async def _claim(
     key: StreamKey,
     claim: RunClaim,
     same: Callable[[str | None], bool],
-    conflict: Callable[[], ProblemError],
-) -> RunClaim | None:
-    """Claim the run; the earlier claim when a pending run is attached to (nothing to send),
-    None when this request must send the turn."""
+) -> Admission | None:
+    """Claim the run: JOINED or CONFLICT when a pending run holds it (nothing to send), None
+    when this request must send the turn."""
     earlier = await store.claim(key, claim)
     if earlier is None:
         return None
@@ -95,7 +120,7 @@ async def _claim(
         return None
     # Pending: attach to it, never a second turn.
     if not same(earlier.request_hash):
-        raise conflict()
+        return Admission.CONFLICT
     if claim.live and not earlier.live:
         # A stream asked for after a waiting JSON request: stream the model if the entity has
         # not begun the turn yet (it reads the claim when it does).
@@ -105,7 +130,7 @@ async def _claim(
         # (the host died between the claim and the signal). Send it again: the entity runs a
         # correlation id once and answers a repeat from its state.
         return None
-    return earlier
+    return Admission.JOINED
 
 
 def _latest_key(agent: str, session_id: str) -> StreamKey:

@@ -6,17 +6,21 @@ transports and key rule), so these are the calls an IDE or another agent makes.
 
 from __future__ import annotations
 
+import asyncio
+import time
+import uuid
+
 import aiohttp
 import httpx2
 import pytest
-from e2e_support import FUNCTION_KEY, Client, HostProcess
+from e2e_support import FUNCTION_KEY, Client, HostProcess, eventually
 from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_support import MCP_PATH, TRANSPORTS, Transport, mcp_session, text_of, texts_of
 from test_e2e_conversation import conversation
 
-from agents.testing import ModelServer, Reply
+from agents.testing import ModelRequest, ModelServer, Reply
 
 QUERY_SCHEMA = {
     "type": "object",
@@ -110,6 +114,40 @@ async def test_a_failing_model_is_an_error_result_not_a_protocol_error(
     assert structured["retryable"] is False
     stored = await client.get(f"/api/agents/assistant/sessions/{structured['session_id']}")
     assert [t["status"] for t in stored.json()["turns"]] == ["failed"]
+
+
+async def test_a_tool_calls_run_is_claimed_as_every_run_is(
+    e2e_host: HostProcess, client: Client, model: ModelServer
+) -> None:
+    # The call's turn goes in through the same submit path as `POST .../run`: its run is claimed in
+    # the stream store, so while its first step runs (the stored state does not show it until
+    # it ends) the HTTP API sees the session busy, and a `reject` run is refused at once.
+    async def slow_first(request: ModelRequest) -> Reply:
+        if request.last_user_text == "slow call":
+            await asyncio.sleep(3)
+            return Reply.text("done slowly")
+        return Reply.text("never")
+
+    model.handler = slow_first
+    session_id = f"mcp-claimed-{uuid.uuid4().hex[:8]}"
+    async with mcp_session(e2e_host.url, "streamable-http", FUNCTION_KEY) as session:
+        arguments = {"query": "slow call", "session_id": session_id}
+        call = asyncio.create_task(session.call_tool("assistant", arguments))
+
+        async def at_the_model() -> bool:
+            return any(r.last_user_text == "slow call" for r in model.requests)
+
+        await eventually(at_the_model, "the tool call's model request")
+        started = time.monotonic()
+        late = await client.run("assistant", "late", session_id, multitask_strategy="reject")
+        assert late.status == 409 and late.json()["code"] == "session_busy", late.body
+        assert time.monotonic() - started < 1.5  # at once, not after the call's step
+        result = await call
+    assert not result.is_error, result
+    assert text_of(result) == "done slowly"
+    assert not any(r.last_user_text == "late" for r in model.requests)
+    stored = await client.get(f"/api/agents/assistant/sessions/{session_id}")
+    assert [t["status"] for t in stored.json()["turns"]] == ["succeeded"]
 
 
 async def test_structured_output_comes_back_as_structured_content(

@@ -17,6 +17,7 @@ from hosting.streams._redis import RedisStreamStore
 
 def test_all_is_pinned() -> None:
     assert sorted(streams.__all__) == [
+        "Admission",
         "DEFAULT_RETENTION_SECONDS",
         "EntraIdCredentials",
         "PATH_ENV",
@@ -40,6 +41,8 @@ def test_all_is_pinned() -> None:
         "StreamStore",
         "StreamStoreUnavailable",
         "TERMINAL_TYPES",
+        "claim_identity",
+        "claimed_user",
         "default_stream_path",
         "latest_run",
         "retention_from_env",
