@@ -1,7 +1,7 @@
 """A run sent to a busy session: what the HTTP edge does before the entity decides.
 
-The entity is the one place that knows for sure whether its session is busy (hosting.entity._steps
-`_submit`); the edge has the session as it just read it, which is enough for two things:
+The entity is the one place that knows for sure whether its session is busy (hosting.entity._queue
+`submit`); the edge has the session as it just read it, which is enough for two things:
 
 * `reject`: a session whose stored state names a run in progress or queued answers 409
   `session_busy` at once, sending nothing (the entity would refuse it anyway); so does one whose
