@@ -9,6 +9,7 @@ import json
 import azure.durable_functions as df
 import pytest
 from hosting_support import run_op
+from test_approval_entity import _paused, approvals_app  # noqa: F401 (the app fixture)
 from test_turn_steps import _batch, _signalled, steps_app  # noqa: F401 (the app fixture)
 
 from agents.testing import ModelServer, Reply
@@ -56,6 +57,31 @@ def test_a_turn_of_steps_answers_running_pending_steered_and_its_status(
         '{"correlationId": "w1", "callId": "c", "outcome": "not_awaiting"}',
         "null",
     ]
+
+
+def test_a_paused_turn_answers_its_calls_status_and_decisions_in_their_order(
+    approvals_app: df.DFApp, model: ModelServer  # noqa: F811
+) -> None:
+    tools = _paused(approvals_app, model, 500, 700)
+    assert _raw(tools).startswith('{"correlationId": "pay-1", "status": "awaiting_approval", "approvals": [{')
+    assert list(json.loads(_raw(tools))) == ["correlationId", "status", "approvals"]
+    decide = {"correlationId": "pay-1", "callId": "call-500", "approved": True}
+    ops = [
+        ("run_status", {"correlationId": "pay-1"}),
+        ("expire", None),
+        ("decide", decide),
+        ("expire_approvals", {"correlationId": "pay-1", "step": 1, "seconds": 5}),
+    ]
+    out = _batch(approvals_app, tools["entityState"], ops)
+    status, expiry = json.loads(_raw(out, 0)), json.loads(_raw(out, 1))
+    assert list(status) == ["correlationId", "step", "status", "approvals", "dueAt", "seconds"]
+    assert status["status"] == "awaiting_approval" and status["step"] == 1
+    assert list(expiry) == ["expired", "dueAt", "approvals"]
+    assert list(expiry["approvals"]) == ["correlationId", "step", "seconds", "dueAt"]
+    assert _raw(out, 2) == (
+        '{"correlationId": "pay-1", "callId": "call-500", "outcome": "decided", "resumed": false}'
+    )
+    assert _raw(out, 3) == '{"correlationId": "pay-1", "expired": ["call-700"]}'
 
 
 def test_the_lifecycle_operations_answer_their_documented_shapes(
