@@ -1,7 +1,7 @@
 """A run sent to a busy session: what the submit path does before the entity decides.
 
-The entity is the one place that knows for sure whether its session is busy (hosting.entity._steps
-`_submit`); the submit path has the session as it just read it, which is enough for two things:
+The entity is the one place that knows for sure whether its session is busy (hosting.entity._queue
+`submit`); the submit path has the session as it just read it, which is enough for two things:
 
 * `reject`: a session whose stored state names a run in progress or queued is refused at once
   (409 `session_busy` at the HTTP edge), sending nothing (the entity would refuse it anyway); so

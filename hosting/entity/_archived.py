@@ -3,8 +3,6 @@ whose entries were archived, from the chunks (never running it again)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from agents import Agent, TurnRequest
 from state import AgentState
 
@@ -12,11 +10,12 @@ from .._errors import RunConflict
 from .._loop import run_sync
 from ..archive import HistoryArchive, archived_run
 from ..stored import StoredDocument
+from ._wire import TurnResultJson, turn_json
 
 
 def answer_archived(
     archive: HistoryArchive, entity: str, key: str, state: AgentState, request: TurnRequest, agent: Agent
-) -> dict[str, Any] | None:
+) -> TurnResultJson | None:
     """The recorded result of `request`'s correlation id when its run was archived, else None.
 
     Raises `RunConflict` when that id answered a different request, and `state.HistoryUnavailable`
@@ -30,4 +29,4 @@ def answer_archived(
         return None
     if not agent.same_request(request, run.request_hash, run.request):
         raise RunConflict(request.correlation_id)
-    return run.result().to_json()
+    return turn_json(run.result())

@@ -1,22 +1,26 @@
-"""Entity operations of a session's lifecycle: which archive a reset or delete leaves behind, and
-idle expiry (`expire`), decided by the entity itself so it can never race a turn: operations
-of one entity run one at a time, so a turn is either before the check (and the session is not
-idle) or after it (and runs on a fresh session)."""
+"""Entity operations of a session's lifecycle: `reset`, `delete`, which archive they leave
+behind (`archive_epoch`), and idle expiry (`expire`), decided by the entity itself so it can
+never race a turn: operations of one entity run one at a time, so a turn is either before the
+check (and the session is not idle) or after it (and runs on a fresh session).
+
+These operations set their answer themselves: one that leaves no entity calls
+`destruct_on_exit` after `set_result`, which would mark the entity as existing again."""
 
 from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from agents import ended_session, now_iso
+from agents import ended_session, now_iso, wants_session_end
 from state import AgentState, StateError, archive_info
 
 from ..lifecycle import due_at, ttl_for
 from ..lifecycle._approval_expiry import approval_timeout, approvals_due
 from ..lifecycle._erasure import ERASE_DELETE_KEY
-from ..stored import StoredDocument, UnreadableTurn, active_turn, tombstone_text
-from ._context import EntityContext, cache_load, load, store_text, stored_text
+from ..stored import StoredDocument, UnreadableTurn, active_turn, reset_text, tombstone_text
+from ._context import EntityContext, cache_load, load, operation_input, store_text, stored_text
+from ._services import EntityServices
+from ._wire import ApprovalExpiry, ArchiveEpoch, Epoch, Expired, NotExpired
 
 log = logging.getLogger("hosting.entity")
 
@@ -31,20 +35,41 @@ def archive_epoch(context: EntityContext) -> str | None:
     return None if info is None else info.epoch
 
 
-def answer_archive_epoch(context: EntityContext) -> None:
-    """Answer `{"readable", "epoch"}`: the session's archive epoch now (None: nothing archived, or
-    no session). An unreadable state is `readable: false`: its archive may still be referenced."""
+def answer_archive_epoch(services: EntityServices, context: EntityContext) -> None:
+    """The `archive_epoch` operation: answer `{"readable", "epoch"}`, the session's archive epoch
+    now (None: nothing archived, or no session). An unreadable state is `readable: false`: its
+    archive may still be referenced."""
+    answer: ArchiveEpoch
     if stored_text(context) is None:
-        context.set_result({"readable": True, "epoch": None})
+        answer = {"readable": True, "epoch": None}
+        context.set_result(answer)
         context.destruct_on_exit()  # asking must not create the session
         return
     try:
         loaded = load(context)
     except StateError:
-        context.set_result({"readable": False, "epoch": None})
+        answer = {"readable": False, "epoch": None}
+        context.set_result(answer)
         return
     info = archive_info(loaded.state)
-    context.set_result({"readable": True, "epoch": None if info is None else info.epoch})
+    answer = {"readable": True, "epoch": None if info is None else info.epoch}
+    context.set_result(answer)
+
+
+def reset(services: EntityServices, context: EntityContext) -> None:
+    """The `reset` operation: an empty history that remembers the ids of the runs it discards
+    (hosting.stored); the answer names the archive left behind (deleted after this commits)."""
+    epoch = archive_epoch(context)
+    # Load first: a history we cannot read is never replaced, not even by an empty one.
+    old = None
+    if stored_text(context) is not None:
+        old = StoredDocument.of_state(load(context).state)
+    fresh = AgentState.new()
+    fresh.last_activity_at = now_iso()
+    store_text(context, reset_text(old, fresh))
+    cache_load(context, None)
+    answer: Epoch = {"epoch": epoch}
+    context.set_result(answer)
 
 
 def _stored_document(context: EntityContext) -> StoredDocument | None:
@@ -59,12 +84,14 @@ def _stored_document(context: EntityContext) -> StoredDocument | None:
         return StoredDocument.parse(text)
 
 
-def delete(context: EntityContext, spec: object = None) -> None:
-    """Delete the session: answer `{"epoch"}` of the archive left behind, and leave a tombstone
-    of the discarded run ids (hosting.stored), or nothing when there is nothing to remember.
-    `spec` `{"erase": true}`: a user's erasure, whose tombstone names no user."""
+def delete(services: EntityServices, context: EntityContext) -> None:
+    """The `delete` operation: answer `{"epoch"}` of the archive left behind, and leave a
+    tombstone of the discarded run ids (hosting.stored), or nothing when there is nothing to
+    remember. Its input `{"erase": true}`: a user's erasure, whose tombstone names no user."""
+    spec = operation_input(context)
     erase = isinstance(spec, dict) and spec.get(ERASE_DELETE_KEY) is True
-    context.set_result({"epoch": archive_epoch(context)})
+    answer: Epoch = {"epoch": archive_epoch(context)}
+    context.set_result(answer)
     tombstone = tombstone_text(_stored_document(context), now_iso(), erase=erase)
     cache_load(context, None)
     if tombstone is None:
@@ -74,37 +101,43 @@ def delete(context: EntityContext, spec: object = None) -> None:
     store_text(context, tombstone)
 
 
-def expire(context: EntityContext, entity: str, agent: str, *, capture: bool = False) -> None:
-    """Delete the session when it has been idle for its agent's TTL; answer what happened:
-    `{"expired": true, "epoch"}` or `{"expired": false, "dueAt": RFC 3339 | null}`. With
-    `capture` (the agent has session-end hooks) an expired answer also holds `"ended"`, the
+def expire(services: EntityServices, context: EntityContext) -> None:
+    """The `expire` operation: delete the session when it has been idle for its agent's TTL;
+    answer what happened: `{"expired": true, "epoch"}` or `{"expired": false, "dueAt": RFC 3339 |
+    null}`. For an agent with session-end hooks an expired answer also holds `"ended"`, the
     session as the hooks get it (`agents.ended_session`): its state is gone after this."""
+    kept: NotExpired
     if stored_text(context) is None:
-        context.set_result({"expired": False, "dueAt": None})
+        kept = {"expired": False, "dueAt": None}
+        context.set_result(kept)
         context.destruct_on_exit()  # asking must not create the session
         return
     try:
         loaded = load(context)
     except StateError:
         # An unreadable state is kept as it is, forever; the watcher stops.
-        context.set_result({"expired": False, "dueAt": None})
+        kept = {"expired": False, "dueAt": None}
+        context.set_result(kept)
         return
+    agent = services.agent.name
     due = due_at(loaded.state.to_document(), ttl_for(agent))
     paused = _paused_approvals(loaded.state)
     if paused is not None:
         # A person is to decide; the approval's own expiry resumes the turn, and the idle clock
         # starts again from there. The check answers when that expiry is due, so that it runs
         # even for a run nobody has read since it paused (whoever reads it starts the expiry).
-        context.set_result({"expired": False, "dueAt": None, "approvals": paused})
+        kept = {"expired": False, "dueAt": None, "approvals": paused}
+        context.set_result(kept)
         return
     if due is None or due > datetime.now(UTC):
-        context.set_result({"expired": False, "dueAt": None if due is None else due.isoformat()})
+        kept = {"expired": False, "dueAt": None if due is None else due.isoformat()}
+        context.set_result(kept)
         return
     info = archive_info(loaded.state)
-    log.info("entity %s@%s expired (idle since %s)", entity, context.entity_key, due)
+    log.info("entity %s@%s expired (idle since %s)", services.name, context.entity_key, due)
     epoch = None if info is None else info.epoch
-    answer: dict[str, Any] = {"expired": True, "epoch": epoch}
-    if capture:
+    answer: Expired = {"expired": True, "epoch": epoch}
+    if wants_session_end(services.agent.context_providers):
         answer["ended"] = ended_session(
             agent, str(context.entity_key), "expiry", loaded.state, epoch, now_iso()
         )
@@ -113,7 +146,7 @@ def expire(context: EntityContext, entity: str, agent: str, *, capture: bool = F
     cache_load(context, None)
 
 
-def _paused_approvals(state: AgentState) -> dict[str, Any] | None:
+def _paused_approvals(state: AgentState) -> ApprovalExpiry | None:
     """The paused step's expiry (`{correlationId, step, seconds, dueAt}`, as
     `expire_approvals` takes it), or None for a session that waits on no decision."""
     try:

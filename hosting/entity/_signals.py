@@ -15,9 +15,23 @@ import contextvars
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TypedDict
 
-_BATCH: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
+
+class SignalTarget(TypedDict):
+    name: str
+    key: str
+
+
+class Signal(TypedDict):
+    """One signal in a batch response, as the extension reads it: its input as JSON text."""
+
+    target: SignalTarget
+    name: str
+    input: str
+
+
+_BATCH: contextvars.ContextVar[list[Signal] | None] = contextvars.ContextVar(
     "dafx_batch_signals", default=None
 )
 
@@ -26,7 +40,7 @@ class NoBatch(RuntimeError):
     """A signal sent outside a batch: nothing would deliver it."""
 
 
-def send_signal(entity_name: str, key: str, operation: str, value: Any) -> None:
+def send_signal(entity_name: str, key: str, operation: str, value: object) -> None:
     """Signal `operation` with `value` to the entity `entity_name@key` when the batch commits."""
     signals = _BATCH.get()
     if signals is None:
@@ -35,14 +49,14 @@ def send_signal(entity_name: str, key: str, operation: str, value: Any) -> None:
     # the lower-casing its constructor applies: EntityScheduler/EntityId.cs), while every client
     # call and orchestration action reaches the lower-cased name: `dafx-Writer` would be another
     # instance than the session.
-    target = {"name": entity_name.lower(), "key": key}
+    target: SignalTarget = {"name": entity_name.lower(), "key": key}
     signals.append({"target": target, "name": operation, "input": json.dumps(value)})
 
 
 @contextmanager
-def collecting() -> Iterator[list[dict[str, Any]]]:
+def collecting() -> Iterator[list[Signal]]:
     """Collect the signals the operations of one batch send (the batch runs in this thread)."""
-    signals: list[dict[str, Any]] = []
+    signals: list[Signal] = []
     token = _BATCH.set(signals)
     try:
         yield signals
@@ -55,7 +69,7 @@ _NO_SIGNALS = '"signals": []}'
 SDK itself never fills it (no entity API sends one)."""
 
 
-def with_signals(response: str, signals: list[dict[str, Any]]) -> str:
+def with_signals(response: str, signals: list[Signal]) -> str:
     """The SDK's batch response text with `signals` added to its `signals` array."""
     if not signals:
         return response

@@ -4,7 +4,7 @@ A run waiting in the session's queue never starts; a running turn stops at its n
 boundary, and a step in flight (a model call, a batch of tools) is abandoned within a second
 where a stream store is configured: the route marks the cancel there, where the running step
 looks for it (hosting.streams), before it signals the entity's `cancel` operation, which records
-the run as cancelled between steps (hosting.entity._steps). See docs/hosting.md "Cancelling a run".
+the run as cancelled between steps (hosting.entity._queue). See docs/hosting.md "Cancelling a run".
 """
 
 from __future__ import annotations

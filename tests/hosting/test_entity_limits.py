@@ -30,7 +30,7 @@ from state import AgentRequest, AgentState, ChatMessage, TextContent, dump_state
 
 ENTITY = "dafx-assistant"
 LIMIT = 6000
-RECORD_HEADROOM = 64 * 1024  # hosting.entity._entity.RECORD_HEADROOM_BYTES, as documented
+RECORD_HEADROOM = 64 * 1024  # hosting._settings.RECORD_HEADROOM_BYTES, as documented
 BIG_REPLY = "y" * 1200
 
 _SCHEMAS = {

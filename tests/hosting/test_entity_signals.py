@@ -7,9 +7,9 @@ import json
 
 from azure.durable_functions.models.entities import EntityState, OperationResult
 
-from hosting.entity._signals import with_signals
+from hosting.entity._signals import Signal, with_signals
 
-SIGNALS = [
+SIGNALS: list[Signal] = [
     {"target": {"name": "dafx-assistant", "key": "s1"}, "name": "step", "input": json.dumps({"n": 1})},
     {"target": {"name": "dafx-assistant", "key": "s1"}, "name": "announce", "input": '"é \\" }"'},
 ]
