@@ -68,7 +68,7 @@ PINNED = {
         "ttl_for",
     ],
     "hosting.responses": ["RESPONSES_ROUTES", "responses_api", "RunRef", "decode_response_id"],
-    "hosting.a2a": ["A2A_ROUTES", "a2a_api"],
+    "hosting.a2a": ["A2A_FORMAT", "A2A_ROUTES", "a2a_api"],
     "hosting.agui": ["AGUI_ROUTES", "agui_api"],
     "hosting.http": [
         "Answers",
