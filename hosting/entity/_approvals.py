@@ -25,14 +25,17 @@ from .._errors import InvalidOperation
 from ..lifecycle._approval_expiry import approval_timeout, approvals_due
 from ..stored import (
     ActiveTurn,
+    Decision,
     StoredDocument,
     UnreadableTurn,
     active_turn,
+    find_approval,
     queued_requests,
     refused_result,
     unrecorded_run,
+    with_decision,
+    with_requested,
 )
-from ..stored._approvals import Decision, decided, find, with_requested
 from ..streams import RunEvents, StreamKey, StreamStore
 from ._context import EntityContext, Loaded, cache_load, load, operation_input, store_text
 from ._signals import send_signal
@@ -105,14 +108,14 @@ class TurnApprovals:
         turn = self._paused_turn(context, loaded, cid)
         if turn is None:
             return {**answer, "outcome": NOT_AWAITING}
-        approval = find(turn.approvals, call_id)
+        approval = find_approval(turn.approvals, call_id)
         if approval is None:
             return {**answer, "outcome": UNKNOWN_CALL}
         if approval.decision is not None:
             same = approval.decision.same_as(approved, reason)
             return {**answer, "outcome": UNCHANGED if same else CONFLICT}
         decision = Decision(approved, now_iso(), reason)
-        turn = replace(turn, approvals=decided(turn.approvals, call_id, decision))
+        turn = replace(turn, approvals=with_decision(turn.approvals, call_id, decision))
         resumed = self._store_decided(context, loaded, turn)
         return {**answer, "outcome": DECIDED, "resumed": resumed}
 
@@ -131,7 +134,7 @@ class TurnApprovals:
         approvals = turn.approvals
         expired = [a.call_id for a in turn.waiting]
         for call_id in expired:
-            approvals = decided(approvals, call_id, Decision(False, now_iso(), reason, expired=True))
+            approvals = with_decision(approvals, call_id, Decision(False, now_iso(), reason, expired=True))
         self._store_decided(context, loaded, replace(turn, approvals=approvals))
         return {"correlationId": turn.correlation_id, "expired": expired}
 

@@ -134,6 +134,9 @@ PINNED = {
         "tombstone_text",
         "unrecorded_run",
         "with_refused",
+        "find_approval",
+        "with_decision",
+        "with_requested",
     ],
 }
 
