@@ -38,8 +38,7 @@ from ..lifecycle._ended import start_session_ended
 from ..lifecycle._expiry import reset_or_delete
 from ..lifecycle._sweeper import sweepers_of
 from ..stored import StoredDocument, StoredRun, TurnEntry, Viewer, WaitingRun, approvals_of
-from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run
-from ..streams._watch import terminal_watch
+from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run, terminal_watch
 from ..webhooks import EndedRun, Rendered, delivery_of, start_delivery
 from ._answers import Answers, approval_body
 from ._approvals import decide_approval
