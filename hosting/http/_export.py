@@ -35,8 +35,7 @@ from state import HistoryUnavailable
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from ..archive import HistoryArchive, default_archive
-from ..archive._pages import archived_chunks
+from ..archive import HistoryArchive, archived_chunks, default_archive
 from ..client._binding import DurableClient, rpc_base_url
 from ..client._owned import owned_sessions
 from ..client._query import ContinuationRefused, NoQueryEndpoint
