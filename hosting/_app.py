@@ -24,7 +24,7 @@ from ._telemetry import configure_telemetry, traced_http
 from .a2a import A2A_FORMAT, A2A_ROUTES, a2a_api
 from .agui import AGUI_ROUTES, agui_api
 from .archive import policy_from_env
-from .client._binding import BoundClient, durable_client_input
+from .client import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
 from .entity._batch import guarded_batch
 from .entity._deadline import TimeLimits

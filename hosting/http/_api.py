@@ -27,12 +27,18 @@ from .._errors import ProblemCode, ProblemError
 from .._handlers import Handler
 from .._ids import entity_name
 from .._settings import ApiSettings
-from ..client._binding import DurableClient
-from ..client._outcome import RunOutcome
-from ..client._pacing import read_pacer
-from ..client._read import checked_state, read_session, state_problem
-from ..client._submit import Submission, Submitter, session_entity
-from ..client._waiting import wait_for_run
+from ..client import (
+    DurableClient,
+    RunOutcome,
+    Submission,
+    Submitter,
+    checked_state,
+    read_pacer,
+    read_session,
+    session_entity,
+    state_problem,
+    wait_for_run,
+)
 from ..lifecycle._approval_expiry import start_approval_expiry
 from ..lifecycle._ended import start_session_ended
 from ..lifecycle._expiry import reset_or_delete

@@ -36,9 +36,7 @@ from state import HistoryUnavailable
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from ..archive import HistoryArchive, archived_chunks, default_archive
-from ..client._binding import DurableClient, rpc_base_url
-from ..client._owned import owned_sessions
-from ..client._query import ContinuationRefused, NoQueryEndpoint
+from ..client import ContinuationRefused, DurableClient, NoQueryEndpoint, owned_sessions, rpc_base_url
 from ..stored import StoredDocument
 from ._memories import UserMemories, memory_body, route_user
 from ._openapi import NDJSON

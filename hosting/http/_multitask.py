@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 
 from .._errors import ProblemCode, ProblemError, session_busy_message
-from ..client._read import Snapshot
+from ..client import Snapshot
 from ..streams import StreamKey, StreamStore, latest_run
 from ._refusals import no_session
 from ._requests import RunCall

@@ -28,10 +28,7 @@ from state import HistoryUnavailable
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._numbers import seconds_from_env, whole_number
-from ..client._archived import find_archived_run
-from ..client._binding import DurableClient
-from ..client._read import Snapshot, read_session, state_problem
-from ..client._waiting import wait_for_run
+from ..client import DurableClient, Snapshot, find_archived_run, read_session, state_problem, wait_for_run
 from ..lifecycle._approval_expiry import start_approval_expiry
 from ..stored import INTERNAL, Approval, Internal, RunApprovals, Viewer, unrecorded_run
 from ..streams import (

@@ -26,10 +26,7 @@ from agents import Agent, InputMessage, InvalidTurnRequest, TurnRequest
 from .._errors import ProblemCode, ProblemError
 from .._ids import new_session_id
 from .._settings import ApiSettings, max_session_bytes_from_env
-from ..client._binding import DurableClient
-from ..client._outcome import RunOutcome
-from ..client._submit import Submission, Submitter
-from ..client._waiting import wait_for_run
+from ..client import DurableClient, RunOutcome, Submission, Submitter, wait_for_run
 from ..http._refusals import refusal
 from ..http._requests import check_id
 from ..http._users import acting_user, check_user_id, easy_auth_enabled, principal_of

@@ -44,6 +44,10 @@ PINNED = {
         "session_entity",
         "state_problem",
         "wait_for_run",
+        "checked_state",
+        "owned_sessions",
+        "read_pacer",
+        "snapshot_outcome",
     ],
     "hosting.lifecycle": [
         "CLEANUP",
