@@ -47,8 +47,7 @@ from .lifecycle._ttl import ttl_for
 from .mcp import McpTools, register_mcp_tools
 from .responses import RESPONSES_ROUTES, responses_api
 from .streams import StreamStore, stream_store_from_env
-from .webhooks import RUN_FORMAT, register_format, register_webhooks
-from .webhooks._settings import pace_from_env
+from .webhooks import RUN_FORMAT, pace_from_env, register_format, register_webhooks
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
