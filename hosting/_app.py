@@ -42,8 +42,7 @@ from .http._routes import AGENT_ROUTES, RouteSpec
 from .http._sessions import SessionsApi
 from .http._sse import RunStreams
 from .http._user_routes import USER_ROUTES
-from .lifecycle._register import register_lifecycle
-from .lifecycle._ttl import ttl_for
+from .lifecycle import register_lifecycle, ttl_for
 from .mcp import McpTools, register_mcp_tools
 from .responses import RESPONSES_ROUTES, responses_api
 from .streams import StreamStore, stream_store_from_env

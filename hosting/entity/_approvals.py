@@ -22,7 +22,7 @@ from agents import Agent, AwaitingApproval, TurnResult, now_iso
 from state import dump_state
 
 from .._errors import InvalidOperation
-from ..lifecycle._approval_expiry import approval_timeout, approvals_due
+from ..lifecycle import approval_timeout, approvals_due
 from ..stored import (
     ActiveTurn,
     Decision,

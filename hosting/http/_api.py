@@ -39,10 +39,7 @@ from ..client import (
     state_problem,
     wait_for_run,
 )
-from ..lifecycle._approval_expiry import start_approval_expiry
-from ..lifecycle._ended import start_session_ended
-from ..lifecycle._expiry import reset_or_delete
-from ..lifecycle._sweeper import sweepers_of
+from ..lifecycle import reset_or_delete, start_approval_expiry, start_session_ended, sweepers_of
 from ..stored import StoredDocument, StoredRun, TurnEntry, Viewer, WaitingRun, approvals_of
 from ..streams import RunClaim, StreamKey, StreamStoreUnavailable, start_run, terminal_watch
 from ..webhooks import EndedRun, Rendered, delivery_of, start_delivery

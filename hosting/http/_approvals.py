@@ -26,7 +26,7 @@ from agents import Agent
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from ..client import DurableClient, RunOutcome, read_session, state_problem, wait_for_run
-from ..lifecycle._approval_expiry import start_approval_expiry
+from ..lifecycle import start_approval_expiry
 from ..stored import Approval, RunApprovals, approvals_of, decided_event
 from ._answers import Answers
 from ._lookup import hosted_agent

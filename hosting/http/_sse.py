@@ -29,7 +29,7 @@ from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._numbers import seconds_from_env, whole_number
 from ..client import DurableClient, Snapshot, find_archived_run, read_session, state_problem, wait_for_run
-from ..lifecycle._approval_expiry import start_approval_expiry
+from ..lifecycle import start_approval_expiry
 from ..stored import INTERNAL, Approval, Internal, RunApprovals, Viewer, unrecorded_run
 from ..streams import (
     APPROVAL_REQUIRED,

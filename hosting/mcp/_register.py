@@ -13,7 +13,7 @@ from agents import Agent
 
 from .._settings import ApiSettings, max_session_bytes_from_env
 from ..client import BoundClient, Submitter, durable_client_input
-from ..lifecycle._sweeper import sweepers_of
+from ..lifecycle import sweepers_of
 from ._config import McpTools, ToolSpec, chosen_agents, tool_spec, wait_seconds_from_env
 from ._tool import AgentTool
 

@@ -30,8 +30,7 @@ from ..client import DurableClient, RunOutcome, Submission, Submitter, wait_for_
 from ..http._refusals import refusal
 from ..http._requests import check_id
 from ..http._users import acting_user, check_user_id, easy_auth_enabled, principal_of
-from ..lifecycle._approval_expiry import start_approval_expiry
-from ..lifecycle._sweeper import sweepers_of
+from ..lifecycle import start_approval_expiry, sweepers_of
 from ..stored import RunApprovals
 from ._config import QUERY, SESSION_ID, USER_ID, ToolSpec
 
