@@ -16,7 +16,7 @@ from ._ids import ENTITY_PREFIX, entity_name
 from ._orchestration import AgentHandle, get_agent
 from ._settings import ApiSettings
 from ._telemetry import configure_telemetry, with_trace_context
-from .entity._entity import OPERATIONS, AgentEntity
+from .entity import OPERATIONS, AgentEntity
 from .http._models import Problem, RunRequestBody, RunResultBody, WholeNumber
 from .http._openapi import openapi_document
 from .http._problems import json_response

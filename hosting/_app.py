@@ -26,9 +26,7 @@ from .agui import AGUI_ROUTES, agui_api
 from .archive import policy_from_env
 from .client import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
-from .entity._batch import guarded_batch
-from .entity._deadline import TimeLimits
-from .entity._entity import AgentEntity
+from .entity import AgentEntity, TimeLimits, guarded_batch
 from .http._answers import Answers
 from .http._api import Api, guarded
 from .http._edge import Request, Response, check_init_indexing, serve

@@ -20,6 +20,7 @@ PINNED = {
         "OPERATIONS",
         "RunDiscarded",
         "guarded_batch",
+        "TimeLimits",
     ],
     "hosting.client": [
         "BoundClient",
