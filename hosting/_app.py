@@ -27,19 +27,26 @@ from .archive import policy_from_env
 from .client import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
 from .entity import AgentEntity, TimeLimits, guarded_batch
-from .http._answers import Answers
-from .http._api import Api, guarded
-from .http._edge import Request, Response, check_init_indexing, serve
-from .http._erasure import UserErasure
-from .http._export import UserExport
-from .http._history import history
-from .http._memories import UserMemories
-from .http._openapi import openapi_document
-from .http._problems import json_response
-from .http._routes import AGENT_ROUTES, RouteSpec
-from .http._sessions import SessionsApi
-from .http._sse import RunStreams
-from .http._user_routes import USER_ROUTES
+from .http import (
+    AGENT_ROUTES,
+    USER_ROUTES,
+    Answers,
+    Api,
+    Request,
+    Response,
+    RouteSpec,
+    RunStreams,
+    SessionsApi,
+    UserErasure,
+    UserExport,
+    UserMemories,
+    check_init_indexing,
+    guarded,
+    history,
+    json_response,
+    openapi_document,
+    serve,
+)
 from .lifecycle import register_lifecycle, ttl_for
 from .mcp import McpTools, register_mcp_tools
 from .responses import RESPONSES_ROUTES, responses_api

@@ -27,9 +27,7 @@ from .._errors import ProblemCode, ProblemError
 from .._ids import new_session_id
 from .._settings import ApiSettings, max_session_bytes_from_env
 from ..client import DurableClient, RunOutcome, Submission, Submitter, wait_for_run
-from ..http._refusals import refusal
-from ..http._requests import check_id
-from ..http._users import acting_user, check_user_id, easy_auth_enabled, principal_of
+from ..http import acting_user, check_id, check_user_id, easy_auth_enabled, principal_of, refusal
 from ..lifecycle import start_approval_expiry, sweepers_of
 from ..stored import RunApprovals
 from ._config import QUERY, SESSION_ID, USER_ID, ToolSpec
