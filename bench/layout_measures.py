@@ -1,5 +1,6 @@
-"""The code layout's measures: import circles per package, hosting's top-level modules, hosting
-modules that read the stored session document's wire keys by hand, and `Any` in product code.
+"""The code layout's measures: import circles and imports of another package's private module per
+package, hosting's top-level modules, hosting modules that read the stored session document's wire
+keys by hand, and `Any` in product code.
 
 Usage: .venv/bin/python bench/layout_measures.py [ROOT]   (ROOT: a checkout, default this one)
 
@@ -8,6 +9,12 @@ Usage: .venv/bin/python bench/layout_measures.py [ROOT]   (ROOT: a checkout, def
   `import a.b.c` (or `from a.b import c`) also runs the packages `a.b` and `a`, so an import
   reaches the named module and each enclosing package that is not already one of the importer's
   own (those are initialised before the importer runs).
+* Private imports: imports of a private module (a name starting with one underscore) from
+  outside the package that holds it. Such a module is for its own package and that package's
+  subpackages (`hosting/a2a/_api.py` may import `hosting._ids`); any other module (a sibling
+  subpackage, or the enclosing package's own modules) reaches it through its package's
+  `__init__.py`. Every import counts, as for circles; each importing module and private module
+  once.
 * Wire keys: string constants naming the stored document's properties (below) used as a
   subscript, a `.get`/`.pop`/`.setdefault` key or a dict display key.
 * `Any`: every `Any` name (or `typing.Any`) in state, agents, hosting, devhost, examples and
@@ -76,6 +83,31 @@ def import_graph(root: pathlib.Path, package: str) -> dict[str, set[str]]:
             reached |= {".".join(parts[:i]) for i in range(1, len(parts))} - own
             graph[name] |= {m for m in reached if m in modules and m != name}
     return graph
+
+
+def private_imports(root: pathlib.Path, package: str) -> list[str]:
+    """`importer -> private module` for each module of `package` that imports a private module
+    of a package other than its own or one enclosing it."""
+    modules = {name: path for pkg in PACKAGES for name, path in _modules(root, pkg).items()}
+    found = set()
+    for name, path in _modules(root, package).items():
+        own = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for target, names in _imported(name, path, tree):
+            if target.split(".")[0] not in PACKAGES:
+                continue
+            # `from a import _b` imports the module a._b when there is one
+            for reached in [target] + [f"{target}.{n}" for n in names if f"{target}.{n}" in modules]:
+                parts = reached.split(".")
+                private = next(
+                    (i for i, p in enumerate(parts) if p.startswith("_") and not p.startswith("__")), None
+                )
+                if private is None:
+                    continue
+                holder = ".".join(parts[:private])
+                if own != holder and not own.startswith(holder + "."):
+                    found.add(f"{name} -> {'.'.join(parts[: private + 1])}")
+    return sorted(found)
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -148,6 +180,11 @@ def main(root: pathlib.Path) -> None:
         print(f"import circles in {package}/: {len(found)}")
         for component in found:
             print("  " + " <-> ".join(component))
+    for package in PACKAGES:
+        found_imports = private_imports(root, package)
+        print(f"private_imports in {package}/: {len(found_imports)}")
+        for line in found_imports:
+            print("  " + line)
     top = sorted(p.stem for p in (root / "hosting").glob("*.py") if p.name != "__init__.py")
     print(f"hosting top-level modules: {len(top)} ({', '.join(top)})")
     readers = {}

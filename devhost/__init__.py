@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ._errors import AppLoadError, DevHostError, EntityIdError, RouteTemplateError
     from ._host import LocalHost
     from ._main import main
-    from .entities._gateway import EntityGateway, encode_input, make_entity_id, parse_entity_id
+    from .entities import EntityGateway, encode_input, make_entity_id, parse_entity_id
     from .worker import list_functions
 
 _WHERE = {
@@ -23,10 +23,10 @@ _WHERE = {
     "RouteTemplateError": "._errors",
     "LocalHost": "._host",
     "main": "._main",
-    "EntityGateway": ".entities._gateway",
-    "encode_input": ".entities._gateway",
-    "make_entity_id": ".entities._gateway",
-    "parse_entity_id": ".entities._gateway",
+    "EntityGateway": ".entities",
+    "encode_input": ".entities",
+    "make_entity_id": ".entities",
+    "parse_entity_id": ".entities",
     "list_functions": ".worker",
 }
 

@@ -16,13 +16,23 @@ from ._ids import ENTITY_PREFIX, entity_name
 from ._orchestration import AgentHandle, get_agent
 from ._settings import ApiSettings
 from ._telemetry import configure_telemetry, with_trace_context
-from .entity._entity import OPERATIONS, AgentEntity
-from .http._models import Problem, RunRequestBody, RunResultBody, WholeNumber
-from .http._openapi import openapi_document
-from .http._problems import json_response
-from .http._requests import MAX_BODY_BYTES, check_id
-from .http._routes import BAD_REQUEST, UNAVAILABLE, Operation, Param, RouteSpec
-from .http._routes import Response as RouteResponse
+from .entity import OPERATIONS, AgentEntity
+from .http import (
+    BAD_REQUEST,
+    MAX_BODY_BYTES,
+    UNAVAILABLE,
+    Operation,
+    Param,
+    Problem,
+    RouteResponse,
+    RouteSpec,
+    RunRequestBody,
+    RunResultBody,
+    WholeNumber,
+    check_id,
+    json_response,
+    openapi_document,
+)
 
 __all__ = [
     "BAD_REQUEST",

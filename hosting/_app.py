@@ -24,31 +24,34 @@ from ._telemetry import configure_telemetry, traced_http
 from .a2a import A2A_FORMAT, A2A_ROUTES, a2a_api
 from .agui import AGUI_ROUTES, agui_api
 from .archive import policy_from_env
-from .client._binding import BoundClient, durable_client_input
+from .client import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
-from .entity._batch import guarded_batch
-from .entity._deadline import TimeLimits
-from .entity._entity import AgentEntity
-from .http._answers import Answers
-from .http._api import Api, guarded
-from .http._edge import Request, Response, check_init_indexing, serve
-from .http._erasure import UserErasure
-from .http._export import UserExport
-from .http._history import history
-from .http._memories import UserMemories
-from .http._openapi import openapi_document
-from .http._problems import json_response
-from .http._routes import AGENT_ROUTES, RouteSpec
-from .http._sessions import SessionsApi
-from .http._sse import RunStreams
-from .http._user_routes import USER_ROUTES
-from .lifecycle._register import register_lifecycle
-from .lifecycle._ttl import ttl_for
+from .entity import AgentEntity, TimeLimits, guarded_batch
+from .http import (
+    AGENT_ROUTES,
+    USER_ROUTES,
+    Answers,
+    Api,
+    Request,
+    Response,
+    RouteSpec,
+    RunStreams,
+    SessionsApi,
+    UserErasure,
+    UserExport,
+    UserMemories,
+    check_init_indexing,
+    guarded,
+    history,
+    json_response,
+    openapi_document,
+    serve,
+)
+from .lifecycle import register_lifecycle, ttl_for
 from .mcp import McpTools, register_mcp_tools
 from .responses import RESPONSES_ROUTES, responses_api
 from .streams import StreamStore, stream_store_from_env
-from .webhooks import RUN_FORMAT, register_format, register_webhooks
-from .webhooks._settings import pace_from_env
+from .webhooks import RUN_FORMAT, pace_from_env, register_format, register_webhooks
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")

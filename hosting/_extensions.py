@@ -16,9 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from ._handlers import Handler
 from ._settings import ApiSettings
-from .http._problems import validation_problem
-from .http._requests import parse_json_object
-from .http._routes import RouteSpec
+from .http import RouteSpec, parse_json_object, validation_problem
 
 M = TypeVar("M", bound=BaseModel)
 

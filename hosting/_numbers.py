@@ -6,6 +6,7 @@ ASCII only: `str.isdigit`, `int` and `float` also take other scripts' digits, an
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from ._errors import HostingConfigurationError
@@ -43,3 +44,9 @@ def number_setting(
             f"{name} must be {kind} of {unit} from {low:g} to {high:g}, not {raw!r}"
         )
     return value
+
+
+def seconds_from_env(name: str, default: float, low: float, high: float) -> float:
+    """A number of seconds from the setting `name` (from `low` to `high`), else `default`."""
+    value = number_setting(os.environ, name, low=low, high=high, unit="seconds")
+    return default if value is None else value

@@ -29,7 +29,7 @@ from agents import InputMessage, InvalidTurnRequest, TurnRequest, TurnResult, fa
 from ._errors import AgentRunFailed, InvalidOperation, ProblemCode
 from ._ids import id_problem
 from ._telemetry import orchestration_trace_context
-from .client._submit import RUN_OPERATION, session_entity
+from .client import RUN_OPERATION, session_entity
 from .stored import decided_event
 
 STATUS_OPERATION = "run_status"

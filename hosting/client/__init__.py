@@ -5,6 +5,8 @@ run's outcome as one value."""
 from ._archived import find_archived_run
 from ._binding import BoundClient, DurableClient, durable_client_input, rpc_base_url
 from ._outcome import PENDING, RunOutcome, SameRequest
+from ._owned import owned_sessions
+from ._pacing import read_pacer
 from ._query import (
     ContinuationRefused,
     NoQueryEndpoint,
@@ -12,7 +14,7 @@ from ._query import (
     query_entities,
     query_instances,
 )
-from ._read import Snapshot, read_session, state_problem
+from ._read import Snapshot, checked_state, read_session, state_problem
 from ._submit import (
     RUN_OPERATION,
     Accepted,
@@ -24,7 +26,7 @@ from ._submit import (
     Submitter,
     session_entity,
 )
-from ._waiting import wait_for_run
+from ._waiting import snapshot_outcome, wait_for_run
 
 __all__ = [
     "PENDING",
@@ -43,14 +45,18 @@ __all__ = [
     "Submission",
     "Submitted",
     "Submitter",
+    "checked_state",
     "durable_client_input",
     "entity_key",
     "find_archived_run",
+    "owned_sessions",
     "query_entities",
     "query_instances",
+    "read_pacer",
     "read_session",
     "rpc_base_url",
     "session_entity",
+    "snapshot_outcome",
     "state_problem",
     "wait_for_run",
 ]

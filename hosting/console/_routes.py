@@ -7,7 +7,7 @@ styles, not JSON, and holds no data (the page calls the documented API with the 
 
 from __future__ import annotations
 
-from ..http._routes import Operation, Response, RouteSpec
+from ..http import Operation, RouteResponse, RouteSpec
 
 CONSOLE_ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec(
@@ -18,9 +18,9 @@ CONSOLE_ROUTES: tuple[RouteSpec, ...] = (
                 "GET",
                 "The web console (index.html) and its static assets.",
                 (
-                    Response(200, "The asset."),
-                    Response(304, "Not modified (ETag)."),
-                    Response(404, "No such asset."),
+                    RouteResponse(200, "The asset."),
+                    RouteResponse(304, "Not modified (ETag)."),
+                    RouteResponse(404, "No such asset."),
                 ),
             ),
         ),

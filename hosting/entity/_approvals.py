@@ -22,17 +22,20 @@ from agents import AwaitingApproval, TurnResult, now_iso
 from state import dump_state
 
 from .._errors import InvalidOperation
-from ..lifecycle._approval_expiry import approval_timeout, approvals_due
+from ..lifecycle import approval_timeout, approvals_due
 from ..stored import (
     ActiveTurn,
+    Decision,
     StoredDocument,
     UnreadableTurn,
     active_turn,
+    find_approval,
     queued_requests,
     refused_result,
     unrecorded_run,
+    with_decision,
+    with_requested,
 )
-from ..stored._approvals import Decision, decided, find, with_requested
 from ..streams import RunEvents
 from ._context import EntityContext, Loaded, cache_load, load, operation_input, store_text
 from ._services import EntityServices
@@ -110,14 +113,14 @@ def decide(services: EntityServices, context: EntityContext) -> DecideAnswer:
     turn = _paused_turn(services, context, loaded, cid)
     if turn is None:
         return {"correlationId": cid, "callId": call_id, "outcome": NOT_AWAITING}
-    approval = find(turn.approvals, call_id)
+    approval = find_approval(turn.approvals, call_id)
     if approval is None:
         return {"correlationId": cid, "callId": call_id, "outcome": UNKNOWN_CALL}
     if approval.decision is not None:
         same = approval.decision.same_as(approved, reason)
         return {"correlationId": cid, "callId": call_id, "outcome": UNCHANGED if same else CONFLICT}
     decision = Decision(approved, now_iso(), reason)
-    turn = replace(turn, approvals=decided(turn.approvals, call_id, decision))
+    turn = replace(turn, approvals=with_decision(turn.approvals, call_id, decision))
     resumed = _store_decided(services, context, loaded, turn)
     return {"correlationId": cid, "callId": call_id, "outcome": DECIDED, "resumed": resumed}
 
@@ -135,7 +138,7 @@ def expire_approvals(services: EntityServices, context: EntityContext) -> Expire
     approvals = turn.approvals
     expired = [a.call_id for a in turn.waiting]
     for call_id in expired:
-        approvals = decided(approvals, call_id, Decision(False, now_iso(), reason, expired=True))
+        approvals = with_decision(approvals, call_id, Decision(False, now_iso(), reason, expired=True))
     _store_decided(services, context, loaded, replace(turn, approvals=approvals))
     return {"correlationId": turn.correlation_id, "expired": expired}
 

@@ -14,9 +14,7 @@ from datetime import UTC, datetime, timedelta
 from agents import ended_session, now_iso, wants_session_end
 from state import AgentState, StateError, archive_info
 
-from ..lifecycle import due_at, ttl_for
-from ..lifecycle._approval_expiry import approval_timeout, approvals_due
-from ..lifecycle._erasure import ERASE_DELETE_KEY
+from ..lifecycle import ERASE_DELETE_KEY, approval_timeout, approvals_due, due_at, ttl_for
 from ..stored import StoredDocument, UnreadableTurn, active_turn, reset_text, tombstone_text
 from ._context import EntityContext, cache_load, load, operation_input, store_text, stored_text
 from ._services import EntityServices

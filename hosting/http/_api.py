@@ -27,19 +27,23 @@ from .._errors import ProblemCode, ProblemError
 from .._handlers import Handler
 from .._ids import entity_name
 from .._settings import ApiSettings
-from ..client._binding import DurableClient
-from ..client._outcome import RunOutcome
-from ..client._pacing import read_pacer
-from ..client._read import checked_state, read_session, state_problem
-from ..client._submit import Answered, Refused, Submission, Submitter, session_entity
-from ..client._waiting import wait_for_run
-from ..lifecycle._approval_expiry import start_approval_expiry
-from ..lifecycle._ended import start_session_ended
-from ..lifecycle._expiry import reset_or_delete
-from ..lifecycle._sweeper import sweepers_of
+from ..client import (
+    Answered,
+    DurableClient,
+    Refused,
+    RunOutcome,
+    Submission,
+    Submitter,
+    checked_state,
+    read_pacer,
+    read_session,
+    session_entity,
+    state_problem,
+    wait_for_run,
+)
+from ..lifecycle import reset_or_delete, start_approval_expiry, start_session_ended, sweepers_of
 from ..stored import StoredDocument, StoredRun, TurnEntry, Viewer, WaitingRun, approvals_of
-from ..streams import StreamKey, StreamStoreUnavailable, claimed_user
-from ..streams._watch import terminal_watch
+from ..streams import StreamKey, StreamStoreUnavailable, claimed_user, terminal_watch
 from ..webhooks import EndedRun, Rendered, delivery_of, start_delivery
 from ._answers import Answers, approval_body
 from ._approvals import decide_approval

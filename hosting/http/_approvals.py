@@ -25,11 +25,8 @@ from agents import Agent
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from ..client._binding import DurableClient
-from ..client._outcome import RunOutcome
-from ..client._read import read_session, state_problem
-from ..client._waiting import wait_for_run
-from ..lifecycle._approval_expiry import start_approval_expiry
+from ..client import DurableClient, RunOutcome, read_session, state_problem, wait_for_run
+from ..lifecycle import start_approval_expiry
 from ..stored import Approval, RunApprovals, approvals_of, decided_event
 from ._answers import Answers
 from ._lookup import hosted_agent

@@ -19,10 +19,7 @@ from agents import Agent
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from ..client._binding import DurableClient
-from ..client._outcome import RunOutcome
-from ..client._read import read_session
-from ..client._waiting import snapshot_outcome
+from ..client import DurableClient, RunOutcome, read_session, snapshot_outcome
 from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
 from ._answers import Answers, is_cancelled
 from ._lookup import claimed_by_other, hosted_agent

@@ -35,11 +35,8 @@ from state import HistoryUnavailable
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from ..archive import HistoryArchive, default_archive
-from ..archive._pages import archived_chunks
-from ..client._binding import DurableClient, rpc_base_url
-from ..client._owned import owned_sessions
-from ..client._query import ContinuationRefused, NoQueryEndpoint
+from ..archive import HistoryArchive, archived_chunks, default_archive
+from ..client import ContinuationRefused, DurableClient, NoQueryEndpoint, owned_sessions, rpc_base_url
 from ..stored import StoredDocument
 from ._memories import UserMemories, memory_body, route_user
 from ._openapi import NDJSON

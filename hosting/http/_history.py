@@ -16,9 +16,8 @@ from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._settings import ApiSettings
 from ..archive import Cursor, HistoryArchive, default_archive, history_page
-from ..client._binding import DurableClient
-from ..client._read import state_problem
-from ..lifecycle._ttl import expires_at, ttl_for
+from ..client import DurableClient, state_problem
+from ..lifecycle import expires_at, ttl_for
 from ..stored import StoredDocument
 from ._lookup import existing_session
 from ._models import HistoryPageBody, SessionBody

@@ -13,7 +13,7 @@ from agents import Agent
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from ..client._read import DurableClient, Snapshot, read_session
+from ..client import DurableClient, Snapshot, read_session
 from ..streams import StreamKey, StreamStore, StreamStoreUnavailable, claimed_user
 from ._refusals import no_session
 from ._requests import check_id

@@ -12,7 +12,7 @@ from agents import FailureCode
 
 from .._errors import MODEL_FAILURE_STATUS, PROBLEMS
 from .._ids import ID_PATTERN_TEXT
-from ..streams._events_doc import EVENT_STREAM, event_stream_content
+from ..streams import EVENT_STREAM, event_stream_content
 from ._models import Problem
 from ._routes import Operation, Response, RouteSpec
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from state import HistoryUnavailable
 
 from .._errors import ProblemCode, ProblemError, session_busy_message
-from ..client._outcome import RunOutcome
+from ..client import RunOutcome
 
 
 def no_session(agent: str, session_id: str) -> ProblemError:

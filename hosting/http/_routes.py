@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from .._ids import ID_PATTERN_TEXT, IDEMPOTENCY_KEY_PATTERN_TEXT, MULTITASK_STRATEGIES
 from .._settings import MAX_BODY_BYTES
-from ..archive._pages import CURSOR_PATTERN
+from ..archive import CURSOR_PATTERN
 from ._models import (
     AgentsBody,
     ApprovalDecisionBody,

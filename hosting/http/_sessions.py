@@ -19,8 +19,7 @@ from state import compact_json
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._settings import ApiSettings
-from ..client._binding import DurableClient
-from ..client._query import ContinuationRefused, NoQueryEndpoint, entity_key, query_entities
+from ..client import ContinuationRefused, DurableClient, NoQueryEndpoint, entity_key, query_entities
 from ..stored import INTERNAL, StoredDocument, Viewer, first_text
 from ._lookup import hosted_agent
 from ._models import SessionsPageBody, SessionSummary

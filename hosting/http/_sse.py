@@ -27,16 +27,13 @@ from state import HistoryUnavailable
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from .._numbers import whole_number
-from ..client._archived import find_archived_run
-from ..client._binding import DurableClient
-from ..client._read import Snapshot, read_session, state_problem
-from ..client._waiting import wait_for_run
-from ..lifecycle._approval_expiry import start_approval_expiry
+from .._numbers import seconds_from_env, whole_number
+from ..client import DurableClient, Snapshot, find_archived_run, read_session, state_problem, wait_for_run
+from ..lifecycle import start_approval_expiry
 from ..stored import INTERNAL, Approval, Internal, RunApprovals, Viewer, unrecorded_run
-from ..streams._events_doc import EVENT_STREAM
-from ..streams._store import (
+from ..streams import (
     APPROVAL_REQUIRED,
+    EVENT_STREAM,
     RUN_CANCELLED,
     RUN_COMPLETED,
     RUN_FAILED,
@@ -45,7 +42,6 @@ from ..streams._store import (
     StreamKey,
     StreamStore,
     StreamStoreUnavailable,
-    seconds_from_env,
 )
 from ._answers import Answers
 from ._lookup import claimed_by_other, hosted_agent

@@ -25,9 +25,8 @@ import azure.durable_functions as df
 
 from .._ids import entity_name
 from .._numbers import number_setting
-from ..client._binding import DurableClient
-from ..stored import RunApprovals, StoredDocument, approvals_of
-from ..stored._approvals import Approval
+from ..client import DurableClient
+from ..stored import Approval, RunApprovals, StoredDocument, approvals_of
 from ._names import APPROVAL_EXPIRY, approval_instance
 
 log = logging.getLogger("hosting.lifecycle")

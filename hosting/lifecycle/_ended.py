@@ -40,8 +40,7 @@ from agents import EndReason, ended_session, run_session_ended, wants_session_en
 from state import StateError, load_state
 
 from .._ids import entity_name
-from ..client._binding import DurableClient
-from ..client._query import query_instances
+from ..client import DurableClient, query_instances
 from ._names import erasure_instance
 
 log = logging.getLogger("hosting.lifecycle")

@@ -44,8 +44,7 @@ from state import HistoryUnavailable
 
 from .._ids import entity_name
 from ..archive import HistoryArchive, archived_chunks, default_archive, session_prefix
-from ..client._binding import DurableClient
-from ..client._owned import owned_sessions
+from ..client import DurableClient, owned_sessions
 from ..stored import StoredDocument
 from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
 from ._approval_expiry import approval_expiries, stop_approval_expiries

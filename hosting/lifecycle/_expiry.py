@@ -32,7 +32,7 @@ import azure.durable_functions as df
 
 from .._ids import entity_name
 from ..archive import default_archive
-from ..client._binding import DurableClient
+from ..client import DurableClient
 from ._ended import ENDED_HOOKS, HOOK_RETRY
 from ._names import CLEANUP, FORGET, cleanup_instance
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from ..client._binding import DurableClient
-from ..client._query import ContinuationRefused, query_instances
+from ..client import ContinuationRefused, DurableClient, query_instances
 from ._ended import ended_prefix
 from ._names import approval_prefix, cleanup_prefix, expiry_prefix
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from ..client._binding import BoundClient, durable_client_input
+from ..client import BoundClient, durable_client_input
 from ..streams import StreamStore
 from ._approval_expiry import approval_expiry_orchestrator
 from ._ended import ENDED, ENDED_HOOKS, EndHooks, ended_orchestrator

@@ -29,8 +29,7 @@ from typing import Any
 import azure.durable_functions as df
 
 from .._ids import entity_name
-from ..client._binding import DurableClient, rpc_base_url
-from ..client._query import ContinuationRefused, entity_key, query_entities
+from ..client import ContinuationRefused, DurableClient, entity_key, query_entities, rpc_base_url
 from ._names import EXPIRY, SWEEP, SWEEPER, expiry_instance, sweeper_instance
 from ._purge import purge_finished
 from ._ttl import ttl_for

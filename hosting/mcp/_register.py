@@ -12,9 +12,8 @@ import azure.functions as func
 from agents import Agent
 
 from .._settings import ApiSettings, max_session_bytes_from_env
-from ..client._binding import BoundClient, durable_client_input
-from ..client._submit import Submitter
-from ..lifecycle._sweeper import sweepers_of
+from ..client import BoundClient, Submitter, durable_client_input
+from ..lifecycle import sweepers_of
 from ..streams import StreamStore
 from ._config import McpTools, ToolSpec, chosen_agents, tool_spec, wait_seconds_from_env
 from ._tool import AgentTool

@@ -26,15 +26,17 @@ from agents import Agent, InputMessage, InvalidTurnRequest, TurnRequest
 from .._errors import ProblemCode, ProblemError
 from .._ids import new_session_id
 from .._settings import ApiSettings, max_session_bytes_from_env
-from ..client._binding import DurableClient
-from ..client._outcome import RunOutcome
-from ..client._submit import Answered, Refused, Submission, Submitter
-from ..client._waiting import wait_for_run
-from ..http._refusals import refusal, refused
-from ..http._requests import check_id
-from ..http._users import acting_user, check_user_id, easy_auth_enabled, principal_of
-from ..lifecycle._approval_expiry import start_approval_expiry
-from ..lifecycle._sweeper import sweepers_of
+from ..client import Answered, DurableClient, Refused, RunOutcome, Submission, Submitter, wait_for_run
+from ..http import (
+    acting_user,
+    check_id,
+    check_user_id,
+    easy_auth_enabled,
+    principal_of,
+    refusal,
+    refused,
+)
+from ..lifecycle import start_approval_expiry, sweepers_of
 from ..stored import RunApprovals
 from ._config import QUERY, SESSION_ID, USER_ID, ToolSpec
 

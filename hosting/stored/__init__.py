@@ -1,7 +1,17 @@
 """The stored session document, pure (no IO): one reader (`StoredDocument`) of its wire keys
 and of hosting's marks in `data`, the marks' writers, and the runs they answer without entries."""
 
-from ._approvals import Approval, Decision, RunApprovals, approvals_of, decided_event, recorded_approvals
+from ._approvals import (
+    Approval,
+    Decision,
+    RunApprovals,
+    approvals_of,
+    decided_event,
+    find_approval,
+    recorded_approvals,
+    with_decision,
+    with_requested,
+)
 from ._document import (
     INTERNAL,
     Internal,
@@ -55,6 +65,7 @@ __all__ = [
     "active_turn",
     "approvals_of",
     "decided_event",
+    "find_approval",
     "first_text",
     "forget_waiting",
     "keep_approvals",
@@ -65,5 +76,7 @@ __all__ = [
     "revived_text",
     "tombstone_text",
     "unrecorded_run",
+    "with_decision",
     "with_refused",
+    "with_requested",
 ]

@@ -136,12 +136,12 @@ def decisions(approvals: Sequence[Approval], step: int) -> dict[str, ToolDecisio
     }
 
 
-def decided(approvals: Sequence[Approval], call_id: str, decision: Decision) -> list[Approval]:
+def with_decision(approvals: Sequence[Approval], call_id: str, decision: Decision) -> list[Approval]:
     """`approvals` with `decision` on call `call_id`."""
     return [replace(a, decision=decision) if a.call_id == call_id else a for a in approvals]
 
 
-def find(approvals: Sequence[Approval], call_id: str) -> Approval | None:
+def find_approval(approvals: Sequence[Approval], call_id: str) -> Approval | None:
     return next((a for a in approvals if a.call_id == call_id), None)
 
 

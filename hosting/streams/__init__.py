@@ -8,6 +8,7 @@ settings.
 from typing import TYPE_CHECKING, Any
 
 from ._admission import Admission, claim_identity, claimed_user, latest_run, start_run
+from ._events_doc import EVENT_STREAM, event_stream_content
 from ._publisher import RunCancelled, RunEvents
 from ._settings import (
     PATH_ENV,
@@ -19,6 +20,7 @@ from ._settings import (
 )
 from ._sqlite import SqliteStreamStore
 from ._store import (
+    APPROVAL_REQUIRED,
     DEFAULT_RETENTION_SECONDS,
     RETENTION_ENV,
     RUN_CANCELLED,
@@ -36,12 +38,15 @@ from ._store import (
     StreamStoreUnavailable,
     retention_from_env,
 )
+from ._watch import terminal_watch
 
 if TYPE_CHECKING:
     from ._entra import EntraIdCredentials
 
 __all__ = [
+    "APPROVAL_REQUIRED",
     "DEFAULT_RETENTION_SECONDS",
+    "EVENT_STREAM",
     "PATH_ENV",
     "REDIS_CLUSTER_ENV",
     "REDIS_ENTRA_ENV",
@@ -68,10 +73,12 @@ __all__ = [
     "claim_identity",
     "claimed_user",
     "default_stream_path",
+    "event_stream_content",
     "latest_run",
     "retention_from_env",
     "start_run",
     "stream_store_from_env",
+    "terminal_watch",
 ]
 
 

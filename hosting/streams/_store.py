@@ -7,12 +7,11 @@ follow new events until the final one. Events expire `retention` seconds after t
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .._numbers import number_setting
+from .._numbers import seconds_from_env
 
 RUN_STARTED = "run.started"
 RUN_RESTARTED = "run.restarted"
@@ -149,12 +148,6 @@ class StreamStore(Protocol):
 
     async def aclose(self) -> None:
         """Release connections opened on the running event loop."""
-
-
-def seconds_from_env(name: str, default: float, low: float, high: float) -> float:
-    """A number of seconds from the setting `name` (from `low` to `high`), else `default`."""
-    value = number_setting(os.environ, name, low=low, high=high, unit="seconds")
-    return default if value is None else value
 
 
 def retention_from_env() -> float:

@@ -5,7 +5,7 @@ payload format (`register_format`)."""
 
 from ._deliver import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature
 from ._register import cancel_delivery, check_webhook, delivery_of, register_webhooks, start_delivery
-from ._settings import SECRET_ENV
+from ._settings import SECRET_ENV, pace_from_env
 from ._spec import RUN_FORMAT, EndedRun, Rendered, Renderer, Webhook, formats, register_format, renderer_of
 from ._urls import HOSTS_ENV, WebhookRefused
 
@@ -25,6 +25,7 @@ __all__ = [
     "check_webhook",
     "delivery_of",
     "formats",
+    "pace_from_env",
     "register_format",
     "register_webhooks",
     "renderer_of",

@@ -8,7 +8,7 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from ..client._binding import BoundClient, durable_client_input
+from ..client import BoundClient, durable_client_input
 from ._deliver import deliver
 from ._orchestration import DELIVER, WEBHOOK, delivery_spec, webhook_instance, webhook_orchestrator
 from ._settings import SECRET_ENV, pace_from_env, secret_from_env

@@ -1,10 +1,12 @@
 """The public names of hosting's subpackages (each `__init__.py` re-exports them in `__all__`),
-and the layout's rules: no import circle, the stored document read in one module."""
+and the layout's rules: no import circle, subpackages reach each other only through their
+`__init__.py`, the stored document read in one module."""
 
 from __future__ import annotations
 
 import importlib
 import json
+import pathlib
 import subprocess
 import sys
 from typing import Any
@@ -20,6 +22,7 @@ PINNED = {
         "OPERATIONS",
         "RunDiscarded",
         "guarded_batch",
+        "TimeLimits",
     ],
     "hosting.client": [
         "BoundClient",
@@ -48,6 +51,10 @@ PINNED = {
         "session_entity",
         "state_problem",
         "wait_for_run",
+        "checked_state",
+        "owned_sessions",
+        "read_pacer",
+        "snapshot_outcome",
     ],
     "hosting.lifecycle": [
         "CLEANUP",
@@ -70,6 +77,10 @@ PINNED = {
         "sweeper_instance",
         "sweepers_of",
         "ttl_for",
+        "ERASE_DELETE_KEY",
+        "approval_timeout",
+        "approvals_due",
+        "start_session_ended",
     ],
     "hosting.responses": ["RESPONSES_ROUTES", "responses_api", "RunRef", "decode_response_id"],
     "hosting.a2a": ["A2A_FORMAT", "A2A_ROUTES", "a2a_api"],
@@ -100,10 +111,32 @@ PINNED = {
         "problem_response",
         "read_sse_events",
         "refusal",
+        "refused",
         "resume_after",
         "serve",
         "sse_frame",
         "wants_event_stream",
+        "AGENT_ROUTES",
+        "BAD_REQUEST",
+        "MAX_BODY_BYTES",
+        "Param",
+        "Problem",
+        "RunRequestBody",
+        "RunResultBody",
+        "SessionsApi",
+        "UNAVAILABLE",
+        "USER_ROUTES",
+        "UserErasure",
+        "UserExport",
+        "UserMemories",
+        "WholeNumber",
+        "acting_user",
+        "check_id",
+        "check_user_id",
+        "history",
+        "parse_json_object",
+        "principal_of",
+        "validation_problem",
     ],
     "hosting.stored": [
         "INTERNAL",
@@ -137,6 +170,9 @@ PINNED = {
         "tombstone_text",
         "unrecorded_run",
         "with_refused",
+        "find_approval",
+        "with_decision",
+        "with_requested",
     ],
 }
 
@@ -168,6 +204,42 @@ def _measured(expression: str) -> Any:
 @pytest.mark.parametrize("package", ["state", "agents", "hosting", "devhost"])
 def test_no_import_circle(package: str) -> None:
     assert _measured(f"m.circles(m.import_graph(pathlib.Path('.'), {package!r}))") == []
+
+
+@pytest.mark.parametrize("package", ["state", "agents", "hosting", "devhost"])
+def test_no_import_of_another_subpackages_private_module(package: str) -> None:
+    found = _measured(f"m.private_imports(pathlib.Path('.'), {package!r})")
+    assert found == [], "import through the package's __init__: " + ", ".join(found)
+
+
+def test_private_imports_are_found(tmp_path: pathlib.Path) -> None:
+    """The measure the test above relies on finds each form of the import it forbids, and none
+    of those it allows."""
+    files = {
+        "__init__.py": "",
+        "_top.py": "from .a._x import X\n",  # forbidden: the package's own module, a subpackage's private one
+        "a/__init__.py": "from ._x import X\n",
+        "a/_x.py": "from .._top import T\nfrom . import _y\nX = 1\n",
+        "a/_y.py": "",
+        "b/__init__.py": "",
+        "b/_z.py": (
+            "import hosting.a._x\n"
+            "from .. import a\n"
+            "from ..a import _y, X\n"
+            "def f():\n"
+            "    from ..a._x import X\n"
+        ),
+        "b/c/_w.py": "from ... import _top\nfrom .._z import f\n",
+    }
+    for name, text in files.items():
+        path = tmp_path / "hosting" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert _measured(f"m.private_imports(pathlib.Path({str(tmp_path)!r}), 'hosting')") == [
+        "hosting._top -> hosting.a._x",
+        "hosting.b._z -> hosting.a._x",
+        "hosting.b._z -> hosting.a._y",
+    ]
 
 
 def test_only_the_stored_package_reads_the_documents_wire_keys() -> None:

@@ -17,8 +17,10 @@ from hosting.streams._redis import RedisStreamStore
 
 def test_all_is_pinned() -> None:
     assert sorted(streams.__all__) == [
+        "APPROVAL_REQUIRED",
         "Admission",
         "DEFAULT_RETENTION_SECONDS",
+        "EVENT_STREAM",
         "EntraIdCredentials",
         "PATH_ENV",
         "REDIS_CLUSTER_ENV",
@@ -44,10 +46,12 @@ def test_all_is_pinned() -> None:
         "claim_identity",
         "claimed_user",
         "default_stream_path",
+        "event_stream_content",
         "latest_run",
         "retention_from_env",
         "start_run",
         "stream_store_from_env",
+        "terminal_watch",
     ]
     for name in streams.__all__:
         assert getattr(streams, name) is not None
