@@ -137,7 +137,6 @@ class Accepted:
     """The run is under way: this request sent it (`sent`), or joined the pending run with its id."""
 
     sent: bool
-    snapshot: Snapshot
     then: Callable[[], Awaitable[None]] | None = None
     """Due once the turn was sent (see the module); None when there is nothing to do."""
 
@@ -220,7 +219,7 @@ class Submitter:
         if admitted is Admission.CONFLICT:
             return Refused(RunOutcome(hidden=True) if other_user else RunOutcome(conflict=True))
         sent = admitted is Admission.SENT
-        return Accepted(sent, prepared.snapshot, self.after_send(client, prepared) if sent else None)
+        return Accepted(sent, self.after_send(client, prepared) if sent else None)
 
     async def prepare(self, client: DurableClient, submission: Submission) -> Prepared:
         """Read the session and find what must not be sent (see the module)."""

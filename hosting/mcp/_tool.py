@@ -245,7 +245,7 @@ class AgentTool:
         if isinstance(submitted, Refused):
             limit = self.submitter.max_session_bytes
             raise refused(submitted.outcome, agent, call.session_id, correlation_id, limit)
-        if isinstance(submitted, Answered):  # a run id of its own: a retry of a finished run
+        if isinstance(submitted, Answered):  # not for a fresh run id (never retry-safe): its run all the same
             outcome = RunOutcome(run=submitted.run)
         else:
             if submitted.then is not None:
