@@ -32,12 +32,13 @@ if TYPE_CHECKING:
     from .orchestrations import OrchestrationEngine
 
 # The host's own parts (the HTTP server, the durable backend, the runtime's types the durable API
-# converts with, and the MCP extension's endpoints, whose SDK alone is over half a second) load on
-# another thread while the worker processes start and import the app, which takes longer: only
-# the worker's process (the `python -m devhost.worker` modules) starts before them. Whether the
-# app has MCP tool triggers is known only from the workers' metadata anyway.
+# converts with) load on another thread while the worker processes start and import the app,
+# which takes longer: only the worker's process (the `python -m devhost.worker` modules) starts
+# before them. The MCP extension's endpoints, whose SDK alone is over half a second of CPU, load
+# on the first request to them (`_mount_mcp`): most hosts are never asked, and on two cores the
+# import competes with the workers' own.
 _HOST_PARTS = ("aiohttp.web", "devhost._origin", "devhost.durable_api", "devhost.entities",
-               "devhost.functions", "devhost.orchestrations", "devhost.mcp")
+               "devhost.functions", "devhost.orchestrations")
 # CPython before 3.12 keeps the compiler's AST recursion depth per interpreter, not per thread, so
 # compiling on two threads at once can leave it wrong ("AST constructor recursion depth mismatch"
 # on every later compile; python/cpython#106905): there the import waits for the metadata.
@@ -245,8 +246,7 @@ class LocalHost:
                                   middlewares=[loopback_middleware(self.host)])
         web_app.add_routes(api.routes())
         if self.model.mcp_tools:
-            self.mcp = self._mcp_endpoint(self.model)
-            self.mcp.mount(web_app)
+            self._mount_mcp(web_app, self.model)
         # [\s\S], not '.': a path with an encoded newline must reach the dispatcher (and get a
         # problem answer), not aiohttp's plain-text 404.
         web_app.router.add_route("*", r"/{tail:[\s\S]*}", dispatcher.handle)
@@ -258,8 +258,6 @@ class LocalHost:
         if redelivered:
             self.log.info("redelivering pending operations of %d entit%s", redelivered,
                           "y" if redelivered == 1 else "ies")
-        if self.mcp is not None:
-            await self.mcp.start()
         if self.engine is not None:
             await self.engine.start()
         else:
@@ -283,6 +281,29 @@ class LocalHost:
             function_app_directory=directory, script_file=script, sys_path=sys_path, environment=environment
         )
 
+    def _mount_mcp(self, web_app: web.Application, model: AppModel) -> None:
+        """Mount the MCP extension's routes; the endpoint (and the MCP SDK) is made and started on
+        the first request to them, and serves every later one."""
+        from . import mcp
+
+        made = asyncio.Lock()
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            if self.mcp is None:
+                async with made:
+                    if self.mcp is None:
+                        # The SDK's import is CPU work: on a thread, so the loop keeps serving
+                        # (where a thread's compile cannot upset another's: _IMPORT_ON_A_THREAD).
+                        if _IMPORT_ON_A_THREAD:
+                            await asyncio.to_thread(getattr, mcp, "McpEndpoint")
+                        endpoint = self._mcp_endpoint(model)
+                        await endpoint.start()
+                        self.mcp = endpoint
+            return await self.mcp.handle(request)
+
+        web_app.router.add_route("*", mcp.MCP_PREFIX, handle)
+        web_app.router.add_route("*", mcp.MCP_PREFIX + "/{tail:.*}", handle)
+
     def _mcp_endpoint(self, model: AppModel) -> McpEndpoint:
         from .mcp import McpEndpoint, ToolRegistry
 
@@ -304,7 +325,7 @@ class LocalHost:
     @property
     def mcp_url(self) -> str | None:
         """The MCP (streamable HTTP) endpoint, when the app has MCP tool triggers."""
-        if self.mcp is None:
+        if self.model is None or not self.model.mcp_tools:
             return None
         from .mcp import MCP_PREFIX
 

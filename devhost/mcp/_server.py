@@ -32,12 +32,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from .._asgi import RAW_HEADERS, Message, Receive, Scope, Send, serve_asgi
 from .._problems import problem
 from ..functions import key_matches
+from ._paths import MCP_PREFIX, MESSAGE_PATH, SSE_PATH
 from ._tools import ToolRegistry
-
-MCP_PREFIX = "/runtime/webhooks/mcp"
-"""Where the extension serves MCP (streamable HTTP here; legacy SSE at ``/sse`` and ``/message``)."""
-SSE_PATH = MCP_PREFIX + "/sse"
-MESSAGE_PATH = MCP_PREFIX + "/message"
 
 SERVER_NAME = "Azure Functions MCP server"
 SERVER_VERSION = "1.0.0"
@@ -128,11 +124,6 @@ class McpEndpoint:
         )
 
     # -- lifecycle -------------------------------------------------------------------------
-
-    def mount(self, app: web.Application) -> None:
-        """Add the routes (before any catch-all route of the host)."""
-        app.router.add_route("*", MCP_PREFIX, self.handle)
-        app.router.add_route("*", MCP_PREFIX + "/{tail:.*}", self.handle)
 
     async def start(self) -> None:
         """Run the session manager's task group for the host's lifetime (in a task of its own:
