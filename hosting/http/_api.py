@@ -13,6 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -65,7 +66,7 @@ from ._models import (
 from ._problems import json_response, problem_response
 from ._refusals import no_session, refusal, refused, unreadable
 from ._requests import RunCall, check_id, parse_run
-from ._sse import RunStreams, resume_after, wants_event_stream
+from ._sse import RunStreams
 from ._users import caller_user
 
 log = logging.getLogger("hosting.http")
@@ -192,7 +193,7 @@ class Api:
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
         signalled = asyncio.Event()
         try:
-            return await self._run(req, client, agent, call, signalled)
+            return await self._run(client, agent, call, signalled)
         except Exception as error:
             # Once the turn is sent, the caller must get its ids whatever fails next (an outage,
             # a bug): without them a retry runs the turn again, in a new session. Problems the
@@ -207,22 +208,13 @@ class Api:
 
     async def _run(
         self,
-        req: func.HttpRequest,
         client: DurableClient,
         agent: Agent,
         call: RunCall,
         signalled: asyncio.Event,
     ) -> func.HttpResponse | StarletteResponse:
-        streams = self.streams if wants_event_stream(req) else None
-        if streams is not None and call.multitask_strategy == "steer":
-            # Its events would be the running run's, which it cannot know before the entity decides.
-            raise ProblemError(
-                ProblemCode.INVALID_FIELD,
-                "multitask_strategy 'steer' is answered as JSON only: send it without "
-                "'Accept: text/event-stream', then follow the running run its answer names",
-                field="multitask_strategy",
-            )
-        after = resume_after(req) if streams is not None else 0
+        streams = self.streams if call.event_stream else None
+        after = call.after
         submission = Submission(
             agent,
             call.session_id,
@@ -233,13 +225,12 @@ class Api:
             multitask_strategy=call.multitask_strategy,
         )
         key, entity_id = submission.stream_key, submission.entity_id
+        # Before the turn: the delivery is stored before the run can end (a value the submit
+        # path runs just before the signal: nothing calls back into this module).
         webhook = call.webhook
-
-        async def deliver() -> None:
-            # Before the turn: the delivery is stored before the run can end.
-            if webhook is not None:
-                cid, user = call.correlation_id, call.user_id
-                await start_delivery(client, agent.name, call.session_id, cid, user, webhook)
+        deliver = None if webhook is None else partial(
+            start_delivery, client, agent.name, call.session_id, call.correlation_id, call.user_id, webhook
+        )
 
         with contextlib.ExitStack() as waiting:
             # A JSON request that waits subscribes to the session's wakeups before it sends the
