@@ -38,7 +38,7 @@ from ..streams import (
     latest_run,
     start_run,
 )
-from ._outcome import RunOutcome
+from ._outcome import Busy, Hidden
 from ._read import Snapshot
 
 BUSY_STRATEGIES = ("reject", "interrupt")
@@ -60,7 +60,7 @@ async def admit_run(
     same_request: Callable[[str | None, None], bool],
     dispatch: Dispatch,
     streamed: bool,
-) -> RunOutcome | Admission:
+) -> Busy | Hidden | Admission:
     """The run refused (see the module: `busy`, `hidden`), or what its claim did (hosting.streams
     `start_run`; an `interrupt` run sent with the marks it sets)."""
     refused = await _busy_session(store, key, user_id, strategy, snapshot)
@@ -88,7 +88,7 @@ async def _busy_session(
     user_id: str | None,
     strategy: str,
     snapshot: Snapshot,
-) -> RunOutcome | None:
+) -> Busy | Hidden | None:
     """The refusal of a `reject` run to a session the read state, or the run in flight, shows
     busy (`busy`), and of a `reject` or `interrupt` run to a session another user's first turn is
     creating (`hidden`); None when the run may be sent."""
@@ -101,14 +101,14 @@ async def _busy_session(
             running, claim = flying
             owner = claimed_user(claim.request_hash)[1]
             if not snapshot.exists and owner not in (None, user_id):
-                return RunOutcome(hidden=True)
+                return Hidden()
             # A stored session's own runs only: another user's run sent to it was refused by the
             # entity, its claim left behind.
             own = not snapshot.exists or snapshot.stored.visible_to(owner)
             if own and not (snapshot.exists and _finished(snapshot, running.correlation_id)):
                 others = [running.correlation_id]
     if others and strategy == "reject":
-        return RunOutcome(busy=len(others))
+        return Busy(len(others))
     return None
 
 

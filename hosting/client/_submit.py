@@ -47,7 +47,20 @@ from ..streams import Admission, Dispatch, RunClaim, StreamKey, StreamStore, cla
 from ._archived import find_archived_run
 from ._binding import DurableClient
 from ._multitask import admit_run
-from ._outcome import PENDING, RunOutcome, SameRequest, finished
+from ._outcome import (
+    PENDING,
+    Conflict,
+    Discarded,
+    Finished,
+    Full,
+    Hidden,
+    HistoryMissing,
+    Pending,
+    Refusal,
+    SameRequest,
+    Unreadable,
+    finished,
+)
 from ._read import Snapshot, checked_state, read_session
 
 log = logging.getLogger("hosting.client")
@@ -109,10 +122,10 @@ class Submission:
 @dataclass(frozen=True)
 class Prepared:
     """What `prepare` found: the session as read, and the run's outcome so far: pending (send
-    the turn), finished (answer it), or refused (send nothing)."""
+    the turn), finished (answer it), or refused or discarded (send nothing)."""
 
     snapshot: Snapshot
-    outcome: RunOutcome = PENDING
+    outcome: Finished | Discarded | Refusal | Pending = PENDING
 
     @property
     def creates_session(self) -> bool:
@@ -123,7 +136,7 @@ class Prepared:
 class Refused:
     """Nothing was sent: `outcome` says why (its edge's problem: hosting.http._refusals)."""
 
-    outcome: RunOutcome
+    outcome: Refusal | Discarded
 
 
 @dataclass(frozen=True)
@@ -184,11 +197,13 @@ class Submitter:
         never comes back into its edge); `on_sent`: called once the entity was signalled, even
         when what follows fails."""
         prepared = await self.prepare(client, submission)
-        outcome = prepared.outcome
-        if outcome.run is not None:
-            return Answered(outcome.run, prepared.snapshot)
-        if not outcome.pending:
-            return Refused(outcome)
+        match prepared.outcome:
+            case Finished(run=run):
+                return Answered(run, prepared.snapshot)
+            case Pending():
+                pass
+            case refused:
+                return Refused(refused)
         key = submission.stream_key
         strategy = "enqueue" if submission.fresh_session else submission.multitask_strategy
         operation = submission.operation_input()
@@ -205,14 +220,17 @@ class Submitter:
             dispatch=Dispatch(signal, before=before_send, on_sent=on_sent),
             streamed=streamed,
         )
-        if isinstance(admitted, RunOutcome):
-            return Refused(admitted)
-        if admitted is Admission.HIDDEN:
-            return Refused(RunOutcome(hidden=True))
-        if admitted is Admission.CONFLICT:
-            return Refused(RunOutcome(conflict=True))
-        if admitted is Admission.JOINED:
-            return Accepted(False)
+        match admitted:
+            case Admission.HIDDEN:
+                return Refused(Hidden())
+            case Admission.CONFLICT:
+                return Refused(Conflict())
+            case Admission.JOINED:
+                return Accepted(False)
+            case Admission.SENT:
+                pass
+            case refused:
+                return Refused(refused)
         self.log.info(
             "run %s session %s correlation %s signalled",
             submission.agent.name,
@@ -229,18 +247,18 @@ class Submitter:
         snapshot = await read_session(client, submission.entity_id)
         stored = snapshot.stored
         if (snapshot.exists or snapshot.deleted) and not stored.visible_to(submission.user_id):
-            return Prepared(snapshot, RunOutcome(hidden=True))  # another user's: as if there were none
+            return Prepared(snapshot, Hidden())  # another user's: as if there were none
         if snapshot.exists:
             checked = checked_state(snapshot.document)
             if checked.problem is not None:
-                return Prepared(snapshot, RunOutcome(unreadable=checked.problem))
+                return Prepared(snapshot, Unreadable(checked.problem))
             if submission.retry_safe:
                 done = stored.find_run(cid)
                 if done is None:
                     try:
                         done = await find_archived_run(agent, session_id, stored, cid)
                     except HistoryUnavailable as error:
-                        return Prepared(snapshot, RunOutcome(history=error))
+                        return Prepared(snapshot, HistoryMissing(error))
                 if done is not None:
                     return Prepared(snapshot, finished(done, submission.same_request))
                 unrecorded = unrecorded_run(stored, cid)  # discarded (410), or refused by id only
@@ -252,11 +270,11 @@ class Submitter:
             # against a full session never pile up refusal records until even a record no longer
             # fits (which would leave the run without an answer).
             if size + asked > self.max_session_bytes:
-                return Prepared(snapshot, RunOutcome(full=(size, asked)))
+                return Prepared(snapshot, Full(size, asked))
         elif snapshot.deleted and submission.retry_safe:  # a retry of a deleted session's run: 410
             unrecorded = unrecorded_run(stored, cid, deleted=True)
             if unrecorded is not None and unrecorded.discarded:
-                return Prepared(snapshot, RunOutcome(discarded=unrecorded))
+                return Prepared(snapshot, Discarded(unrecorded))
         return Prepared(snapshot)
 
     def after_send(self, client: DurableClient, prepared: Prepared) -> Callable[[], Awaitable[None]] | None:
@@ -267,7 +285,7 @@ class Submitter:
         return partial(self.on_new_session, client)
 
 
-def _unrecorded(unrecorded: Unrecorded, asked: SameRequest) -> RunOutcome:
+def _unrecorded(unrecorded: Unrecorded, asked: SameRequest) -> Finished | Conflict | Discarded:
     if unrecorded.run is None:
-        return RunOutcome(discarded=unrecorded)
+        return Discarded(unrecorded)
     return finished(unrecorded.run, asked)

@@ -29,12 +29,17 @@ from .._handlers import Handler
 from .._ids import entity_name
 from .._settings import ApiSettings
 from ..client import (
+    Answerable,
     Answered,
+    Awaiting,
     DurableClient,
+    Finished,
+    Pending,
     Refused,
     RunOutcome,
     Submission,
     Submitter,
+    answered_id,
     checked_state,
     read_pacer,
     read_session,
@@ -144,7 +149,7 @@ class Api:
         correlation_id: str,
         user: Viewer,
         timeout: float,
-    ) -> RunOutcome:
+    ) -> Answerable:
         """A run's outcome as its run resource reads it, for the protocol edges: waited for up
         to `timeout`, its refusals raised as the route's problems (another user's session is a
         404, as if there were none), a pause's expiry started."""
@@ -157,10 +162,10 @@ class Api:
             timeout=timeout,
             user=user,
         )
-        self._refuse(outcome, agent, session_id, correlation_id)
-        if outcome.awaiting is not None:
-            await start_approval_expiry(client, agent, session_id, correlation_id, outcome.awaiting)
-        return outcome
+        answerable = self._answerable(outcome, agent, session_id, correlation_id)
+        if isinstance(answerable, Awaiting):
+            await start_approval_expiry(client, agent, session_id, correlation_id, answerable.approvals)
+        return answerable
 
     async def run_known(
         self, client: DurableClient, agent: str, session_id: str, correlation_id: str, user: Viewer
@@ -182,6 +187,17 @@ class Api:
         problem = refusal(outcome, agent, session_id, correlation_id, self.settings.max_session_bytes)
         if problem is not None:
             raise problem
+
+    def _answerable(
+        self, outcome: RunOutcome, agent: str, session_id: str, correlation_id: str
+    ) -> Answerable:
+        """The outcome, once its refusal (if it is one) is raised as its problem."""
+        match outcome:
+            case Finished() | Pending() | Awaiting():
+                return outcome
+            case _:
+                self._refuse(outcome, agent, session_id, correlation_id)
+                raise AssertionError(f"an outcome without a problem: {outcome!r}")  # every other has one
 
     # -- routes -----------------------------------------------------------------------------
 
@@ -280,14 +296,15 @@ class Api:
                     user=call.user_id,
                 )
                 # A run that joined a running run (`steer`) is answered as that run.
-                target = outcome.steered_into or call.correlation_id
-                self._refuse(outcome, agent.name, call.session_id, target)
-                if outcome.run is not None:
-                    return self._finished(agent.name, call.session_id, outcome.run)
-                if outcome.awaiting is not None:
-                    await start_approval_expiry(client, agent.name, call.session_id, target, outcome.awaiting)
-                    return self.answers.accepted(call.agent, call.session_id, target, outcome.awaiting)
-                return self.answers.accepted(call.agent, call.session_id, target)
+                target = answered_id(outcome, call.correlation_id)
+                match self._answerable(outcome, agent.name, call.session_id, target):
+                    case Finished(run=run):
+                        return self._finished(agent.name, call.session_id, run)
+                    case Awaiting(approvals=paused):
+                        await start_approval_expiry(client, agent.name, call.session_id, target, paused)
+                        return self.answers.accepted(call.agent, call.session_id, target, paused)
+                    case Pending():
+                        return self.answers.accepted(call.agent, call.session_id, target)
         return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
 
     async def run_status(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
@@ -359,21 +376,24 @@ class Api:
             user=user,
         )
         # A run sent with `steer` that joined a running run answers as that run (named in the body).
-        correlation_id = outcome.steered_into or correlation_id
-        self._refuse(outcome, agent.name, session_id, correlation_id)
-        result = None if outcome.run is None else outcome.run.result()
-        kept = [] if outcome.run is None else outcome.run.approvals
-        if outcome.awaiting is not None:
-            await start_approval_expiry(client, agent.name, session_id, correlation_id, outcome.awaiting)
-        return self.answers.status(agent.name, session_id, correlation_id, result, outcome.awaiting, kept)
+        correlation_id = answered_id(outcome, correlation_id)
+        match self._answerable(outcome, agent.name, session_id, correlation_id):
+            case Finished(run=run):
+                result, kept = run.result(), run.approvals
+                return self.answers.status(agent.name, session_id, correlation_id, result, None, kept)
+            case Awaiting(approvals=paused):
+                await start_approval_expiry(client, agent.name, session_id, correlation_id, paused)
+                return self.answers.status(agent.name, session_id, correlation_id, None, paused)
+            case Pending():
+                return self.answers.status(agent.name, session_id, correlation_id, None)
 
     async def run_approval(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/runs/{correlation_id}/approvals"""
-        return await decide_approval(req, client, self.agents, self.answers, self._refuse)
+        return await decide_approval(req, client, self.agents, self.answers, self._answerable)
 
     async def run_cancel(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/runs/{correlation_id}/cancel"""
-        return await cancel_run(req, client, self.agents, self.answers, self.streams.store, self._refuse)
+        return await cancel_run(req, client, self.agents, self.answers, self.streams.store, self._answerable)
 
     async def session(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """GET / DELETE agents/{agent}/sessions/{session_id}"""

@@ -28,7 +28,17 @@ from state import HistoryUnavailable
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
 from .._numbers import seconds_from_env
-from ..client import DurableClient, Snapshot, find_archived_run, read_session, state_problem, wait_for_run
+from ..client import (
+    Awaiting,
+    DurableClient,
+    Finished,
+    Pending,
+    Snapshot,
+    find_archived_run,
+    read_session,
+    state_problem,
+    wait_for_run,
+)
 from ..lifecycle import start_approval_expiry
 from ..stored import INTERNAL, Approval, Internal, RunApprovals, Viewer, unrecorded_run
 from ..streams import (
@@ -186,7 +196,13 @@ class RunStreams:
         except Exception:
             log.warning("stream %s: the stored run could not be read; sending the published answer", key)
             return True, None
-        return not outcome.pending, (None if outcome.run is None else outcome.run.result())
+        match outcome:
+            case Finished(run=run):
+                return True, run.result()
+            case Pending() | Awaiting():
+                return False, None
+            case _:
+                return True, None
 
     async def _stored_result(self, client: DurableClient, key: StreamKey) -> TurnResult | None:
 

@@ -24,7 +24,7 @@ from agents import Agent
 from state import AgentRequest
 
 from .._errors import ProblemError
-from ..client import DurableClient, RunOutcome, read_session, session_entity
+from ..client import Answerable, Awaiting, DurableClient, Finished, Pending, read_session, session_entity
 from ..http import (
     CORRELATION_HEADER,
     EVENT_STREAM,
@@ -114,7 +114,7 @@ class ResponsesApi:
             )
         return ref
 
-    async def _outcome(self, client: DurableClient, ref: RunRef, user: Viewer, timeout: float) -> RunOutcome:
+    async def _outcome(self, client: DurableClient, ref: RunRef, user: Viewer, timeout: float) -> Answerable:
         """The run's outcome; its refusals as the API's errors."""
         try:
             return await self.api.run_outcome(
@@ -130,10 +130,14 @@ class ResponsesApi:
                 404, f"no response {ref.response_id!r}", param="response_id", code="response_not_found"
             )
 
-    def _render(self, rendering: Rendering, outcome: RunOutcome) -> func.HttpResponse:
-        if outcome.run is not None:
-            return _json(rendering.finished(outcome.run.result()))
-        return _json(rendering.pending(outcome.awaiting))
+    def _render(self, rendering: Rendering, outcome: Answerable) -> func.HttpResponse:
+        match outcome:
+            case Finished(run=run):
+                return _json(rendering.finished(run.result()))
+            case Awaiting(approvals=paused):
+                return _json(rendering.pending(paused))
+            case Pending():
+                return _json(rendering.pending(None))
 
     # -- routes -------------------------------------------------------------------------------
 
@@ -224,7 +228,7 @@ class ResponsesApi:
                     outcome = await self._outcome(client, ref, INTERNAL, 0)
                     out = (
                         stream.finished(outcome.run.result())
-                        if outcome.run is not None
+                        if isinstance(outcome, Finished)
                         else stream.failed("stream_ended", "the run's answer could not be read; retrieve it")
                     )
                 for kind_, item in out:
@@ -246,7 +250,7 @@ class ResponsesApi:
         ref = self._ref(req)
         user = caller_user(req)
         outcome = await self._outcome(client, ref, user, 0)
-        if outcome.run is None:
+        if not isinstance(outcome, Finished):
             await self._known(client, ref, user)
         return self._render(Rendering(ref), outcome)
 
