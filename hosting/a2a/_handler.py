@@ -209,15 +209,10 @@ class A2aHandler(RequestHandler):
         run_req = derived_request(req, {"agent": agent}, body, accept, headers=headers)
         try:
             answer = await self.api.run(run_req, client)
-        except ProblemError as problem:
-            if CORRELATION_HEADER not in problem.headers:  # refused: nothing was sent
-                raise _problem(problem) from None
-            return (
-                TaskRef(agent, problem.headers[SESSION_HEADER], problem.headers[CORRELATION_HEADER]),
-                None,
-                user,
-                False,
-            )
+        except ProblemError as problem:  # refused: nothing was sent
+            raise _problem(problem) from None
+        # Answered, accepted, or failed (its problem response, with the run's ids): the task is
+        # read from the run (a failed turn is a failed task).
         ref = TaskRef(agent, answer.headers[SESSION_HEADER], answer.headers[CORRELATION_HEADER])
         return ref, answer, user, False
 

@@ -53,7 +53,7 @@ from ..streams import (
     StreamStore,
     StreamStoreUnavailable,
 )
-from ._answers import Answers
+from ._answers import Answers, Failed, Succeeded
 from ._lookup import claimed_by_other, hosted_agent
 from ._problems import problem_body
 from ._refusals import discarded_problem, history_unavailable, no_session, unreadable
@@ -144,12 +144,12 @@ class RunStreams:
 
     def terminal(self, agent: str, session_id: str, result: TurnResult) -> tuple[str, dict[str, Any]]:
         """The terminal event of a finished run: the JSON answer or problem the API gives for it."""
-        try:
-            answered, _ = self.answers.answer_body(agent, session_id, result)
-        except ProblemError as problem:
-            kind = RUN_CANCELLED if problem.code == ProblemCode.RUN_CANCELLED else RUN_FAILED
-            return kind, problem_body(problem)
-        return RUN_COMPLETED, answered.model_dump(mode="json", exclude_none=False)
+        match self.answers.run_answer(agent, session_id, result):
+            case Succeeded(body=body):
+                return RUN_COMPLETED, body.model_dump(mode="json", exclude_none=False)
+            case Failed(problem=problem):
+                kind = RUN_CANCELLED if problem.code == ProblemCode.RUN_CANCELLED else RUN_FAILED
+                return kind, problem_body(problem)
 
     async def _frames(
         self, client: DurableClient, key: StreamKey, event: StreamEvent

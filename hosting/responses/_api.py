@@ -152,18 +152,15 @@ class ResponsesApi:
         derived = derived_request(
             req, {"agent": agent.name}, body, EVENT_STREAM if call.stream else "application/json"
         )
-        answer: Answer | None = None
         try:
             answer = await self.api.run(derived, client)
-        except ProblemError as problem:
-            if CORRELATION_HEADER not in problem.headers:  # refused: nothing was sent
-                refused = ResponsesError.of_problem(problem)
-                refused.param = _CREATE_FIELDS.get(refused.param or "", refused.param)
-                raise refused from None
-            # The run failed (or a retry found it failed): answered from the stored run below.
-            session, correlation = problem.headers[SESSION_HEADER], problem.headers[CORRELATION_HEADER]
-        else:
-            session, correlation = answer.headers[SESSION_HEADER], answer.headers[CORRELATION_HEADER]
+        except ProblemError as problem:  # refused: nothing was sent
+            refused = ResponsesError.of_problem(problem)
+            refused.param = _CREATE_FIELDS.get(refused.param or "", refused.param)
+            raise refused from None
+        # Answered, accepted, or failed (its problem response, with the run's ids): a failed run
+        # is answered from the stored run below.
+        session, correlation = answer.headers[SESSION_HEADER], answer.headers[CORRELATION_HEADER]
         ref = RunRef(agent.name, session, correlation)
         previous = None if call.continued is None else call.continued.response_id
         rendering = Rendering(ref, background=call.background, previous_response_id=previous)
@@ -174,7 +171,7 @@ class ResponsesApi:
                 media_type=EVENT_STREAM,
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        if call.background and answer is not None and answer.status_code == 202:
+        if call.background and answer.status_code == 202:
             return _json(rendering.pending(None, "queued"))
         # The run route waited already (or ran out of time: the response is in progress).
         return self._render(rendering, await self._outcome(client, ref, user, 0))
