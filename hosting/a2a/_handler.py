@@ -27,7 +27,7 @@ from starlette.responses import StreamingResponse
 
 from .._errors import ProblemError
 from .._ids import idempotency_key_problem
-from ..client import DurableClient, RunOutcome
+from ..client import Answerable, Awaiting, DurableClient, Finished
 from ..http import (
     CORRELATION_HEADER,
     EVENT_STREAM,
@@ -139,7 +139,7 @@ class A2aHandler(RequestHandler):
             raise TaskNotFoundError(message=f"no task {task_id!r}")
         return ref
 
-    async def _outcome(self, client: DurableClient, ref: TaskRef, user: Viewer, timeout: float) -> RunOutcome:
+    async def _outcome(self, client: DurableClient, ref: TaskRef, user: Viewer, timeout: float) -> Answerable:
         try:
             return await self.api.run_outcome(
                 client, ref.agent, ref.session_id, ref.correlation_id, user, timeout
@@ -154,12 +154,14 @@ class A2aHandler(RequestHandler):
 
     async def _task(self, client: DurableClient, ref: TaskRef, user: Viewer, timeout: float) -> pb.Task:
         outcome = await self._outcome(client, ref, user, timeout)
-        if outcome.run is not None:
+        if isinstance(outcome, Finished):
             return finished_task(ref, outcome.run.result())
         await self._known(client, ref, user)
-        if outcome.awaiting is not None and outcome.awaiting.waiting:
-            return task(ref, pb.TASK_STATE_INPUT_REQUIRED, approvals_message(ref, outcome.awaiting))
-        return task(ref, pb.TASK_STATE_WORKING)
+        match outcome:
+            case Awaiting(approvals=paused) if paused.waiting:
+                return task(ref, pb.TASK_STATE_INPUT_REQUIRED, approvals_message(ref, paused))
+            case _:
+                return task(ref, pb.TASK_STATE_WORKING)
 
     async def ended_task(self, client: DurableClient, ref: TaskRef) -> pb.Task:
         """An ended run's task, for its push (a run that ended without an answer, discarded by a
@@ -207,15 +209,10 @@ class A2aHandler(RequestHandler):
         run_req = derived_request(req, {"agent": agent}, body, accept, headers=headers)
         try:
             answer = await self.api.run(run_req, client)
-        except ProblemError as problem:
-            if CORRELATION_HEADER not in problem.headers:  # refused: nothing was sent
-                raise _problem(problem) from None
-            return (
-                TaskRef(agent, problem.headers[SESSION_HEADER], problem.headers[CORRELATION_HEADER]),
-                None,
-                user,
-                False,
-            )
+        except ProblemError as problem:  # refused: nothing was sent
+            raise _problem(problem) from None
+        # Answered, accepted, or failed (its problem response, with the run's ids): the task is
+        # read from the run (a failed turn is a failed task).
         ref = TaskRef(agent, answer.headers[SESSION_HEADER], answer.headers[CORRELATION_HEADER])
         return ref, answer, user, False
 
@@ -223,12 +220,12 @@ class A2aHandler(RequestHandler):
         self, req: func.HttpRequest, client: DurableClient, ref: TaskRef, user: Viewer, message: pb.Message
     ) -> None:
         outcome = await self._outcome(client, ref, user, 0)
-        if outcome.run is not None:
+        if isinstance(outcome, Finished):
             raise UnsupportedOperationError(
                 message=f"task {ref.task_id!r} is finished; send a new message without taskId"
             )
         await self._known(client, ref, user)
-        waiting = outcome.awaiting.waiting if outcome.awaiting is not None else []
+        waiting = outcome.approvals.waiting if isinstance(outcome, Awaiting) else []
         if not waiting:
             raise UnsupportedOperationError(message=f"task {ref.task_id!r} is working and awaits no input")
         params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}

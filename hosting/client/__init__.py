@@ -4,7 +4,24 @@ run's outcome as one value."""
 
 from ._archived import find_archived_run
 from ._binding import BoundClient, DurableClient, durable_client_input, rpc_base_url
-from ._outcome import PENDING, RunOutcome, SameRequest
+from ._outcome import (
+    PENDING,
+    Answerable,
+    Awaiting,
+    Busy,
+    Conflict,
+    Discarded,
+    Finished,
+    Full,
+    Hidden,
+    HistoryMissing,
+    Pending,
+    Refusal,
+    RunOutcome,
+    SameRequest,
+    Unreadable,
+    answered_id,
+)
 from ._owned import owned_sessions
 from ._pacing import read_pacer
 from ._query import (
@@ -32,12 +49,23 @@ __all__ = [
     "PENDING",
     "RUN_OPERATION",
     "Accepted",
+    "Answerable",
     "Answered",
+    "Awaiting",
     "BoundClient",
+    "Busy",
+    "Conflict",
     "ContinuationRefused",
+    "Discarded",
     "DurableClient",
+    "Finished",
+    "Full",
+    "Hidden",
+    "HistoryMissing",
     "NoQueryEndpoint",
+    "Pending",
     "Prepared",
+    "Refusal",
     "Refused",
     "RunOutcome",
     "SameRequest",
@@ -45,6 +73,8 @@ __all__ = [
     "Submission",
     "Submitted",
     "Submitter",
+    "Unreadable",
+    "answered_id",
     "checked_state",
     "durable_client_input",
     "entity_key",

@@ -12,13 +12,15 @@ an orchestration does with one, in order, and its answer is one value (`Submitte
    was just read), a run id a reset or delete discarded, another user's session (`Refused`); a
    named run that already finished is found instead (stored, archived or refused by id), so a
    retry is answered without sending the turn again (`Answered`);
-2. a run sent to a busy session with `reject` (or `interrupt`) is refused there too
-   (hosting.client._multitask);
-3. claim the run in the stream store (hosting.streams `start_run`): a second request for a
-   pending run joins it, another request with its id is refused;
-4. just before the signal: the caller's own `before_send` (a webhook's delivery, stored before the
-   run can end), then an `interrupt` run's marks; signal the entity (`Accepted`, `sent`);
-5. `Accepted.then`: a request that created a session makes sure the agents' expiry sweepers run
+2. one call into hosting.client._multitask (`admit_run`): a run sent to a busy session with
+   `reject` (or `interrupt`) is refused there too; otherwise it claims the run in the stream store
+   (hosting.streams `start_run`): a second request for a pending run joins it, another request
+   with its id is refused;
+3. just before the signal: the caller's own `before_send` (a webhook's delivery, stored before the
+   run can end), then an `interrupt` run's marks; signal the entity (`Accepted`, `sent`). What is
+   sent is handed down as values (hosting.streams `Dispatch`), so nothing calls back into this
+   module or the edge;
+4. `Accepted.then`: a request that created a session makes sure the agents' expiry sweepers run
    (`on_new_session`: hosting.lifecycle.ensure_sweepers, once per process and backend), so an app
    reached through any one of its front doors expires its sessions. The caller runs it when it
    suits it (an SSE stream, once its first event is out).
@@ -41,11 +43,24 @@ from state import HistoryUnavailable
 
 from .._ids import STRATEGY_KEY, USER_KEY, entity_name
 from ..stored import StoredRun, Unrecorded, unrecorded_run
-from ..streams import Admission, RunClaim, StreamKey, StreamStore, claim_identity, claimed_user, start_run
+from ..streams import Admission, Dispatch, RunClaim, StreamKey, StreamStore, claim_identity
 from ._archived import find_archived_run
 from ._binding import DurableClient
-from ._multitask import busy_session, mark_interrupt
-from ._outcome import PENDING, RunOutcome, SameRequest, finished
+from ._multitask import admit_run
+from ._outcome import (
+    PENDING,
+    Conflict,
+    Discarded,
+    Finished,
+    Full,
+    Hidden,
+    HistoryMissing,
+    Pending,
+    Refusal,
+    SameRequest,
+    Unreadable,
+    finished,
+)
 from ._read import Snapshot, checked_state, read_session
 
 log = logging.getLogger("hosting.client")
@@ -107,10 +122,10 @@ class Submission:
 @dataclass(frozen=True)
 class Prepared:
     """What `prepare` found: the session as read, and the run's outcome so far: pending (send
-    the turn), finished (answer it), or refused (send nothing)."""
+    the turn), finished (answer it), or refused or discarded (send nothing)."""
 
     snapshot: Snapshot
-    outcome: RunOutcome = PENDING
+    outcome: Finished | Discarded | Refusal | Pending = PENDING
 
     @property
     def creates_session(self) -> bool:
@@ -121,7 +136,7 @@ class Prepared:
 class Refused:
     """Nothing was sent: `outcome` says why (its edge's problem: hosting.http._refusals)."""
 
-    outcome: RunOutcome
+    outcome: Refusal | Discarded
 
 
 @dataclass(frozen=True)
@@ -171,55 +186,58 @@ class Submitter:
         *,
         live: bool,
         streamed: bool = False,
-        before_send: Callable[[], Awaitable[None]] | None = None,
+        before_send: Callable[[], Awaitable[object]] | None = None,
         on_sent: Callable[[], None] | None = None,
     ) -> Submitted:
         """Submit the turn (see the module). `live`: the caller follows the run's events as they
         come (an SSE stream, or a run it does not wait for), so the model streams; `streamed`: it
         reads the run's stream, so a stream store it cannot use is its answer
-        (`StreamStoreUnavailable`); `on_sent`: called once the entity was signalled, even when
-        what follows fails."""
+        (`StreamStoreUnavailable`); `before_send`: what goes just before the signal (a webhook's
+        delivery, hosting.webhooks `start_delivery` bound to the run: a value, so the turn's walk
+        never comes back into its edge); `on_sent`: called once the entity was signalled, even
+        when what follows fails."""
         prepared = await self.prepare(client, submission)
-        outcome = prepared.outcome
-        if outcome.run is not None:
-            return Answered(outcome.run, prepared.snapshot)
-        if not outcome.pending:
-            return Refused(outcome)
+        match prepared.outcome:
+            case Finished(run=run):
+                return Answered(run, prepared.snapshot)
+            case Pending():
+                pass
+            case refused:
+                return Refused(refused)
         key = submission.stream_key
         strategy = "enqueue" if submission.fresh_session else submission.multitask_strategy
-        busy = await busy_session(self.streams, key, submission.user_id, strategy, prepared.snapshot)
-        if busy is not None:
-            return Refused(busy)
-
-        async def send() -> None:
-            if before_send is not None:
-                await before_send()
-            await mark_interrupt(self.streams, key, strategy, prepared.snapshot)
-            await self.send(client, submission)
-            if on_sent is not None:
-                on_sent()
-
-        other_user = False
-
-        def same(identity: str | None) -> bool:
-            # The same request of the same user (or of anyone, for a run of no one in particular)
-            # joins a pending run; another user's run (its session is not stored yet, so only
-            # the claim knows its owner) is hidden, as their session is once stored.
-            nonlocal other_user
-            request_hash, user = claimed_user(identity)
-            if user is not None and user != submission.user_id:
-                other_user = True
-                return False
-            return submission.same_request(request_hash, None)
-
+        operation = submission.operation_input()
+        signal = partial(client.signal_entity, submission.entity_id, RUN_OPERATION, operation)
         identity = claim_identity(submission.agent.request_identity(submission.request), submission.user_id)
-        admitted = await start_run(
-            self.streams, key, RunClaim(identity, live=live), same=same, send=send, streamed=streamed
+        admitted = await admit_run(
+            self.streams,
+            key,
+            RunClaim(identity, live=live),
+            user_id=submission.user_id,
+            strategy=strategy,
+            snapshot=prepared.snapshot,
+            same_request=partial(submission.agent.same_request, submission.request),
+            dispatch=Dispatch(signal, before=before_send, on_sent=on_sent),
+            streamed=streamed,
         )
-        if admitted is Admission.CONFLICT:
-            return Refused(RunOutcome(hidden=True) if other_user else RunOutcome(conflict=True))
-        sent = admitted is Admission.SENT
-        return Accepted(sent, self.after_send(client, prepared) if sent else None)
+        match admitted:
+            case Admission.HIDDEN:
+                return Refused(Hidden())
+            case Admission.CONFLICT:
+                return Refused(Conflict())
+            case Admission.JOINED:
+                return Accepted(False)
+            case Admission.SENT:
+                pass
+            case refused:
+                return Refused(refused)
+        self.log.info(
+            "run %s session %s correlation %s signalled",
+            submission.agent.name,
+            submission.session_id,
+            submission.correlation_id,
+        )
+        return Accepted(True, self.after_send(client, prepared))
 
     async def prepare(self, client: DurableClient, submission: Submission) -> Prepared:
         """Read the session and find what must not be sent (see the module)."""
@@ -229,18 +247,18 @@ class Submitter:
         snapshot = await read_session(client, submission.entity_id)
         stored = snapshot.stored
         if (snapshot.exists or snapshot.deleted) and not stored.visible_to(submission.user_id):
-            return Prepared(snapshot, RunOutcome(hidden=True))  # another user's: as if there were none
+            return Prepared(snapshot, Hidden())  # another user's: as if there were none
         if snapshot.exists:
             checked = checked_state(snapshot.document)
             if checked.problem is not None:
-                return Prepared(snapshot, RunOutcome(unreadable=checked.problem))
+                return Prepared(snapshot, Unreadable(checked.problem))
             if submission.retry_safe:
                 done = stored.find_run(cid)
                 if done is None:
                     try:
                         done = await find_archived_run(agent, session_id, stored, cid)
                     except HistoryUnavailable as error:
-                        return Prepared(snapshot, RunOutcome(history=error))
+                        return Prepared(snapshot, HistoryMissing(error))
                 if done is not None:
                     return Prepared(snapshot, finished(done, submission.same_request))
                 unrecorded = unrecorded_run(stored, cid)  # discarded (410), or refused by id only
@@ -252,22 +270,12 @@ class Submitter:
             # against a full session never pile up refusal records until even a record no longer
             # fits (which would leave the run without an answer).
             if size + asked > self.max_session_bytes:
-                return Prepared(snapshot, RunOutcome(full=(size, asked)))
+                return Prepared(snapshot, Full(size, asked))
         elif snapshot.deleted and submission.retry_safe:  # a retry of a deleted session's run: 410
             unrecorded = unrecorded_run(stored, cid, deleted=True)
             if unrecorded is not None and unrecorded.discarded:
-                return Prepared(snapshot, RunOutcome(discarded=unrecorded))
+                return Prepared(snapshot, Discarded(unrecorded))
         return Prepared(snapshot)
-
-    async def send(self, client: DurableClient, submission: Submission) -> None:
-        """Signal the session's entity to run the turn."""
-        await client.signal_entity(submission.entity_id, RUN_OPERATION, submission.operation_input())
-        self.log.info(
-            "run %s session %s correlation %s signalled",
-            submission.agent.name,
-            submission.session_id,
-            submission.correlation_id,
-        )
 
     def after_send(self, client: DurableClient, prepared: Prepared) -> Callable[[], Awaitable[None]] | None:
         """The work due once a turn was sent: for one that created its session, `on_new_session`
@@ -277,7 +285,7 @@ class Submitter:
         return partial(self.on_new_session, client)
 
 
-def _unrecorded(unrecorded: Unrecorded, asked: SameRequest) -> RunOutcome:
+def _unrecorded(unrecorded: Unrecorded, asked: SameRequest) -> Finished | Conflict | Discarded:
     if unrecorded.run is None:
-        return RunOutcome(discarded=unrecorded)
+        return Discarded(unrecorded)
     return finished(unrecorded.run, asked)

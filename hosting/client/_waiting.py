@@ -19,7 +19,19 @@ from state import HistoryUnavailable
 
 from ..stored import INTERNAL, Viewer, approvals_of, unrecorded_run
 from ._archived import find_archived_run
-from ._outcome import PENDING, RunOutcome, SameRequest, finished
+from ._outcome import (
+    PENDING,
+    Awaiting,
+    Discarded,
+    Finished,
+    Hidden,
+    HistoryMissing,
+    Pending,
+    RunOutcome,
+    SameRequest,
+    Unreadable,
+    finished,
+)
 from ._pacing import ReadPacer, read_pacer
 from ._read import DurableClient, Snapshot, read_session, state_problem
 
@@ -38,7 +50,7 @@ async def wait_for_run(
     user: Viewer = INTERNAL,
 ) -> RunOutcome:
     """The run's outcome once it has one, or `PENDING` when `timeout` seconds pass first; a run
-    that waits for approvals is answered at once (`RunOutcome.awaiting`).
+    that waits for approvals is answered at once (`Awaiting`).
 
     The outcome says when the session's state is unreadable (checked on the first read, unless
     the caller has just done so: `state_checked`), when the id answered another request, when a
@@ -67,13 +79,15 @@ async def wait_for_run(
                 check_state=not checked,
                 user=user,
             )
-            into = snapshot.stored.steered_into(correlation_id) if outcome.pending else None
+            unfinished = isinstance(outcome, Pending | Awaiting)
+            into = snapshot.stored.steered_into(correlation_id) if unfinished else None
             if into is not None and into != correlation_id:
                 # Sent with `steer`, it joined a running run: its answer is that run's.
                 correlation_id, asked, steered = into, None, into
                 continue
-            outcome = replace(outcome, steered_into=steered)
-            if not outcome.pending or outcome.awaiting is not None:
+            if steered is not None and isinstance(outcome, Finished | Discarded | Pending | Awaiting):
+                outcome = replace(outcome, steered_into=steered)
+            if not isinstance(outcome, Pending):
                 return outcome
             # Once per wait: what the entity writes afterwards it could read itself.
             checked = checked or snapshot.exists
@@ -101,27 +115,27 @@ async def snapshot_outcome(
     """
     stored = snapshot.stored
     if (snapshot.exists or snapshot.deleted) and not stored.visible_to(user):
-        return RunOutcome(hidden=True)
+        return Hidden()
     if snapshot.exists:
         if check_state:
             reason = state_problem(snapshot.document)
             if reason is not None:
-                return RunOutcome(unreadable=reason)
+                return Unreadable(reason)
         run = stored.find_run(correlation_id)
         if run is None:
             # A retry of a run whose entries were archived: answered from its chunk.
             try:
                 run = await find_archived_run(agent, session_id, stored, correlation_id)
             except HistoryUnavailable as error:
-                return RunOutcome(history=error)
+                return HistoryMissing(error)
         if run is not None:
             return finished(run, asked)
         paused = approvals_of(snapshot.document, correlation_id)
         if paused is not None and paused.waiting:
             # Nothing happens until people decide: the wait is over (the caller is told).
-            return RunOutcome(awaiting=paused)
+            return Awaiting(paused)
     # Runs without a record of their own: discarded by a reset or delete, or refused.
     unrecorded = unrecorded_run(stored, correlation_id, deleted=snapshot.deleted)
     if unrecorded is not None:
-        return RunOutcome(run=unrecorded.run, discarded=unrecorded if unrecorded.discarded else None)
+        return Finished(unrecorded.run) if unrecorded.run is not None else Discarded(unrecorded)
     return PENDING

@@ -20,6 +20,8 @@ from ._requests import (
     check_id,
     derived_request,
     parse_json_object,
+    resume_after,
+    wants_event_stream,
 )
 from ._routes import AGENT_ROUTES, BAD_REQUEST, UNAVAILABLE, Operation, Param, RouteSpec
 from ._routes import Response as RouteResponse
@@ -29,9 +31,7 @@ from ._sse import (
     RunStreams,
     SseEvent,
     read_sse_events,
-    resume_after,
     sse_frame,
-    wants_event_stream,
 )
 from ._user_routes import USER_ROUTES
 from ._users import acting_user, caller_user, check_user_id, easy_auth_enabled, principal_of

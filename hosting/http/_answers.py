@@ -1,10 +1,12 @@
-"""How the API answers a run, from values: a finished run's `TurnResult` becomes the 200 body or
-the problem it failed with, a run not finished yet the 202 (or 200 pending) body. `POST .../run`,
-`GET .../runs/{id}` and the SSE terminal events all render a run through here."""
+"""How the API answers a run, from values: a finished run's `TurnResult` becomes its answer, a
+value (`RunAnswer`: the 200 body, or the problem it failed with), a run not finished yet the 202
+(or 200 pending) body. `POST .../run`, `GET .../runs/{id}` and the SSE terminal events all render
+a run through here; a failed turn is an ordinary answer, never raised."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import azure.functions as func
 
@@ -14,7 +16,7 @@ from .._errors import ProblemCode, ProblemError
 from .._settings import ApiSettings
 from ..stored import Approval, RunApprovals
 from ._models import ApprovalBody, ErrorBody, RunResultBody, TurnResponseBody
-from ._problems import json_response
+from ._problems import json_response, problem_response
 from ._requests import CORRELATION_HEADER, SESSION_HEADER
 
 # Failed turns the host recorded itself, not the model, answer with their own problem status:
@@ -48,6 +50,28 @@ def response_body(result: TurnResult) -> TurnResponseBody:
     )
 
 
+@dataclass(frozen=True)
+class Succeeded:
+    """A turn that succeeded: its body and headers (`POST .../run`'s 200; the body is the
+    streams' `run.completed` data)."""
+
+    body: RunResultBody
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A turn that failed (or was cancelled): the problem the API answers it with, which carries
+    the run's ids in its headers (`POST .../run`'s problem response; the streams' `run.failed`
+    or `run.cancelled` data)."""
+
+    problem: ProblemError
+
+
+RunAnswer = Succeeded | Failed
+"""A finished run's answer."""
+
+
 class Answers:
     """Renders runs for the API whose settings (public origin, session limit) it is given."""
 
@@ -61,15 +85,17 @@ class Answers:
     def answer(
         self, agent: str, session_id: str, result: TurnResult, approvals: Sequence[Approval] = ()
     ) -> func.HttpResponse:
-        """The answer to a finished run: 200 with its body, or raises the problem it failed with."""
-        body, headers = self.answer_body(agent, session_id, result, approvals)
-        return json_response(body, 200, headers)
+        """The answer to a finished run: 200 with its body, or the problem it failed with."""
+        match self.run_answer(agent, session_id, result, approvals):
+            case Succeeded(body=body, headers=headers):
+                return json_response(body, 200, headers)
+            case Failed(problem=problem):
+                return problem_response(problem)
 
-    def answer_body(
+    def run_answer(
         self, agent: str, session_id: str, result: TurnResult, approvals: Sequence[Approval] = ()
-    ) -> tuple[RunResultBody, dict[str, str]]:
-        """`answer`'s body and headers (the streams' terminal event is the body itself), or
-        raises the problem the run failed with."""
+    ) -> RunAnswer:
+        """A finished run's answer, as a value: its body and headers, or the problem it failed with."""
         location = self.run_location(agent, session_id, result.correlation_id)
         headers = {
             SESSION_HEADER: session_id,
@@ -79,18 +105,20 @@ class Answers:
         error = result.error
         context = {"agent": agent, "session_id": session_id, "correlation_id": result.correlation_id}
         if error is not None and error.code in _HOST_FAILURES:
-            raise ProblemError(
-                ProblemCode(error.code),
-                f"session {session_id!r} of agent {agent!r}: {error.message}",
-                headers=headers,
-                retryable=error.retryable,
-                max_session_bytes=self.settings.max_session_bytes,
-                location=location,
-                **context,
+            return Failed(
+                ProblemError(
+                    ProblemCode(error.code),
+                    f"session {session_id!r} of agent {agent!r}: {error.message}",
+                    headers=headers,
+                    retryable=error.retryable,
+                    max_session_bytes=self.settings.max_session_bytes,
+                    location=location,
+                    **context,
+                )
             )
         if error is not None:
             # The turn's failure is stored in the history too; the client gets the model's code.
-            raise ProblemError.model_failure(error, headers=headers, location=location, **context)
+            return Failed(ProblemError.model_failure(error, headers=headers, location=location, **context))
         body = RunResultBody(
             agent=agent,
             session_id=session_id,
@@ -100,7 +128,7 @@ class Answers:
             location=location,
             approvals=_approvals_body(approvals),
         )
-        return body, headers
+        return Succeeded(body, headers)
 
     def accepted(
         self, agent: str, session_id: str, correlation_id: str, awaiting: RunApprovals | None = None

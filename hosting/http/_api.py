@@ -13,6 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,12 +29,17 @@ from .._handlers import Handler
 from .._ids import entity_name
 from .._settings import ApiSettings
 from ..client import (
+    Answerable,
     Answered,
+    Awaiting,
     DurableClient,
+    Finished,
+    Pending,
     Refused,
     RunOutcome,
     Submission,
     Submitter,
+    answered_id,
     checked_state,
     read_pacer,
     read_session,
@@ -65,7 +71,7 @@ from ._models import (
 from ._problems import json_response, problem_response
 from ._refusals import no_session, refusal, refused, unreadable
 from ._requests import RunCall, check_id, parse_run
-from ._sse import RunStreams, resume_after, wants_event_stream
+from ._sse import RunStreams
 from ._users import caller_user
 
 log = logging.getLogger("hosting.http")
@@ -143,7 +149,7 @@ class Api:
         correlation_id: str,
         user: Viewer,
         timeout: float,
-    ) -> RunOutcome:
+    ) -> Answerable:
         """A run's outcome as its run resource reads it, for the protocol edges: waited for up
         to `timeout`, its refusals raised as the route's problems (another user's session is a
         404, as if there were none), a pause's expiry started."""
@@ -156,10 +162,10 @@ class Api:
             timeout=timeout,
             user=user,
         )
-        self._refuse(outcome, agent, session_id, correlation_id)
-        if outcome.awaiting is not None:
-            await start_approval_expiry(client, agent, session_id, correlation_id, outcome.awaiting)
-        return outcome
+        answerable = self._answerable(outcome, agent, session_id, correlation_id)
+        if isinstance(answerable, Awaiting):
+            await start_approval_expiry(client, agent, session_id, correlation_id, answerable.approvals)
+        return answerable
 
     async def run_known(
         self, client: DurableClient, agent: str, session_id: str, correlation_id: str, user: Viewer
@@ -182,6 +188,17 @@ class Api:
         if problem is not None:
             raise problem
 
+    def _answerable(
+        self, outcome: RunOutcome, agent: str, session_id: str, correlation_id: str
+    ) -> Answerable:
+        """The outcome, once its refusal (if it is one) is raised as its problem."""
+        match outcome:
+            case Finished() | Pending() | Awaiting():
+                return outcome
+            case _:
+                self._refuse(outcome, agent, session_id, correlation_id)
+                raise AssertionError(f"an outcome without a problem: {outcome!r}")  # every other has one
+
     # -- routes -----------------------------------------------------------------------------
 
     async def run(
@@ -192,7 +209,7 @@ class Api:
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
         signalled = asyncio.Event()
         try:
-            return await self._run(req, client, agent, call, signalled)
+            return await self._run(client, agent, call, signalled)
         except Exception as error:
             # Once the turn is sent, the caller must get its ids whatever fails next (an outage,
             # a bug): without them a retry runs the turn again, in a new session. Problems the
@@ -207,22 +224,13 @@ class Api:
 
     async def _run(
         self,
-        req: func.HttpRequest,
         client: DurableClient,
         agent: Agent,
         call: RunCall,
         signalled: asyncio.Event,
     ) -> func.HttpResponse | StarletteResponse:
-        streams = self.streams if wants_event_stream(req) else None
-        if streams is not None and call.multitask_strategy == "steer":
-            # Its events would be the running run's, which it cannot know before the entity decides.
-            raise ProblemError(
-                ProblemCode.INVALID_FIELD,
-                "multitask_strategy 'steer' is answered as JSON only: send it without "
-                "'Accept: text/event-stream', then follow the running run its answer names",
-                field="multitask_strategy",
-            )
-        after = resume_after(req) if streams is not None else 0
+        streams = self.streams if call.event_stream else None
+        after = call.after
         submission = Submission(
             agent,
             call.session_id,
@@ -233,13 +241,12 @@ class Api:
             multitask_strategy=call.multitask_strategy,
         )
         key, entity_id = submission.stream_key, submission.entity_id
+        # Before the turn: the delivery is stored before the run can end (a value the submit
+        # path runs just before the signal: nothing calls back into this module).
         webhook = call.webhook
-
-        async def deliver() -> None:
-            # Before the turn: the delivery is stored before the run can end.
-            if webhook is not None:
-                cid, user = call.correlation_id, call.user_id
-                await start_delivery(client, agent.name, call.session_id, cid, user, webhook)
+        deliver = None if webhook is None else partial(
+            start_delivery, client, agent.name, call.session_id, call.correlation_id, call.user_id, webhook
+        )
 
         with contextlib.ExitStack() as waiting:
             # A JSON request that waits subscribes to the session's wakeups before it sends the
@@ -289,14 +296,15 @@ class Api:
                     user=call.user_id,
                 )
                 # A run that joined a running run (`steer`) is answered as that run.
-                target = outcome.steered_into or call.correlation_id
-                self._refuse(outcome, agent.name, call.session_id, target)
-                if outcome.run is not None:
-                    return self._finished(agent.name, call.session_id, outcome.run)
-                if outcome.awaiting is not None:
-                    await start_approval_expiry(client, agent.name, call.session_id, target, outcome.awaiting)
-                    return self.answers.accepted(call.agent, call.session_id, target, outcome.awaiting)
-                return self.answers.accepted(call.agent, call.session_id, target)
+                target = answered_id(outcome, call.correlation_id)
+                match self._answerable(outcome, agent.name, call.session_id, target):
+                    case Finished(run=run):
+                        return self._finished(agent.name, call.session_id, run)
+                    case Awaiting(approvals=paused):
+                        await start_approval_expiry(client, agent.name, call.session_id, target, paused)
+                        return self.answers.accepted(call.agent, call.session_id, target, paused)
+                    case Pending():
+                        return self.answers.accepted(call.agent, call.session_id, target)
         return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
 
     async def run_status(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
@@ -368,21 +376,24 @@ class Api:
             user=user,
         )
         # A run sent with `steer` that joined a running run answers as that run (named in the body).
-        correlation_id = outcome.steered_into or correlation_id
-        self._refuse(outcome, agent.name, session_id, correlation_id)
-        result = None if outcome.run is None else outcome.run.result()
-        kept = [] if outcome.run is None else outcome.run.approvals
-        if outcome.awaiting is not None:
-            await start_approval_expiry(client, agent.name, session_id, correlation_id, outcome.awaiting)
-        return self.answers.status(agent.name, session_id, correlation_id, result, outcome.awaiting, kept)
+        correlation_id = answered_id(outcome, correlation_id)
+        match self._answerable(outcome, agent.name, session_id, correlation_id):
+            case Finished(run=run):
+                result, kept = run.result(), run.approvals
+                return self.answers.status(agent.name, session_id, correlation_id, result, None, kept)
+            case Awaiting(approvals=paused):
+                await start_approval_expiry(client, agent.name, session_id, correlation_id, paused)
+                return self.answers.status(agent.name, session_id, correlation_id, None, paused)
+            case Pending():
+                return self.answers.status(agent.name, session_id, correlation_id, None)
 
     async def run_approval(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/runs/{correlation_id}/approvals"""
-        return await decide_approval(req, client, self.agents, self.answers, self._refuse)
+        return await decide_approval(req, client, self.agents, self.answers, self._answerable)
 
     async def run_cancel(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/runs/{correlation_id}/cancel"""
-        return await cancel_run(req, client, self.agents, self.answers, self.streams.store, self._refuse)
+        return await cancel_run(req, client, self.agents, self.answers, self.streams.store, self._answerable)
 
     async def session(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """GET / DELETE agents/{agent}/sessions/{session_id}"""

@@ -25,7 +25,16 @@ from agents import Agent
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from ..client import DurableClient, RunOutcome, read_session, state_problem, wait_for_run
+from ..client import (
+    Answerable,
+    Awaiting,
+    DurableClient,
+    Finished,
+    RunOutcome,
+    read_session,
+    state_problem,
+    wait_for_run,
+)
 from ..lifecycle import start_approval_expiry
 from ..stored import Approval, RunApprovals, approvals_of, decided_event
 from ._answers import Answers
@@ -55,7 +64,7 @@ async def decide_approval(
     client: DurableClient,
     agents: Mapping[str, Agent],
     answers: Answers,
-    refuse: Callable[[RunOutcome, str, str, str], None],
+    answerable: Callable[[RunOutcome, str, str, str], Answerable],
 ) -> func.HttpResponse:
     """200 `decided` once stored (202 `decision_requested` when not seen stored yet), 200
     `unchanged` for the same decision again; 404, 409 and 400 problems (nothing is stored)."""
@@ -73,33 +82,33 @@ async def decide_approval(
     reason = state_problem(snapshot.document)
     if reason is not None:
         raise unreadable(agent.name, session_id, reason)
-    outcome = await wait_for_run(
+    waited = await wait_for_run(
         client, entity_id, agent=agent.name, session_id=session_id, correlation_id=cid,
         timeout=0, state_checked=True, user=user,
     )
-    refuse(outcome, agent.name, session_id, cid)  # discarded, archived and unreadable
+    outcome = answerable(waited, agent.name, session_id, cid)  # discarded, archived and unreadable raised
     location = answers.run_location(agent.name, session_id, cid)
     paused = approvals_of(snapshot.document, cid)
     running = cid in snapshot.stored.waiting_ids()
-    if outcome.run is None and (paused is None or not paused.approvals) and running:
+    if not isinstance(outcome, Finished) and (paused is None or not paused.approvals) and running:
         # A caller that decides a call before the pause is stored (one that guessed it, or
         # decided from an earlier attempt of a pause run again after a crash) reads the run still
         # running. Wait for it to pause (or end) as a waiting run would, before saying there is
         # nothing to decide.
-        outcome = await wait_for_run(
+        waited = await wait_for_run(
             client, entity_id, agent=agent.name, session_id=session_id, correlation_id=cid,
             timeout=RECORD_WAIT_SECONDS, state_checked=True, user=user,
         )
-        refuse(outcome, agent.name, session_id, cid)
-        paused = outcome.awaiting
-    if outcome.run is None and paused is None and not running:
+        outcome = answerable(waited, agent.name, session_id, cid)
+        paused = outcome.approvals if isinstance(outcome, Awaiting) else None
+    if not isinstance(outcome, Finished) and paused is None and not running:
         raise ProblemError(
             ProblemCode.RUN_NOT_FOUND,
             f"session {session_id!r} of agent {agent.name!r} has no run {cid!r} in progress",
             field="correlation_id",
         )
-    if outcome.run is not None or paused is None or not paused.approvals:
-        state = "has finished" if outcome.run is not None else "waits on no tool call"
+    if isinstance(outcome, Finished) or paused is None or not paused.approvals:
+        state = "has finished" if isinstance(outcome, Finished) else "waits on no tool call"
         raise ProblemError(
             ProblemCode.RUN_NOT_AWAITING_APPROVAL, f"run {cid!r} {state}; there is nothing to decide",
             location=location,

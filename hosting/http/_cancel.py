@@ -19,7 +19,7 @@ from agents import Agent
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from ..client import DurableClient, RunOutcome, read_session, snapshot_outcome
+from ..client import Answerable, DurableClient, Finished, RunOutcome, read_session, snapshot_outcome
 from ..streams import StreamKey, StreamStore, StreamStoreUnavailable
 from ._answers import Answers, is_cancelled
 from ._lookup import claimed_by_other, hosted_agent
@@ -40,7 +40,7 @@ async def cancel_run(
     agents: Mapping[str, Agent],
     answers: Answers,
     store: StreamStore,
-    refuse: Callable[[RunOutcome, str, str, str], None],
+    answerable: Callable[[RunOutcome, str, str, str], Answerable],
 ) -> func.HttpResponse:
     """202 when the run will end cancelled; 200 (status `cancelled`) when it already did, so a
     cancel sent again asks nothing; 409 `run_finished` when it finished otherwise; 404 when the
@@ -56,15 +56,16 @@ async def cancel_run(
     stored = snapshot.stored
     # One read answers everything below: another user's session, an unreadable state, a finished,
     # discarded or archived run, and whether the run is queued or running.
-    outcome = await snapshot_outcome(
+    read = await snapshot_outcome(
         snapshot, agent=agent.name, session_id=session_id, correlation_id=correlation_id, user=user
     )
-    refuse(outcome, agent.name, session_id, correlation_id)  # hidden, unreadable, discarded, archived
+    # Hidden, unreadable, discarded, archived: raised as their problems.
+    outcome = answerable(read, agent.name, session_id, correlation_id)
     key = StreamKey(agent.name, session_id, correlation_id)
     if not (snapshot.exists or snapshot.deleted) and await claimed_by_other(store, key, user):
         raise no_session(agent.name, session_id)  # another user's first turn: theirs alone
     location = answers.run_location(agent.name, session_id, correlation_id)
-    if outcome.run is not None:
+    if isinstance(outcome, Finished):
         if not is_cancelled(outcome.run.result()):
             raise ProblemError(
                 ProblemCode.RUN_FINISHED,

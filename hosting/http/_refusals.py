@@ -6,7 +6,17 @@ from __future__ import annotations
 from state import HistoryUnavailable
 
 from .._errors import ProblemCode, ProblemError, session_busy_message
-from ..client import RunOutcome
+from ..client import (
+    Busy,
+    Conflict,
+    Discarded,
+    Full,
+    Hidden,
+    HistoryMissing,
+    Refusal,
+    RunOutcome,
+    Unreadable,
+)
 
 
 def no_session(agent: str, session_id: str) -> ProblemError:
@@ -90,27 +100,29 @@ def session_full(
 def refusal(
     outcome: RunOutcome, agent: str, session_id: str, correlation_id: str, max_session_bytes: int = 0
 ) -> ProblemError | None:
-    """The problem an outcome answers with, or None when it is finished or pending."""
-    if outcome.hidden:
-        return no_session(agent, session_id)
-    if outcome.unreadable is not None:
-        return unreadable(agent, session_id, outcome.unreadable)
-    if outcome.history is not None:
-        return history_unavailable(outcome.history, agent, session_id)
-    if outcome.conflict:
-        return idempotency_conflict(agent, session_id, correlation_id)
-    if outcome.discarded is not None:
-        return discarded_problem(agent, session_id, correlation_id, deleted=outcome.discarded.deleted)
-    if outcome.full is not None:
-        return session_full(agent, session_id, *outcome.full, max_session_bytes)
-    if outcome.busy is not None:
-        message = session_busy_message(outcome.busy, session_id)
-        return ProblemError(ProblemCode.SESSION_BUSY, message, field="multitask_strategy")
-    return None
+    """The problem an outcome answers with, or None when it is finished, pending or paused."""
+    match outcome:
+        case Hidden():
+            return no_session(agent, session_id)
+        case Unreadable(reason=reason):
+            return unreadable(agent, session_id, reason)
+        case HistoryMissing(error=error):
+            return history_unavailable(error, agent, session_id)
+        case Conflict():
+            return idempotency_conflict(agent, session_id, correlation_id)
+        case Discarded(unrecorded=unrecorded):
+            return discarded_problem(agent, session_id, correlation_id, deleted=unrecorded.deleted)
+        case Full(stored=stored, asked=asked):
+            return session_full(agent, session_id, stored, asked, max_session_bytes)
+        case Busy(others=others):
+            message = session_busy_message(others, session_id)
+            return ProblemError(ProblemCode.SESSION_BUSY, message, field="multitask_strategy")
+        case _:
+            return None
 
 
 def refused(
-    outcome: RunOutcome, agent: str, session_id: str, correlation_id: str, max_session_bytes: int = 0
+    outcome: Refusal | Discarded, agent: str, session_id: str, correlation_id: str, max_session_bytes: int = 0
 ) -> ProblemError:
     """The problem of a turn the submit path refused (hosting.client `Refused`): every refusal
     it makes has one above."""

@@ -28,6 +28,7 @@ from .._ids import (
 )
 from .._numbers import whole_number
 from .._settings import MAX_BODY_BYTES
+from ..streams import EVENT_STREAM
 from ..webhooks import Webhook, WebhookRefused, check_webhook
 from ._models import RunRequestBody
 from ._problems import validation_problem
@@ -59,6 +60,8 @@ class RunCall:
     user_id: str | None = None  # whom the caller acts for (hosting.http._users)
     multitask_strategy: str = "enqueue"  # what to do when the session is busy
     webhook: Webhook | None = None  # where to POST the outcome when the run ends (hosting.webhooks)
+    event_stream: bool = False  # the caller asked for `text/event-stream` (hosting.http._sse)
+    after: int = 0  # the event the stream resumes after (`Last-Event-ID`, `?after=`)
 
 
 def check_id(value: str, field: str, code: ProblemCode = ProblemCode.INVALID_SESSION_ID) -> str:
@@ -68,6 +71,9 @@ def check_id(value: str, field: str, code: ProblemCode = ProblemCode.INVALID_SES
         raise ProblemError(code, f"'{field}' {problem}", field=field)
     return value
 
+
+MAX_EVENT_ID_DIGITS = 16
+"""Longest accepted `Last-Event-ID` / `?after=` (event ids are whole numbers from 1)."""
 
 PAGE_SIZE_DIGITS = 6
 """The most characters a page size may have (leading zeros count): enough for every listing's
@@ -367,6 +373,15 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
             "a run sent with multitask_strategy 'steer' takes no webhook (it joins the running run)",
             field="webhook",
         )
+    event_stream = wants_event_stream(req)
+    if event_stream and strategy == "steer":
+        # Its events would be the running run's, which it cannot know before the entity decides.
+        raise ProblemError(
+            ProblemCode.INVALID_FIELD,
+            "multitask_strategy 'steer' is answered as JSON only: send it without "
+            "'Accept: text/event-stream', then follow the running run its answer names",
+            field="multitask_strategy",
+        )
     return RunCall(
         agent=agent,
         session_id=session_id,
@@ -379,7 +394,32 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
         user_id=user_id,
         multitask_strategy=strategy,
         webhook=webhook,
+        event_stream=event_stream,
+        after=resume_after(req) if event_stream else 0,
     )
+
+
+def wants_event_stream(req: func.HttpRequest) -> bool:
+    """Whether the caller asked for `text/event-stream` (its Accept header names it)."""
+    accept = req.headers.get("accept") or ""
+    return any(part.split(";", 1)[0].strip().lower() == EVENT_STREAM for part in accept.split(","))
+
+
+def resume_after(req: func.HttpRequest) -> int:
+    """The sequence number to resume after: the `Last-Event-ID` header (what an EventSource sends on
+    reconnect), else `?after=`, else 0 (from the start). 400 `invalid_field` for anything else."""
+    header = req.headers.get("last-event-id")
+    name, raw = ("Last-Event-ID", header) if header is not None else ("after", req.params.get("after"))
+    if raw is None or (raw.strip() == "" and name == "Last-Event-ID"):
+        return 0
+    after = whole_number(raw.strip(), MAX_EVENT_ID_DIGITS)
+    if after is None:
+        raise ProblemError(
+            ProblemCode.INVALID_FIELD,
+            f"'{name}' must be the id of an event of this run (a whole number from 0)",
+            field=name,
+        )
+    return after
 
 
 def derived_request(

@@ -27,8 +27,18 @@ from state import HistoryUnavailable
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from .._numbers import seconds_from_env, whole_number
-from ..client import DurableClient, Snapshot, find_archived_run, read_session, state_problem, wait_for_run
+from .._numbers import seconds_from_env
+from ..client import (
+    Awaiting,
+    DurableClient,
+    Finished,
+    Pending,
+    Snapshot,
+    find_archived_run,
+    read_session,
+    state_problem,
+    wait_for_run,
+)
 from ..lifecycle import start_approval_expiry
 from ..stored import INTERNAL, Approval, Internal, RunApprovals, Viewer, unrecorded_run
 from ..streams import (
@@ -43,11 +53,11 @@ from ..streams import (
     StreamStore,
     StreamStoreUnavailable,
 )
-from ._answers import Answers
+from ._answers import Answers, Failed, Succeeded
 from ._lookup import claimed_by_other, hosted_agent
 from ._problems import problem_body
 from ._refusals import discarded_problem, history_unavailable, no_session, unreadable
-from ._requests import CORRELATION_HEADER, SESSION_HEADER, check_id
+from ._requests import CORRELATION_HEADER, SESSION_HEADER, check_id, resume_after
 from ._users import caller_user
 
 log = logging.getLogger("hosting.streams")
@@ -95,33 +105,7 @@ and closes it, so this is how long a reader waits for that close; a reader cut o
 after it too. Short, not zero: a host that is down is not asked many times a second."""
 _RETRY_FIELD = f"retry: {RECONNECT_MS}\n".encode()
 
-MAX_EVENT_ID_DIGITS = 16
-"""Longest accepted `Last-Event-ID` / `?after=` (event ids are whole numbers from 1)."""
-
 Render = Callable[[str, str, TurnResult], func.HttpResponse]
-
-
-def wants_event_stream(req: func.HttpRequest) -> bool:
-    """Whether the caller asked for `text/event-stream` (its Accept header names it)."""
-    accept = req.headers.get("accept") or ""
-    return any(part.split(";", 1)[0].strip().lower() == EVENT_STREAM for part in accept.split(","))
-
-
-def resume_after(req: func.HttpRequest) -> int:
-    """The sequence number to resume after: the `Last-Event-ID` header (what an EventSource sends on
-    reconnect), else `?after=`, else 0 (from the start). 400 `invalid_field` for anything else."""
-    header = req.headers.get("last-event-id")
-    name, raw = ("Last-Event-ID", header) if header is not None else ("after", req.params.get("after"))
-    if raw is None or (raw.strip() == "" and name == "Last-Event-ID"):
-        return 0
-    after = whole_number(raw.strip(), MAX_EVENT_ID_DIGITS)
-    if after is None:
-        raise ProblemError(
-            ProblemCode.INVALID_FIELD,
-            f"'{name}' must be the id of an event of this run (a whole number from 0)",
-            field=name,
-        )
-    return after
 
 
 def terminal_seq(last: StreamEvent | None, finished: bool) -> int | None:
@@ -160,12 +144,12 @@ class RunStreams:
 
     def terminal(self, agent: str, session_id: str, result: TurnResult) -> tuple[str, dict[str, Any]]:
         """The terminal event of a finished run: the JSON answer or problem the API gives for it."""
-        try:
-            answered, _ = self.answers.answer_body(agent, session_id, result)
-        except ProblemError as problem:
-            kind = RUN_CANCELLED if problem.code == ProblemCode.RUN_CANCELLED else RUN_FAILED
-            return kind, problem_body(problem)
-        return RUN_COMPLETED, answered.model_dump(mode="json", exclude_none=False)
+        match self.answers.run_answer(agent, session_id, result):
+            case Succeeded(body=body):
+                return RUN_COMPLETED, body.model_dump(mode="json", exclude_none=False)
+            case Failed(problem=problem):
+                kind = RUN_CANCELLED if problem.code == ProblemCode.RUN_CANCELLED else RUN_FAILED
+                return kind, problem_body(problem)
 
     async def _frames(
         self, client: DurableClient, key: StreamKey, event: StreamEvent
@@ -212,7 +196,13 @@ class RunStreams:
         except Exception:
             log.warning("stream %s: the stored run could not be read; sending the published answer", key)
             return True, None
-        return not outcome.pending, (None if outcome.run is None else outcome.run.result())
+        match outcome:
+            case Finished(run=run):
+                return True, run.result()
+            case Pending() | Awaiting():
+                return False, None
+            case _:
+                return True, None
 
     async def _stored_result(self, client: DurableClient, key: StreamKey) -> TurnResult | None:
 

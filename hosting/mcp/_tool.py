@@ -26,7 +26,17 @@ from agents import Agent, InputMessage, InvalidTurnRequest, TurnRequest
 from .._errors import ProblemCode, ProblemError
 from .._ids import new_session_id
 from .._settings import ApiSettings, max_session_bytes_from_env
-from ..client import Answered, DurableClient, Refused, RunOutcome, Submission, Submitter, wait_for_run
+from ..client import (
+    Answered,
+    Awaiting,
+    DurableClient,
+    Finished,
+    Refused,
+    RunOutcome,
+    Submission,
+    Submitter,
+    wait_for_run,
+)
 from ..http import (
     acting_user,
     check_id,
@@ -245,8 +255,9 @@ class AgentTool:
         if isinstance(submitted, Refused):
             limit = self.submitter.max_session_bytes
             raise refused(submitted.outcome, agent, call.session_id, correlation_id, limit)
+        outcome: RunOutcome
         if isinstance(submitted, Answered):  # not for a fresh run id (never retry-safe): its run all the same
-            outcome = RunOutcome(run=submitted.run)
+            outcome = Finished(submitted.run)
         else:
             if submitted.then is not None:
                 await submitted.then()
@@ -262,17 +273,19 @@ class AgentTool:
             )
         self._refuse(outcome, call.session_id, correlation_id)
         ids = {"session_id": call.session_id, "correlation_id": correlation_id}
-        if outcome.awaiting is not None:
-            await start_approval_expiry(client, agent, call.session_id, correlation_id, outcome.awaiting)
-            return self._awaiting(call.session_id, correlation_id, outcome.awaiting)
-        if outcome.run is None:
-            return error_result(
-                f"the {agent} agent is still working after {self.wait_seconds:g} s; the answer will be "
-                f"stored in session {call.session_id} (run {correlation_id})",
-                status="pending",
-                **ids,
-            )
-        result = outcome.run.result()
+        match outcome:
+            case Awaiting(approvals=paused):
+                await start_approval_expiry(client, agent, call.session_id, correlation_id, paused)
+                return self._awaiting(call.session_id, correlation_id, paused)
+            case Finished(run=run):
+                result = run.result()
+            case _:  # pending (a refusal was raised above)
+                return error_result(
+                    f"the {agent} agent is still working after {self.wait_seconds:g} s; the answer will be "
+                    f"stored in session {call.session_id} (run {correlation_id})",
+                    status="pending",
+                    **ids,
+                )
         if result.error is not None:
             return error_result(
                 f"the {agent} agent could not answer: {result.error.code}: {result.error.message}",

@@ -24,7 +24,7 @@ from agents import Agent
 from state import AgentRequest
 
 from .._errors import ProblemError
-from ..client import DurableClient, RunOutcome, read_session, session_entity
+from ..client import Answerable, Awaiting, DurableClient, Finished, Pending, read_session, session_entity
 from ..http import (
     CORRELATION_HEADER,
     EVENT_STREAM,
@@ -114,7 +114,7 @@ class ResponsesApi:
             )
         return ref
 
-    async def _outcome(self, client: DurableClient, ref: RunRef, user: Viewer, timeout: float) -> RunOutcome:
+    async def _outcome(self, client: DurableClient, ref: RunRef, user: Viewer, timeout: float) -> Answerable:
         """The run's outcome; its refusals as the API's errors."""
         try:
             return await self.api.run_outcome(
@@ -130,10 +130,14 @@ class ResponsesApi:
                 404, f"no response {ref.response_id!r}", param="response_id", code="response_not_found"
             )
 
-    def _render(self, rendering: Rendering, outcome: RunOutcome) -> func.HttpResponse:
-        if outcome.run is not None:
-            return _json(rendering.finished(outcome.run.result()))
-        return _json(rendering.pending(outcome.awaiting))
+    def _render(self, rendering: Rendering, outcome: Answerable) -> func.HttpResponse:
+        match outcome:
+            case Finished(run=run):
+                return _json(rendering.finished(run.result()))
+            case Awaiting(approvals=paused):
+                return _json(rendering.pending(paused))
+            case Pending():
+                return _json(rendering.pending(None))
 
     # -- routes -------------------------------------------------------------------------------
 
@@ -148,18 +152,15 @@ class ResponsesApi:
         derived = derived_request(
             req, {"agent": agent.name}, body, EVENT_STREAM if call.stream else "application/json"
         )
-        answer: Answer | None = None
         try:
             answer = await self.api.run(derived, client)
-        except ProblemError as problem:
-            if CORRELATION_HEADER not in problem.headers:  # refused: nothing was sent
-                refused = ResponsesError.of_problem(problem)
-                refused.param = _CREATE_FIELDS.get(refused.param or "", refused.param)
-                raise refused from None
-            # The run failed (or a retry found it failed): answered from the stored run below.
-            session, correlation = problem.headers[SESSION_HEADER], problem.headers[CORRELATION_HEADER]
-        else:
-            session, correlation = answer.headers[SESSION_HEADER], answer.headers[CORRELATION_HEADER]
+        except ProblemError as problem:  # refused: nothing was sent
+            refused = ResponsesError.of_problem(problem)
+            refused.param = _CREATE_FIELDS.get(refused.param or "", refused.param)
+            raise refused from None
+        # Answered, accepted, or failed (its problem response, with the run's ids): a failed run
+        # is answered from the stored run below.
+        session, correlation = answer.headers[SESSION_HEADER], answer.headers[CORRELATION_HEADER]
         ref = RunRef(agent.name, session, correlation)
         previous = None if call.continued is None else call.continued.response_id
         rendering = Rendering(ref, background=call.background, previous_response_id=previous)
@@ -170,7 +171,7 @@ class ResponsesApi:
                 media_type=EVENT_STREAM,
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        if call.background and answer is not None and answer.status_code == 202:
+        if call.background and answer.status_code == 202:
             return _json(rendering.pending(None, "queued"))
         # The run route waited already (or ran out of time: the response is in progress).
         return self._render(rendering, await self._outcome(client, ref, user, 0))
@@ -224,7 +225,7 @@ class ResponsesApi:
                     outcome = await self._outcome(client, ref, INTERNAL, 0)
                     out = (
                         stream.finished(outcome.run.result())
-                        if outcome.run is not None
+                        if isinstance(outcome, Finished)
                         else stream.failed("stream_ended", "the run's answer could not be read; retrieve it")
                     )
                 for kind_, item in out:
@@ -246,7 +247,7 @@ class ResponsesApi:
         ref = self._ref(req)
         user = caller_user(req)
         outcome = await self._outcome(client, ref, user, 0)
-        if outcome.run is None:
+        if not isinstance(outcome, Finished):
             await self._known(client, ref, user)
         return self._render(Rendering(ref), outcome)
 

@@ -7,7 +7,7 @@ settings.
 
 from typing import TYPE_CHECKING, Any
 
-from ._admission import Admission, claim_identity, claimed_user, latest_run, start_run
+from ._admission import Admission, Dispatch, claim_identity, claimed_user, latest_run, start_run
 from ._events_doc import EVENT_STREAM, event_stream_content
 from ._publisher import RunCancelled, RunEvents
 from ._settings import (
@@ -60,6 +60,7 @@ __all__ = [
     "STEP_STARTED",
     "TERMINAL_TYPES",
     "Admission",
+    "Dispatch",
     "EntraIdCredentials",
     "RunCancelled",
     "RunClaim",

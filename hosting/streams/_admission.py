@@ -17,6 +17,10 @@ Each run claimed also becomes its session's latest claimed run (`latest_run`), a
 session's own (no user named in it): what the edge reads to learn that a run of the session is in
 flight before the stored state can show it (a turn's first step is stored when it ends), and whose
 run it is (its claim names the user).
+
+What sending takes is handed in as values (`Dispatch`), so the turn's walk never comes back into
+its caller: what goes first (a webhook's delivery, stored before the run can end), the marks an
+`interrupt` run sets, the signal, and what to tell the caller once it was sent.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import asyncio
 import enum
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from ._store import RunClaim, StreamKey, StreamStore, StreamStoreUnavailable
 
@@ -56,7 +61,22 @@ class Admission(enum.Enum):
     JOINED = "joined"
     """The same request for the run is pending: this one attaches to it, nothing sent."""
     CONFLICT = "conflict"
-    """Another request for the run is pending (`same` said no): nothing sent."""
+    """Another request for the run is pending (`same_request` said no): nothing sent."""
+    HIDDEN = "hidden"
+    """Another user's request for the run is pending: nothing sent (their session, once stored, is
+    theirs alone; until then only the claim knows its owner)."""
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """How a claimed run is sent, in order: `before`, the `interrupts` marked (cancel requests:
+    a step in flight that the stored state does not show yet stops at its mark), `signal`, then
+    `on_sent` (even when what follows fails)."""
+
+    signal: Callable[[], Awaitable[object]]
+    before: Callable[[], Awaitable[object]] | None = None
+    interrupts: tuple[StreamKey, ...] = ()
+    on_sent: Callable[[], None] | None = None
 
 
 async def start_run(
@@ -64,32 +84,34 @@ async def start_run(
     key: StreamKey,
     claim: RunClaim,
     *,
-    same: Callable[[str | None], bool],
-    send: Callable[[], Awaitable[None]],
+    user_id: str | None,
+    same_request: Callable[[str | None, None], bool],
+    dispatch: Dispatch,
     streamed: bool = False,
 ) -> Admission:
-    """Send the run's turn unless a request for the same run is pending.
+    """Send the run's turn (`dispatch`) unless a request for the same run is pending.
 
-    `same(request_hash)` says whether a pending run's identity is this request's. `streamed`: the
+    A pending run is joined by the same request (`same_request(request_hash, None)`) of the same
+    user (`user_id`; of anyone, for a run of no one in particular). `streamed`: the
     caller reads the run's stream, so a store it cannot use (`StreamStoreUnavailable`) is its
     answer; any other caller then sends without a claim. Without a store every request sends (the
     entity answers a repeated id from its state and runs a turn once)."""
     if store is None:
-        await send()
+        await _send(None, dispatch)
         return Admission.SENT
     try:
-        earlier = await _claim(store, key, claim, same)
+        earlier = await _claim(store, key, claim, user_id, same_request)
     except StreamStoreUnavailable as error:
         if streamed:
             raise
         log.warning("run %s: sent without a claim (%s)", key, error)
-        await send()
+        await _send(store, dispatch)
         return Admission.SENT
     if earlier is not None:
         return earlier
     try:
         # The note alongside the send: not one more round trip on the way to the first token.
-        await asyncio.gather(_note_latest(store, key), send())
+        await asyncio.gather(_note_latest(store, key), _send(store, dispatch))
     except BaseException:
         # Not sent: a retry must be able to send it.
         try:
@@ -100,14 +122,36 @@ async def start_run(
     return Admission.SENT
 
 
+async def _send(store: StreamStore | None, dispatch: Dispatch) -> None:
+    if dispatch.before is not None:
+        await dispatch.before()
+    if store is not None:
+        await _mark(store, dispatch.interrupts)
+    await dispatch.signal()
+    if dispatch.on_sent is not None:
+        dispatch.on_sent()
+
+
+async def _mark(store: StreamStore, keys: tuple[StreamKey, ...]) -> None:
+    for marked in keys:
+        try:
+            await store.request_cancel(marked)
+        except Exception:
+            # The entity cancels them between steps whatever happens here.
+            log.warning(
+                "run %s: the interrupt could not be marked in the stream store", marked.text(), exc_info=True
+            )
+
+
 async def _claim(
     store: StreamStore,
     key: StreamKey,
     claim: RunClaim,
-    same: Callable[[str | None], bool],
+    user_id: str | None,
+    same_request: Callable[[str | None, None], bool],
 ) -> Admission | None:
-    """Claim the run: JOINED or CONFLICT when a pending run holds it (nothing to send), None
-    when this request must send the turn."""
+    """Claim the run: JOINED, CONFLICT or HIDDEN when a pending run holds it (nothing to send),
+    None when this request must send the turn."""
     earlier = await store.claim(key, claim)
     if earlier is None:
         return None
@@ -119,7 +163,10 @@ async def _claim(
         await store.claim(key, claim, replace=True)
         return None
     # Pending: attach to it, never a second turn.
-    if not same(earlier.request_hash):
+    request_hash, owner = claimed_user(earlier.request_hash)
+    if owner is not None and owner != user_id:
+        return Admission.HIDDEN
+    if not same_request(request_hash, None):
         return Admission.CONFLICT
     if claim.live and not earlier.live:
         # A stream asked for after a waiting JSON request: stream the model if the entity has

@@ -20,6 +20,7 @@ def test_all_is_pinned() -> None:
         "APPROVAL_REQUIRED",
         "Admission",
         "DEFAULT_RETENTION_SECONDS",
+        "Dispatch",
         "EVENT_STREAM",
         "EntraIdCredentials",
         "PATH_ENV",
