@@ -79,6 +79,10 @@ class Section(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _from_text(cls, value: Any, info: ValidationInfo) -> Any:
+        # App settings arrive as text: read the way hosting always read them (`number_setting`:
+        # ASCII only, its refusal naming the setting, unit and range), not by pydantic's coercion,
+        # which takes other scripts' digits and words its errors by field. Values given in code
+        # (not text) are pydantic's to check.
         if not isinstance(value, str) or info.field_name is None:
             return value
         spec = cls.model_fields[info.field_name]
