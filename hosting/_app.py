@@ -16,14 +16,13 @@ from agents.memory import MemorySettings, use_memory_settings
 
 from ._extensions import Extension
 from ._handlers import Handler
-from ._hub import memory_table, task_hub
+from ._hub import memory_table
 from ._ids import entity_name
 from ._lazy import LazyEdge
-from ._settings import ApiSettings
+from ._settings import ApiSettings, HostingSettings, use_settings
 from ._telemetry import configure_telemetry, traced_http
 from .a2a import A2A_FORMAT, A2A_ROUTES, a2a_api
 from .agui import AGUI_ROUTES, agui_api
-from .archive import policy_from_env
 from .client import BoundClient, durable_client_input
 from .console import CONSOLE_ROUTES, Console
 from .entity import AgentEntity, TimeLimits, guarded_batch
@@ -47,11 +46,11 @@ from .http import (
     openapi_document,
     serve,
 )
-from .lifecycle import register_lifecycle, ttl_for
+from .lifecycle import register_lifecycle
 from .mcp import McpTools, register_mcp_tools
 from .responses import RESPONSES_ROUTES, responses_api
-from .streams import StreamStore, stream_store_from_env
-from .webhooks import RUN_FORMAT, pace_from_env, register_format, register_webhooks
+from .streams import StreamStore, stream_store
+from .webhooks import RUN_FORMAT, register_format, register_webhooks
 
 # Agent names become entity/function names ("dafx-<name>") and URL path segments.
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,59}")
@@ -78,15 +77,16 @@ def _check_agents(agents: Sequence[Agent]) -> None:
         log.info("agent %r: %s", name, agent.model_in_use())
 
 
-def _check_settings(agents: Sequence[Agent]) -> None:
-    """The settings read only later (by the expiry sweeper, the archive, a session's reads, the
-    long-term memory store), read now: a bad one stops the app at startup, naming it, instead of
-    failing requests (`HostingConfigurationError`, `AgentConfigurationError`). Memory gets the
-    app's table, named after its task hub as the archive's container is."""
-    for agent in agents:
-        ttl_for(agent.name)
-    policy_from_env()
-    use_memory_settings(MemorySettings.from_env(default_table=memory_table(task_hub())))
+def _read_settings() -> HostingSettings:
+    """The app's settings, read once, now: a bad one stops the app at startup, naming it, instead
+    of failing requests (`HostingConfigurationError`, `AgentConfigurationError`). They are the
+    app's from here on (`hosting._settings.current`, for what reads one per request without a
+    caller to hand it down). Memory gets the app's table, named after its task hub as the
+    archive's container is."""
+    settings = HostingSettings.load()
+    use_settings(settings)
+    use_memory_settings(MemorySettings.from_env(default_table=memory_table(settings.task_hub)))
+    return settings
 
 
 def _check_extensions(agents: Sequence[Agent], extensions: Sequence[Extension]) -> None:
@@ -198,14 +198,15 @@ def build_app(
     agents = list(agents)
     _check_agents(agents)
     _check_extensions(agents, extensions)
-    _check_settings(agents)
-    check_init_indexing()
+    app_settings = _read_settings()
+    check_init_indexing(app_settings.http.init_indexing)
     configure_telemetry()
-    settings = settings or ApiSettings()
+    settings = settings or app_settings.api()
     app = df.DFApp(http_auth_level=func.AuthLevel.FUNCTION)
-    store = stream_store_from_env()
+    store = stream_store(app_settings)
     answers = Answers(settings)
-    api = Api(agents, settings, answers, RunStreams(answers, {a.name: a for a in agents}, store))
+    heartbeat = app_settings.streams.heartbeat_seconds
+    api = Api(agents, settings, answers, RunStreams(answers, {a.name: a for a in agents}, store, heartbeat))
     specs = [*AGENT_ROUTES, *USER_ROUTES, *RESPONSES_ROUTES, *A2A_ROUTES, *AGUI_ROUTES]
     specs += [spec for extension in extensions for spec in extension.routes]
     document = json.dumps(
@@ -262,18 +263,17 @@ def build_app(
         page = Console()
         for spec in CONSOLE_ROUTES:
             _register_http(app, spec, page.serve, settings.route_prefix, settings.max_body_bytes)
-    limits = TimeLimits.from_env()  # a value out of range stops the app here, naming it
+    limits = TimeLimits.from_settings(app_settings.limits)  # a bad functionTimeout stops the app here
     for agent in agents:
         _register_entity(app, agent, settings, store, limits)
     register_lifecycle(app, store, agents)
-    register_webhooks(app)
+    register_webhooks(app, app_settings.webhooks)
     register_format(RUN_FORMAT, api.render_run)  # the run resource, as GET .../runs/{id} answers
     # Every worker process builds the app and a delivery may run in any of them, also one (or, in
     # Azure, an instance) that never served an A2A request: the format is there from the start
     # and loads the A2A edge on the first push it renders.
     register_format(A2A_FORMAT, lambda client, run: a2a.edge().render_push(client, run))
-    pace_from_env()  # a webhook setting out of range stops the app here, naming it
-    register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes, settings, store)
+    register_mcp_tools(app, agents, mcp_tools, settings.max_session_bytes, settings, store, app_settings.mcp)
     # The model SDK loads on a thread from here on: the worker answers the host's indexing
     # without waiting for it (agents.preload_model_sdk).
     preload_model_sdk()

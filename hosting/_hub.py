@@ -37,6 +37,8 @@ MAX_TABLE = 63
 def app_root() -> Path:
     """The app's folder: the Functions host's script root (``AzureWebJobsScriptRoot``), else the
     working directory (where the Functions host and the local host start the worker)."""
+    # Not an app setting: the Functions host sets it for its worker process, as it sets the
+    # working directory, and the app's files (host.json) are where it says whatever the settings.
     return Path(os.environ.get(SCRIPT_ROOT_ENV, "").strip() or os.getcwd())
 
 
@@ -66,10 +68,9 @@ def _configured_hub(env: Mapping[str, str]) -> str | None:
     return hub
 
 
-def task_hub(environ: Mapping[str, str] | None = None) -> str:
-    """The app's task hub: the configured one, else the extension's default for this app
-    (`environ`: the app settings, default the process environment)."""
-    env = os.environ if environ is None else environ
+def task_hub(env: Mapping[str, str]) -> str:
+    """The app's task hub: the configured one, else the extension's default for this app (`env`:
+    the app settings; `HostingSettings.task_hub` holds it as read at startup)."""
     configured = _configured_hub(env)
     if configured is not None:
         return configured

@@ -6,7 +6,6 @@ ASCII only: `str.isdigit`, `int` and `float` also take other scripts' digits, an
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from ._errors import HostingConfigurationError
@@ -45,8 +44,3 @@ def number_setting(
         )
     return value
 
-
-def seconds_from_env(name: str, default: float, low: float, high: float) -> float:
-    """A number of seconds from the setting `name` (from `low` to `high`), else `default`."""
-    value = number_setting(os.environ, name, low=low, high=high, unit="seconds")
-    return default if value is None else value

@@ -6,7 +6,6 @@ pushes: a `StreamResponse` holding the task, with the config's token as
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -14,6 +13,7 @@ from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError, PushNotificationNotSupportedError
 from google.protobuf.json_format import MessageToJson
 
+from .._settings import current
 from ..webhooks import HOSTS_ENV, SECRET_ENV, EndedRun, Rendered, Webhook
 from ._routes import A2A_FORMAT
 from ._tasks import TaskRef
@@ -25,8 +25,9 @@ CONFIG_ID = "push"
 
 def push_enabled() -> bool:
     """Whether the app delivers webhooks at all (both settings set): without them the card says
-    `pushNotifications: false` and every push method is PushNotificationNotSupported."""
-    return bool(os.environ.get(HOSTS_ENV, "").strip() and os.environ.get(SECRET_ENV, "").strip())
+    `pushNotifications: false` and every push method is PushNotificationNotSupported. As the
+    app's settings were read at startup."""
+    return current().webhooks.enabled
 
 
 def webhook_of(config: pb.TaskPushNotificationConfig) -> dict[str, Any]:

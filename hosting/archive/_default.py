@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import threading
 
+from .._settings import current
 from ._history import HistoryArchive
-from ._settings import policy_from_env, store_from_env
+from ._settings import archive_policy, chunk_store
 
 _lock = threading.Lock()
 _archive: HistoryArchive | None = None
 
 
 def default_archive() -> HistoryArchive:
-    """The archive the settings name (`DURABLE_AGENTS_HISTORY_*`), shared by the entity and the API."""
+    """The archive the settings name (`DURABLE_AGENTS_HISTORY_*`, as `build_app` read them), shared
+    by the entity and the API."""
     global _archive
     with _lock:
         if _archive is None:
-            _archive = HistoryArchive(store_from_env(), policy_from_env())
+            _archive = HistoryArchive(chunk_store(current()), archive_policy(current().archive))
         return _archive

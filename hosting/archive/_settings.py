@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
 from collections.abc import Mapping
 
@@ -22,58 +21,61 @@ from agents import AgentConfigurationError, StorageConnection
 from state import ArchivePolicy
 
 from .._errors import HostingConfigurationError
-from .._hub import history_container, task_hub
-from .._numbers import number_setting
+from .._hub import history_container
+from .._settings import (
+    ARCHIVE_AT_ENV,
+    ARCHIVE_KEEP_ENV,
+    DEFAULT_ARCHIVE_AT_BYTES,
+    DEFAULT_KEEP_BYTES,
+    MAX_POLICY_BYTES,
+    ArchiveSettings,
+    HostingSettings,
+)
+from .._settings import DEFAULT_HISTORY_CONNECTION as DEFAULT_CONNECTION
+from .._settings import DEFAULT_HISTORY_DIR as DEFAULT_DIR
+from .._settings import HISTORY_CONNECTION_ENV as CONNECTION_ENV
+from .._settings import HISTORY_CONTAINER_ENV as CONTAINER_ENV
+from .._settings import HISTORY_DIR_ENV as DIR_ENV
+from .._settings import HISTORY_STORE_ENV as STORE_ENV
 from ._azure import AzureBlobChunkStore
 from ._store import ChunkStore, FileChunkStore
 
-STORE_ENV = "DURABLE_AGENTS_HISTORY_STORE"
-CONNECTION_ENV = "DURABLE_AGENTS_HISTORY_CONNECTION"
-CONTAINER_ENV = "DURABLE_AGENTS_HISTORY_CONTAINER"
-DIR_ENV = "DURABLE_AGENTS_HISTORY_DIR"
-ARCHIVE_AT_ENV = "DURABLE_AGENTS_ARCHIVE_AT_BYTES"
-KEEP_ENV = "DURABLE_AGENTS_ARCHIVE_KEEP_BYTES"
+__all__ = [
+    "ARCHIVE_AT_ENV", "CONNECTION_ENV", "CONTAINER_ENV", "DEFAULT_ARCHIVE_AT_BYTES", "DEFAULT_CONNECTION",
+    "DEFAULT_DIR", "DEFAULT_KEEP_BYTES", "DIR_ENV", "KEEP_ENV", "MAX_POLICY_BYTES", "STORE_ENV",
+]
 
-DEFAULT_CONNECTION = "AzureWebJobsStorage"
-DEFAULT_DIR = ".agent-history"
-DEFAULT_ARCHIVE_AT_BYTES = ArchivePolicy().max_state_bytes
-"""40 KiB: with the runs index, archived runs and chunk references a state stays under 64 KiB
-plus its latest turn."""
-DEFAULT_KEEP_BYTES = ArchivePolicy().keep_bytes
-
-
-MAX_POLICY_BYTES = 64 * 1024 * 1024
-"""The largest size either setting takes (a state over it would not load in time for a turn)."""
-
-
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
-    value = number_setting(env, name, low=1024, high=MAX_POLICY_BYTES, unit="bytes", whole=True)
-    return default if value is None else int(value)
+KEEP_ENV = ARCHIVE_KEEP_ENV
 
 
 def policy_from_env(environ: Mapping[str, str] | None = None) -> ArchivePolicy:
-    """The archiving policy from the settings above."""
-    env = os.environ if environ is None else environ
-    archive_at = _int(env, ARCHIVE_AT_ENV, DEFAULT_ARCHIVE_AT_BYTES)
-    keep = min(_int(env, KEEP_ENV, DEFAULT_KEEP_BYTES), archive_at)
-    return ArchivePolicy(max_state_bytes=archive_at, keep_bytes=keep)
+    """The archiving policy from the settings above in `environ` (default: the environment), now."""
+    return archive_policy(ArchiveSettings.load(environ))
+
+
+def archive_policy(settings: ArchiveSettings) -> ArchivePolicy:
+    """The archiving policy the settings name (the history kept is never more than the limit)."""
+    archive_at = settings.archive_at_bytes
+    return ArchivePolicy(max_state_bytes=archive_at, keep_bytes=min(settings.keep_bytes, archive_at))
 
 
 def store_from_env(environ: Mapping[str, str] | None = None) -> ChunkStore:
-    """The chunk store the settings above name."""
-    env = os.environ if environ is None else environ
-    kind = env.get(STORE_ENV, "").strip().lower()
-    connection_name = env.get(CONNECTION_ENV, "").strip() or DEFAULT_CONNECTION
-    if kind not in ("", "files", "azure"):
-        raise HostingConfigurationError(f"{STORE_ENV} must be 'files' or 'azure', not {kind!r}")
-    if not kind:
-        kind = "azure" if StorageConnection.is_real(connection_name, "blob", env) else "files"
+    """The chunk store the settings above in `environ` (default: the environment) name, now."""
+    return chunk_store(HostingSettings.load(environ))
+
+
+def chunk_store(settings: HostingSettings) -> ChunkStore:
+    """The chunk store the settings name."""
+    archive = settings.archive
+    env = archive.connection_settings
+    real = StorageConnection.is_real(archive.connection, "blob", env)
+    kind = archive.store or ("azure" if real else "files")
     if kind == "azure":
-        container = env.get(CONTAINER_ENV, "").strip() or history_container(task_hub(env))
+        container = archive.container or history_container(settings.task_hub)
         try:
             user = "history store 'azure'"
-            connection = StorageConnection.from_settings(connection_name, "blob", env, user=user)
+            connection = StorageConnection.from_settings(archive.connection, "blob", env, user=user)
         except AgentConfigurationError as error:
             raise HostingConfigurationError(str(error)) from None
         return AzureBlobChunkStore(connection, container)
-    return FileChunkStore(pathlib.Path(env.get(DIR_ENV, "").strip() or DEFAULT_DIR))
+    return FileChunkStore(pathlib.Path(archive.dir))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import time
 from collections.abc import Iterator, Mapping
@@ -34,18 +33,23 @@ from state import TurnFailure
 
 from .._errors import HostingConfigurationError
 from .._hub import app_root
-from .._numbers import number_setting
+from .._settings import (
+    DEFAULT_TURN_DEADLINE_SECONDS,
+    FUNCTION_TIMEOUT_ENV,
+    MAX_TURN_DEADLINE_SECONDS,
+    MIN_TURN_DEADLINE_SECONDS,
+    TURN_DEADLINE_ENV,
+    LimitsSettings,
+)
 
-TURN_DEADLINE_ENV = "DURABLE_AGENTS_TURN_DEADLINE_SECONDS"
-"""App setting: the most one turn may take, tool rounds and model calls together."""
-DEFAULT_TURN_DEADLINE_SECONDS = 180.0
-"""Three minutes: above one model call's own deadline (120 s), and three turns at it fit in the
-10 minutes of host.json's functionTimeout less the margin (see `maxEntityOperationBatchSize`)."""
-MIN_TURN_DEADLINE_SECONDS = 1.0
-MAX_TURN_DEADLINE_SECONDS = 3600.0
-
-FUNCTION_TIMEOUT_ENV = "AzureFunctionsJobHost__functionTimeout"
-"""The app setting that overrides host.json's functionTimeout (the Functions host's configuration)."""
+__all__ = [
+    "DEFAULT_TURN_DEADLINE_SECONDS", "FUNCTION_TIMEOUT_ENV", "MAX_TURN_DEADLINE_SECONDS",
+    "MIN_TURN_DEADLINE_SECONDS", "TURN_DEADLINE_ENV",
+]
+# DURABLE_AGENTS_TURN_DEADLINE_SECONDS, the most one turn may take (tool rounds and model calls
+# together), defaults to three minutes: above one model call's own deadline (120 s), and three
+# turns at it fit in the 10 minutes of host.json's functionTimeout less the margin (see
+# `maxEntityOperationBatchSize`).
 FLEX_FUNCTION_TIMEOUT_SECONDS = 1800.0
 """Flex Consumption's functionTimeout when neither host.json nor the setting names one."""
 MARGIN_SECONDS = 60.0
@@ -71,11 +75,10 @@ def _time_span(text: str, where: str) -> float | None:
     return total
 
 
-def function_timeout(environ: Mapping[str, str], root: Path) -> float | None:
+def function_timeout(override: str | None, root: Path) -> float | None:
     """The functionTimeout the Functions host applies to this app, in seconds (None: unbounded):
-    the app setting that overrides host.json, else host.json's (deployed with the app), else
-    Flex Consumption's default."""
-    override = environ.get(FUNCTION_TIMEOUT_ENV, "").strip()
+    the app setting that overrides host.json (`override`), else host.json's (deployed with the
+    app), else Flex Consumption's default."""
     if override:
         return _time_span(override, FUNCTION_TIMEOUT_ENV)
     value: Any = None
@@ -102,20 +105,16 @@ class TimeLimits:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, root: Path | None = None) -> TimeLimits:
-        """The limits from the app settings and host.json (read at startup: a value out of range
-        stops the app, naming it)."""
-        env = os.environ if environ is None else environ
-        deadline = number_setting(
-            env,
-            TURN_DEADLINE_ENV,
-            low=MIN_TURN_DEADLINE_SECONDS,
-            high=MAX_TURN_DEADLINE_SECONDS,
-            unit="seconds",
-        )
-        return cls(
-            turn_deadline=DEFAULT_TURN_DEADLINE_SECONDS if deadline is None else deadline,
-            function_timeout=function_timeout(env, app_root() if root is None else root),
-        )
+        """The limits from the app settings in `environ` (default: the environment, now) and
+        host.json."""
+        return cls.from_settings(LimitsSettings.load(environ), root)
+
+    @classmethod
+    def from_settings(cls, settings: LimitsSettings, root: Path | None = None) -> TimeLimits:
+        """The limits from the settings `build_app` read and host.json (read at startup: a value
+        out of range stops the app, naming it)."""
+        timeout = function_timeout(settings.function_timeout, app_root() if root is None else root)
+        return cls(turn_deadline=settings.turn_deadline, function_timeout=timeout)
 
 
 _batch_ends: ContextVar[float | None] = ContextVar("dafx_batch_ends", default=None)

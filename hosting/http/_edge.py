@@ -14,7 +14,6 @@ only then. Without it every HTTP function would fail, so `build_app` refuses to 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import azure.functions as func
@@ -24,16 +23,16 @@ from starlette.responses import StreamingResponse
 
 from .._errors import HostingConfigurationError
 from .._handlers import ContextHandler
+from .._settings import INIT_INDEXING_SETTING
 
 __all__ = ["INIT_INDEXING_SETTING", "Request", "Response", "check_init_indexing", "serve"]
 
-INIT_INDEXING_SETTING = "PYTHON_ENABLE_INIT_INDEXING"
 _TRUE = frozenset({"1", "true", "t", "yes", "y"})  # what the Functions Python runtime counts as true
 
 
-def check_init_indexing() -> None:
-    """Raise `HostingConfigurationError` unless `PYTHON_ENABLE_INIT_INDEXING` is true."""
-    value = os.environ.get(INIT_INDEXING_SETTING)
+def check_init_indexing(value: str | None) -> None:
+    """Raise `HostingConfigurationError` unless `value`, the app's `PYTHON_ENABLE_INIT_INDEXING`
+    (`HttpSettings.init_indexing`), is true."""
     if value is None or value.strip().lower() not in _TRUE:
         raise HostingConfigurationError(
             f"the app setting {INIT_INDEXING_SETTING} must be 1 (it is {value!r}): the app's HTTP "

@@ -27,7 +27,8 @@ from state import HistoryUnavailable
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import entity_name
-from .._numbers import seconds_from_env
+from .._settings import DEFAULT_HEARTBEAT_SECONDS as STREAM_DEFAULT_HEARTBEAT
+from .._settings import STREAM_HEARTBEAT_ENV, StreamSettings
 from ..client import (
     Awaiting,
     DurableClient,
@@ -82,8 +83,8 @@ def background(key: StreamKey, job: Job) -> None:
     task.add_done_callback(_running.discard)
 
 
-DEFAULT_HEARTBEAT_SECONDS = 15.0
-HEARTBEAT_ENV = "DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS"
+DEFAULT_HEARTBEAT_SECONDS = STREAM_DEFAULT_HEARTBEAT
+HEARTBEAT_ENV = STREAM_HEARTBEAT_ENV
 COMMIT_WAIT_LIMIT_SECONDS = 3600.0
 """How long a reader waits at most, after the terminal event, for the host to have stored the
 turn. The entity publishes a run's answer when its operation ends, but the host commits it with
@@ -94,8 +95,9 @@ when the batch can no longer commit, sending the published answer as before."""
 
 
 def heartbeat_from_env() -> float:
-    """`DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS` (0.05 to 300), else 15 seconds."""
-    return seconds_from_env(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECONDS, 0.05, 300)
+    """`DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS` (0.05 to 300), else 15 seconds: read from the
+    environment now (`build_app` reads it once and gives `RunStreams` its `heartbeat_seconds`)."""
+    return StreamSettings.read_one("heartbeat_seconds")
 
 
 RECONNECT_MS = 500

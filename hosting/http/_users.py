@@ -31,7 +31,6 @@ An MCP tool call carries every header of its HTTP request in its context
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
@@ -40,9 +39,8 @@ import azure.functions as func
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import id_problem
+from .._settings import current
 
-AUTH_ENABLED_SETTING = "WEBSITE_AUTH_ENABLED"
-"""Set to `True` by App Service when its authentication (Easy Auth) is on."""
 PRINCIPAL_ID_HEADER = "X-MS-CLIENT-PRINCIPAL-ID"
 """The signed-in principal's id, set by App Service Authentication."""
 PRINCIPAL_IDP_HEADER = "X-MS-CLIENT-PRINCIPAL-IDP"
@@ -54,8 +52,9 @@ USER_ID = "user_id"
 
 
 def easy_auth_enabled() -> bool:
-    """Whether App Service Authentication is on for this app (`WEBSITE_AUTH_ENABLED`)."""
-    return os.environ.get(AUTH_ENABLED_SETTING, "").strip().lower() == "true"
+    """Whether App Service Authentication is on for this app (`WEBSITE_AUTH_ENABLED`, as the app's
+    settings were read at startup)."""
+    return current().http.easy_auth
 
 
 def check_user_id(value: object, field: str = USER_ID) -> str:

@@ -16,37 +16,33 @@ local host.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 import azure.durable_functions as df
 
 from .._ids import entity_name
-from .._numbers import number_setting
+from .._settings import (
+    APPROVAL_TIMEOUT_SETTING,
+    DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+    MAX_APPROVAL_TIMEOUT_SECONDS,
+    LifecycleSettings,
+    current,
+)
 from ..client import DurableClient
 from ..stored import Approval, RunApprovals, StoredDocument, approvals_of
 from ._names import APPROVAL_EXPIRY, approval_instance
 
 log = logging.getLogger("hosting.lifecycle")
 
-APPROVAL_TIMEOUT_SETTING = "DURABLE_AGENTS_APPROVAL_TIMEOUT_SECONDS"
-DEFAULT_APPROVAL_TIMEOUT_SECONDS = 86400.0
-"""A day: long enough for a person to answer, short enough that a forgotten turn ends."""
-MAX_APPROVAL_TIMEOUT_SECONDS = 30 * 86400.0
+__all__ = ["APPROVAL_TIMEOUT_SETTING", "DEFAULT_APPROVAL_TIMEOUT_SECONDS", "MAX_APPROVAL_TIMEOUT_SECONDS"]
 
 
-def approval_timeout(environ: Mapping[str, str] | None = None) -> float:
-    """How long a call waits for its decision before it expires as rejected (seconds)."""
-    value = number_setting(
-        os.environ if environ is None else environ,
-        APPROVAL_TIMEOUT_SETTING,
-        low=1,
-        high=MAX_APPROVAL_TIMEOUT_SECONDS,
-        unit="seconds",
-    )
-    return DEFAULT_APPROVAL_TIMEOUT_SECONDS if value is None else value
+def approval_timeout(settings: LifecycleSettings | None = None) -> float:
+    """How long a call waits for its decision before it expires as rejected (seconds), by
+    `settings` (default: the app's, read at startup)."""
+    return (current().lifecycle if settings is None else settings).approval_timeout
 
 
 def approvals_due(waiting: Sequence[Approval], seconds: float) -> datetime | None:

@@ -8,29 +8,19 @@ default 30 days, `0` never, at most a century. Idle time counts from the state's
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .._numbers import number_setting
+from .._settings import DEFAULT_TTL, MAX_TTL_SECONDS, TTL_ENV, LifecycleSettings, current
 from ..stored import StoredDocument
 
-TTL_ENV = "DURABLE_AGENTS_SESSION_TTL"
-DEFAULT_TTL = timedelta(days=30)
-MAX_TTL_SECONDS = 100 * 365 * 86_400
-"""A century: an expiry time stays a date (a TTL past year 9999 broke every read of the session)."""
+__all__ = ["DEFAULT_TTL", "MAX_TTL_SECONDS", "TTL_ENV"]
 
 
-def ttl_for(agent: str, environ: Mapping[str, str] | None = None) -> timedelta | None:
-    """How long `agent`'s sessions may stay idle (None: forever); `HostingConfigurationError` for
-    a setting out of range (`build_app` asks for every agent, so that happens at startup)."""
-    env = os.environ if environ is None else environ
-    for name in (f"{TTL_ENV}__{agent}", TTL_ENV):
-        seconds = number_setting(env, name, low=0, high=MAX_TTL_SECONDS, unit="seconds (0: never expire)")
-        if seconds is not None:
-            return None if seconds == 0 else timedelta(seconds=seconds)
-    return DEFAULT_TTL
+def ttl_for(agent: str, settings: LifecycleSettings | None = None) -> timedelta | None:
+    """How long `agent`'s sessions may stay idle (None: forever), by `settings` (default: the
+    app's, which `build_app` read and range-checked at startup)."""
+    return (current().lifecycle if settings is None else settings).ttl_for(agent)
 
 
 def last_activity(document: Any) -> datetime | None:

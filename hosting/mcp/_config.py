@@ -3,34 +3,26 @@
 from __future__ import annotations
 
 import json
-import math
-import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from agents import Agent, AgentConfigurationError
 
-from .._errors import HostingConfigurationError
-from .._numbers import number_setting
+from .._settings import (
+    DEFAULT_MCP_WAIT_SECONDS,
+    FRONT_END_LIMIT_SECONDS,
+    MAX_MCP_WAIT_SECONDS,
+    MCP_TOOLS_ENV,
+    MCP_WAIT_ENV,
+    MIN_MCP_WAIT_SECONDS,
+    McpSettings,
+)
 
-MCP_TOOLS_ENV = "DURABLE_AGENTS_MCP_TOOLS"
-"""App setting choosing the agents exposed as MCP tools: `all`, `none`, or agent names
-separated by commas. When set it overrides `build_app(..., mcp_tools=...)`."""
+__all__ = ["FRONT_END_LIMIT_SECONDS", "MCP_TOOLS_ENV", "MCP_WAIT_ENV"]
 
-MCP_WAIT_ENV = "DURABLE_AGENTS_MCP_WAIT_SECONDS"
-"""App setting: how long an MCP tool call waits for its turn (default 200 s, at most 220 s)."""
-
-FRONT_END_LIMIT_SECONDS = 230.0
-"""How long Azure's front end (its load balancer) keeps an unanswered HTTP request open, whatever
-the app's functionTimeout: a tool call is an HTTP request to the MCP extension's webhook."""
-DEFAULT_WAIT_SECONDS = 200.0
-# The wait is only part of the call: the session read, the signal and the answer come on top, and
-# a cold instance adds its start. 30 s of margin keeps the answer (a turn still running is
-# answered as such, with its session and run ids) inside the front end's 230 s.
-MIN_WAIT_SECONDS = 0.1
-MAX_WAIT_SECONDS = 220.0
-"""The longest wait that still leaves 10 s before the front end gives up on the request: a longer
-one would end in the front end's 504 with no session or run id, so it does not start."""
+MIN_WAIT_SECONDS = MIN_MCP_WAIT_SECONDS
+MAX_WAIT_SECONDS = MAX_MCP_WAIT_SECONDS
+DEFAULT_WAIT_SECONDS = DEFAULT_MCP_WAIT_SECONDS
 
 FUNCTION_PREFIX = "mcptool_"
 """Function names of the tool triggers: `mcptool_{agent}` (`-` in agent names becomes `_`)."""
@@ -98,13 +90,16 @@ def _parse_setting(raw: str) -> McpTools:
     return [name.strip() for name in value.split(",") if name.strip()]
 
 
-def chosen_agents(agents: Sequence[Agent], mcp_tools: McpTools) -> list[Agent]:
-    """The agents to expose: the app setting when present, else `mcp_tools`.
+def chosen_agents(
+    agents: Sequence[Agent], mcp_tools: McpTools, settings: McpSettings | None = None
+) -> list[Agent]:
+    """The agents to expose: the app setting when present (`settings`, default the environment's
+    now), else `mcp_tools`.
 
     Raises `AgentConfigurationError` for a name that is not a hosted agent (a typo must not
     silently hide a tool).
     """
-    raw = os.environ.get(MCP_TOOLS_ENV)
+    raw = McpSettings.read_one("tools") if settings is None else settings.tools
     choice = _parse_setting(raw) if raw is not None else mcp_tools
     if choice is None or choice is False:
         return []
@@ -141,29 +136,10 @@ def tool_spec(agent: Agent) -> ToolSpec:
 
 
 def wait_seconds_from_env() -> float:
-    """`DURABLE_AGENTS_MCP_WAIT_SECONDS` when set, else the default (200 s).
+    """`DURABLE_AGENTS_MCP_WAIT_SECONDS` when set, else the default (200 s), read from the
+    environment now (`build_app` reads it once: `McpSettings.wait_seconds`).
 
-    Raises `HostingConfigurationError` (at startup) for a value outside 0.1 s to 220 s; one past
-    220 s names the front end's limit it would run into.
+    Raises `HostingConfigurationError` for a value outside 0.1 s to 220 s; one past 220 s names
+    the front end's limit it would run into.
     """
-    raw = os.environ.get(MCP_WAIT_ENV, "").strip()
-    try:
-        value = number_setting(os.environ, MCP_WAIT_ENV, low=MIN_WAIT_SECONDS, high=MAX_WAIT_SECONDS,
-                               unit="seconds")
-    except HostingConfigurationError as error:
-        if _longer_than_allowed(raw):
-            raise HostingConfigurationError(
-                f"{error}: Azure's front end ends an HTTP request unanswered after "
-                f"{FRONT_END_LIMIT_SECONDS:g} s, so a tool call must have its answer (or its run ids) "
-                f"before then"
-            ) from None
-        raise
-    return DEFAULT_WAIT_SECONDS if value is None else value
-
-
-def _longer_than_allowed(raw: str) -> bool:
-    try:
-        value = float(raw)
-    except ValueError:
-        return False
-    return math.isfinite(value) and value > MAX_WAIT_SECONDS
+    return float(McpSettings.read_one("wait_seconds"))

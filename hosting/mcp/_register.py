@@ -11,11 +11,11 @@ import azure.functions as func
 
 from agents import Agent
 
-from .._settings import ApiSettings, max_session_bytes_from_env
+from .._settings import ApiSettings, McpSettings
 from ..client import BoundClient, Submitter, durable_client_input
 from ..lifecycle import sweepers_of
 from ..streams import StreamStore
-from ._config import McpTools, ToolSpec, chosen_agents, tool_spec, wait_seconds_from_env
+from ._config import McpTools, ToolSpec, chosen_agents, tool_spec
 from ._tool import AgentTool
 
 TRIGGER_TYPE = "mcpToolTrigger"
@@ -58,19 +58,22 @@ def register_mcp_tools(
     max_session_bytes: int | None = None,
     settings: ApiSettings | None = None,
     streams: StreamStore | None = None,
+    mcp: McpSettings | None = None,
 ) -> list[ToolSpec]:
     """Add one MCP tool trigger per chosen agent (see `chosen_agents`); returns their specs.
     `max_session_bytes`: the app's session limit (`ApiSettings.max_session_bytes`); `settings`:
     the API's, whose run URLs a call awaiting approval hands out; `streams`: the app's stream
     store, where a call's run is claimed as every run is (a `reject` or `interrupt` run of the
-    HTTP API then sees it in flight)."""
-    wait_seconds = wait_seconds_from_env()
-    limit = max_session_bytes_from_env() if max_session_bytes is None else max_session_bytes
+    HTTP API then sees it in flight); `mcp`: the MCP settings `build_app` read (default: the
+    environment's, now)."""
+    mcp = McpSettings.load() if mcp is None else mcp
+    wait_seconds = mcp.wait_seconds
+    limit = (settings or ApiSettings()).max_session_bytes if max_session_bytes is None else max_session_bytes
     # Every hosted agent's sweepers, as the HTTP API starts them: the app may be reached only here.
     sweepers = sweepers_of([a.name for a in agents])
     submitter = Submitter(limit, logging.getLogger("hosting.mcp"), sweepers, streams)
     specs = []
-    for agent in chosen_agents(agents, mcp_tools):
+    for agent in chosen_agents(agents, mcp_tools, mcp):
         spec = tool_spec(agent)
         _register(app, agent, spec, wait_seconds, submitter, settings or ApiSettings())
         specs.append(spec)

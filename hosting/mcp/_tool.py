@@ -25,7 +25,7 @@ from agents import Agent, InputMessage, InvalidTurnRequest, TurnRequest
 
 from .._errors import ProblemCode, ProblemError
 from .._ids import new_session_id
-from .._settings import ApiSettings, max_session_bytes_from_env
+from .._settings import ApiSettings
 from ..client import (
     Answered,
     Awaiting,
@@ -193,7 +193,8 @@ class AgentTool:
         self.agent = agent
         self.spec = spec
         self.wait_seconds = wait_seconds
-        self.submitter = submitter or Submitter(max_session_bytes_from_env(), log, sweepers_of([agent.name]))
+        limit = self.settings.max_session_bytes
+        self.submitter = submitter or Submitter(limit, log, sweepers_of([agent.name]))
         """How a call's turn is sent: the same checks and sweeper start as `POST .../run`."""
 
     async def __call__(self, context: Any, client: DurableClient) -> str:

@@ -16,6 +16,7 @@ from ._settings import (
     REDIS_ENTRA_ENV,
     REDIS_ENV,
     default_stream_path,
+    stream_store,
     stream_store_from_env,
 )
 from ._sqlite import SqliteStreamStore
@@ -78,6 +79,7 @@ __all__ = [
     "latest_run",
     "retention_from_env",
     "start_run",
+    "stream_store",
     "stream_store_from_env",
     "terminal_watch",
 ]

@@ -1,4 +1,5 @@
-"""Which stream store the app uses, from its settings (documented in docs/streaming.md)."""
+"""Which stream store the app uses, from its settings (`StreamSettings`, read once by `build_app`;
+documented in docs/streaming.md)."""
 
 from __future__ import annotations
 
@@ -11,25 +12,14 @@ from pathlib import Path
 
 from .._errors import HostingConfigurationError
 from .._hub import app_root
-from .._hub import task_hub as resolved_hub
-from ._store import StreamStore, retention_from_env
+from .._settings import HOST_DATA_ENV, INSTANCE_ENV, HostingSettings, StreamSettings
+from .._settings import STREAM_PATH_ENV as PATH_ENV
+from .._settings import STREAM_REDIS_CLUSTER_ENV as REDIS_CLUSTER_ENV
+from .._settings import STREAM_REDIS_ENTRA_ENV as REDIS_ENTRA_ENV
+from .._settings import STREAM_REDIS_ENV as REDIS_ENV
+from ._store import StreamStore
 
-REDIS_ENV = "DURABLE_AGENTS_STREAM_REDIS"
-"""Redis connection URL (``rediss://host:port`` for Azure); set: the Redis Streams backend."""
-REDIS_ENTRA_ENV = "DURABLE_AGENTS_STREAM_REDIS_ENTRA"
-"""``true``: authenticate to Redis with Microsoft Entra ID (DefaultAzureCredential) instead of a key."""
-REDIS_CLUSTER_ENV = "DURABLE_AGENTS_STREAM_REDIS_CLUSTER"
-"""``true``: the Redis server is a cluster (Azure Managed Redis' OSS cluster policy); also detected."""
-PATH_ENV = "DURABLE_AGENTS_STREAM_PATH"
-"""File of the embedded SQLite store (default: see `default_stream_path`)."""
-INSTANCE_ENV = "WEBSITE_INSTANCE_ID"
-"""Set by Azure on every instance of an app: the app may run on several instances at once."""
-HOST_DATA_ENV = "DEVHOST_DATA_DIR"
-"""Set by the local host (python -m devhost) for its workers: its data directory."""
-
-
-def _truthy(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+__all__ = ["HOST_DATA_ENV", "INSTANCE_ENV", "PATH_ENV", "REDIS_CLUSTER_ENV", "REDIS_ENTRA_ENV", "REDIS_ENV"]
 
 
 def _name_part(value: str) -> str:
@@ -37,32 +27,33 @@ def _name_part(value: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", value)[:64] or "_"
 
 
-def app_name() -> str:
+def app_name(settings: StreamSettings) -> str:
     """The app's name: Azure's ``WEBSITE_SITE_NAME``, else the name of the app's folder."""
-    return _name_part(os.environ.get("WEBSITE_SITE_NAME", "").strip() or app_root().resolve().name)
+    return _name_part(settings.site_name or app_root().resolve().name)
 
 
-def task_hub() -> str:
-    """The app's Durable task hub (hosting._hub: as the extension resolves it), key safe."""
-    return _name_part(resolved_hub().strip())
+def task_hub(hub: str) -> str:
+    """The app's Durable task hub (`HostingSettings.task_hub`: as the extension resolves it), key safe."""
+    return _name_part(hub.strip())
 
 
-def key_prefix() -> str:
+def key_prefix(settings: HostingSettings) -> str:
     """What every Redis key of this app starts with: the app and its task hub, so apps (or a
     staging and a production slot) sharing one cache never read each other's runs."""
-    return f"dafx:{app_name()}:{task_hub()}:"
+    return f"dafx:{app_name(settings.streams)}:{task_hub(settings.task_hub)}:"
 
 
-def default_stream_path() -> Path:
+def default_stream_path(settings: HostingSettings) -> Path:
     """Where the embedded store lives unless `DURABLE_AGENTS_STREAM_PATH` says otherwise: in the
     local host's data directory (``DEVHOST_DATA_DIR``: shared by its worker processes, as a shared
     store would be, and by no other host), else in an owner-only folder of the temp directory named
     by the user, the app and its task hub."""
-    data = os.environ.get(HOST_DATA_ENV, "").strip()
+    data = settings.streams.host_data_dir
     if data:
         return Path(data) / "streams" / "streams.db"
     folder = f"durable-agents-{os.getuid()}" if hasattr(os, "getuid") else "durable-agents"
-    return Path(tempfile.gettempdir()) / folder / f"{app_name()}-{task_hub()}" / "streams.db"
+    where = f"{app_name(settings.streams)}-{task_hub(settings.task_hub)}"
+    return Path(tempfile.gettempdir()) / folder / where / "streams.db"
 
 
 def _default_folders(file: Path) -> list[Path]:
@@ -95,29 +86,35 @@ _stores: dict[tuple[str, ...], StreamStore] = {}
 
 
 def stream_store_from_env() -> StreamStore:
+    """`stream_store` of the settings in the environment (for code that runs without `build_app`)."""
+    return stream_store(HostingSettings.load())
+
+
+def stream_store(settings: HostingSettings) -> StreamStore:
     """The stream store the settings name: Redis when `DURABLE_AGENTS_STREAM_REDIS` is set; in
     Azure (``WEBSITE_INSTANCE_ID``) without it none that serves (`UnsharedStreamStore`: an
     instance's own file would not reach the app's other instances); else the embedded SQLite
     store. One instance per configuration in a process."""
-    retention = retention_from_env()
-    url = os.environ.get(REDIS_ENV, "").strip()
-    entra = _truthy(REDIS_ENTRA_ENV)
-    cluster = _truthy(REDIS_CLUSTER_ENV)
-    path = os.environ.get(PATH_ENV, "").strip()
+    streams = settings.streams
+    retention = streams.retention_seconds
+    url, entra, cluster = streams.redis, streams.redis_entra, streams.redis_cluster
     if url:
-        config: tuple[str, ...] = ("redis", url, str(entra), str(cluster), str(retention), key_prefix())
-    elif os.environ.get(INSTANCE_ENV, "").strip():
+        prefix = key_prefix(settings)
+        config: tuple[str, ...] = ("redis", url, str(entra), str(cluster), str(retention), prefix)
+    elif streams.instance_id:
         config = ("unshared", str(retention))
     else:
-        config = ("sqlite", path or str(default_stream_path()), str(retention))
+        config = ("sqlite", streams.path or str(default_stream_path(settings)), str(retention))
     with _lock:
         store = _stores.get(config)
         if store is None:
-            store = _stores[config] = _create(config, entra, cluster, retention)
+            store = _stores[config] = _create(config, entra, cluster, retention, defaulted=not streams.path)
     return store
 
 
-def _create(config: tuple[str, ...], entra: bool, cluster: bool, retention: float) -> StreamStore:
+def _create(
+    config: tuple[str, ...], entra: bool, cluster: bool, retention: float, *, defaulted: bool
+) -> StreamStore:
     kind, where = config[0], config[1]
     if kind == "redis":
         if not where.startswith(("redis://", "rediss://", "unix://")):
@@ -142,7 +139,7 @@ def _create(config: tuple[str, ...], entra: bool, cluster: bool, retention: floa
         return UnsharedStreamStore(retention)
     from ._sqlite import SqliteStreamStore
 
-    if not os.environ.get(PATH_ENV, "").strip():
+    if defaulted:
         # The default's folders: this user's alone (the file itself is created owner-only).
         for folder in _default_folders(Path(where)):
             private_folder(folder)

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .._numbers import seconds_from_env
+from .._settings import DEFAULT_STREAM_RETENTION_SECONDS, STREAM_RETENTION_ENV, StreamSettings
 
 RUN_STARTED = "run.started"
 RUN_RESTARTED = "run.restarted"
@@ -23,9 +23,9 @@ RUN_CANCELLED = "run.cancelled"
 TERMINAL_TYPES = frozenset({RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED})
 """Types that close a stream: a reader stops after one of them."""
 
-DEFAULT_RETENTION_SECONDS = 3600
+DEFAULT_RETENTION_SECONDS = DEFAULT_STREAM_RETENTION_SECONDS
 """How long a run's events stay readable after its last event (1 hour)."""
-RETENTION_ENV = "DURABLE_AGENTS_STREAM_RETENTION_SECONDS"
+RETENTION_ENV = STREAM_RETENTION_ENV
 
 READ_BATCH = 256
 """Most events one store read returns (a long stream is replayed in several reads)."""
@@ -151,5 +151,6 @@ class StreamStore(Protocol):
 
 
 def retention_from_env() -> float:
-    """`DURABLE_AGENTS_STREAM_RETENTION_SECONDS` (1 s to 30 days), else one hour."""
-    return seconds_from_env(RETENTION_ENV, DEFAULT_RETENTION_SECONDS, 1, 30 * 86_400)
+    """`DURABLE_AGENTS_STREAM_RETENTION_SECONDS` (1 s to 30 days), else one hour: read from the
+    environment now (`build_app` reads it once, `StreamSettings.retention_seconds`)."""
+    return StreamSettings.read_one("retention_seconds")

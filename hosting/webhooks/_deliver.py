@@ -12,16 +12,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import os
 import time
 from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from ._settings import secret_from_env
+from .._settings import WebhookSettings
 from ._spec import EndedRun, Webhook, renderer_of
-from ._urls import Target, WebhookRefused, allowed_hosts, check_url, resolve
+from ._urls import HOSTS_ENV, Target, WebhookRefused, allowed_hosts, check_url, resolve
 
 log = logging.getLogger("hosting.webhooks")
 
@@ -63,14 +62,15 @@ def classify(status: int) -> str:
     return "failed"
 
 
-async def deliver(spec: dict[str, Any], client: Any) -> dict[str, Any]:
-    """One attempt; never raises for the receiver's faults (the answer says what happened)."""
+async def deliver(spec: dict[str, Any], client: Any, settings: WebhookSettings) -> dict[str, Any]:
+    """One attempt with the app's webhook `settings`; never raises for the receiver's faults (the
+    answer says what happened)."""
     webhook = Webhook.from_json(spec["webhook"])
     try:
-        target = check_url(webhook.url, allowed_hosts(os.environ))
-    except WebhookRefused as error:  # the settings changed since the run was requested
+        target = check_url(webhook.url, allowed_hosts({HOSTS_ENV: settings.hosts or ""}))
+    except WebhookRefused as error:  # the settings changed since the run was requested (a restart)
         return _result("failed", error=str(error))
-    secret = secret_from_env()
+    secret = settings.secret_bytes
     if secret is None:
         return _result("failed", error="the app setting DURABLE_AGENTS_WEBHOOK_SECRET is unset")
     renderer = renderer_of(webhook.format)

@@ -3,36 +3,46 @@
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import azure.durable_functions as df
 
+from .._settings import WebhookSettings, current
 from ..client import BoundClient, durable_client_input
 from ._deliver import deliver
 from ._orchestration import DELIVER, WEBHOOK, delivery_spec, webhook_instance, webhook_orchestrator
-from ._settings import SECRET_ENV, pace_from_env, secret_from_env
+from ._settings import SECRET_ENV, pace_of
 from ._spec import Webhook, formats, renderer_of
-from ._urls import WebhookRefused, allowed_hosts, check_url
+from ._urls import HOSTS_ENV, WebhookRefused, allowed_hosts, check_url
 
 log = logging.getLogger("hosting.webhooks")
 
 
-def check_webhook(webhook: Webhook) -> None:
-    """`WebhookRefused` unless the app may call `webhook` (the settings, the URL, the format)."""
-    check_url(webhook.url, allowed_hosts(os.environ))
-    if secret_from_env() is None:
+def check_webhook(webhook: Webhook, settings: WebhookSettings | None = None) -> None:
+    """`WebhookRefused` unless the app may call `webhook` (the settings, default the app's: the
+    URL, the format)."""
+    settings = current().webhooks if settings is None else settings
+    check_url(webhook.url, allowed_hosts({HOSTS_ENV: settings.hosts or ""}))
+    if settings.secret is None:
         raise WebhookRefused(f"webhooks are off: the app setting {SECRET_ENV} (the signing secret) is unset")
     if renderer_of(webhook.format) is None:
         raise WebhookRefused(f"the format must be one of {', '.join(repr(f) for f in formats())}")
 
 
 async def start_delivery(
-    client: Any, agent: str, session_id: str, correlation_id: str, user_id: str | None, webhook: Webhook
+    client: Any,
+    agent: str,
+    session_id: str,
+    correlation_id: str,
+    user_id: str | None,
+    webhook: Webhook,
+    settings: WebhookSettings | None = None,
 ) -> None:
-    """Start the run's delivery (before the turn is sent). A retried request finds it started:
-    the backend refuses a second start of the instance, which is what it should do."""
-    instance, spec = delivery_spec(agent, session_id, correlation_id, user_id, webhook, pace_from_env())
+    """Start the run's delivery (before the turn is sent; `settings`: default the app's). A retried
+    request finds it started: the backend refuses a second start of the instance, which is what
+    it should do."""
+    pace = pace_of(current().webhooks if settings is None else settings)
+    instance, spec = delivery_spec(agent, session_id, correlation_id, user_id, webhook, pace)
     try:
         await client.start_new(WEBHOOK, instance, spec)
     except Exception:
@@ -70,15 +80,16 @@ async def cancel_delivery(client: Any, agent: str, session_id: str, correlation_
     return True
 
 
-def register_webhooks(app: df.DFApp) -> None:
-    """Declare the delivery orchestration and its activity on the app."""
+def register_webhooks(app: df.DFApp, settings: WebhookSettings | None = None) -> None:
+    """Declare the delivery orchestration and its activity on the app (`settings`: the allowlist
+    and secret its attempts use, default the app's)."""
     webhook_orchestrator.__name__ = WEBHOOK
     decorated = app.orchestration_trigger(context_name="context", orchestration=WEBHOOK)(webhook_orchestrator)
     app.function_name(WEBHOOK)(decorated)
 
     # `spec: dict`: the worker refuses an activity trigger annotated with a generic alias.
     async def deliver_attempt(spec: dict, client: BoundClient) -> dict:
-        return await deliver(spec, client)
+        return await deliver(spec, client, current().webhooks if settings is None else settings)
 
     deliver_attempt.__name__ = DELIVER
     bound = durable_client_input(app, deliver_attempt)

@@ -1,21 +1,16 @@
-"""The webhook settings (docs/hosting.md "Settings"): the allowlist (hosting.webhooks._urls), the
-signing secret, and the delivery's pace, read when a run is requested (the pace then travels with
-the delivery, so a run's retries follow the settings it was requested under)."""
+"""The webhook settings (docs/hosting.md "Settings"; `WebhookSettings`, read once at startup): the
+allowlist (hosting.webhooks._urls), the signing secret, and the delivery's pace, which travels with
+the delivery, so a run's retries follow the settings it was requested under."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .._numbers import number_setting
+from .._settings import WEBHOOK_SECRET_ENV as SECRET_ENV
+from .._settings import WebhookSettings
 
-SECRET_ENV = "DURABLE_AGENTS_WEBHOOK_SECRET"
-ATTEMPTS_ENV = "DURABLE_AGENTS_WEBHOOK_ATTEMPTS"
-FIRST_RETRY_ENV = "DURABLE_AGENTS_WEBHOOK_FIRST_RETRY_SECONDS"
-MAX_RETRY_ENV = "DURABLE_AGENTS_WEBHOOK_MAX_RETRY_SECONDS"
-TIMEOUT_ENV = "DURABLE_AGENTS_WEBHOOK_TIMEOUT_SECONDS"
-POLL_ENV = "DURABLE_AGENTS_WEBHOOK_POLL_SECONDS"
+__all__ = ["SECRET_ENV"]
 
 
 @dataclass(frozen=True)
@@ -45,25 +40,11 @@ class Pace:
 
 
 def pace_from_env(environ: Mapping[str, str] | None = None) -> Pace:
-    """The delivery pace from the settings (defaults: 8 attempts, 5 s doubling to an hour, 10 s
+    """The delivery pace from the settings in `environ` (default: the environment) now."""
+    return pace_of(WebhookSettings.load(environ))
+
+
+def pace_of(settings: WebhookSettings) -> Pace:
+    """The delivery pace the settings name (defaults: 8 attempts, 5 s doubling to an hour, 10 s
     per attempt, the run's end looked for after 1 s)."""
-    env = os.environ if environ is None else environ
-    default = Pace()
-
-    def read(name: str, value: float, low: float, high: float, unit: str, whole: bool = False) -> float:
-        found = number_setting(env, name, low=low, high=high, unit=unit, whole=whole)
-        return value if found is None else found
-
-    return Pace(
-        attempts=int(read(ATTEMPTS_ENV, default.attempts, 1, 50, "attempts", whole=True)),
-        first_retry=read(FIRST_RETRY_ENV, default.first_retry, 0.1, 3600, "seconds"),
-        max_retry=read(MAX_RETRY_ENV, default.max_retry, 0.1, 86400, "seconds"),
-        timeout=read(TIMEOUT_ENV, default.timeout, 0.5, 120, "seconds"),
-        poll=read(POLL_ENV, default.poll, 0.1, 60, "seconds"),
-    )
-
-
-def secret_from_env(environ: Mapping[str, str] | None = None) -> bytes | None:
-    """The signing secret (UTF-8), or None when unset."""
-    raw = (os.environ if environ is None else environ).get(SECRET_ENV, "")
-    return raw.encode() if raw.strip() else None
+    return Pace(settings.attempts, settings.first_retry, settings.max_retry, settings.timeout, settings.poll)

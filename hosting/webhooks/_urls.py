@@ -19,7 +19,9 @@ from urllib.parse import urlsplit
 
 from aiohttp.abc import ResolveResult
 
-HOSTS_ENV = "DURABLE_AGENTS_WEBHOOK_HOSTS"
+from .._settings import WEBHOOK_HOSTS_ENV
+
+HOSTS_ENV = WEBHOOK_HOSTS_ENV
 MAX_URL_CHARS = 2048
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 

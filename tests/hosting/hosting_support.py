@@ -16,8 +16,10 @@ from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
+import pytest
 from pydantic import BaseModel, ConfigDict
 
+import hosting._settings
 from agents import Agent, ModelSettings, RetryPolicy
 from agents.testing import ModelServer
 from devhost import list_functions
@@ -225,3 +227,10 @@ async def finished_orchestration(client: Any, instance: str, timeout: float = 20
             return status
         await asyncio.sleep(0.05)
     raise AssertionError(f"orchestration {instance} did not finish in {timeout} s")
+
+
+def set_app_setting(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    """Set an app setting for an app already built, as a restart would: the app reads its settings
+    once, at startup, so they are read again here (and restored after the test)."""
+    monkeypatch.setenv(name, value)
+    monkeypatch.setattr(hosting._settings, "_installed", hosting._settings.HostingSettings.load())

@@ -29,6 +29,10 @@ HUGE = "9" * 20
         ("DURABLE_AGENTS_MCP_WAIT_SECONDS", "1e300"),
         ("DURABLE_AGENTS_STREAM_HEARTBEAT_SECONDS", "\u0663"),
         ("DURABLE_AGENTS_STREAM_RETENTION_SECONDS", "1e300"),
+        ("DURABLE_AGENTS_APPROVAL_TIMEOUT_SECONDS", "0"),
+        ("DURABLE_AGENTS_TURN_DEADLINE_SECONDS", "0.5"),
+        ("DURABLE_AGENTS_WEBHOOK_ATTEMPTS", "51"),
+        ("DURABLE_AGENTS_WEBHOOK_TIMEOUT_SECONDS", "soon"),
     ],
 )
 def test_an_out_of_range_setting_stops_the_app_from_starting(
@@ -39,6 +43,17 @@ def test_an_out_of_range_setting_stops_the_app_from_starting(
         build_app(make_agents(model), mcp_tools=True)
     message = str(refused.value)
     assert name in message and repr(value) in message and " from " in message, message
+
+
+def test_a_setting_that_is_not_a_number_stops_the_app_too(
+    model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every app setting is read once, when the app is built: one no request could work with
+    # (here, a history store nobody has) stops it then, naming the setting, not on first use.
+    monkeypatch.setenv("DURABLE_AGENTS_HISTORY_STORE", "tape")
+    refusal = "DURABLE_AGENTS_HISTORY_STORE must be 'files' or 'azure'"
+    with pytest.raises(HostingConfigurationError, match=refusal):
+        build_app(make_agents(model))
 
 
 def test_settings_in_range_start_the_app(model: ModelServer, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -51,6 +51,7 @@ def test_all_is_pinned() -> None:
         "latest_run",
         "retention_from_env",
         "start_run",
+        "stream_store",
         "stream_store_from_env",
         "terminal_watch",
     ]

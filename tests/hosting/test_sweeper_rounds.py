@@ -12,7 +12,7 @@ from typing import Any
 
 import azure.durable_functions as df
 import pytest
-from hosting_support import Api, stored_state
+from hosting_support import Api, set_app_setting, stored_state
 
 from agents.testing import ModelServer, Reply
 from hosting.lifecycle import CLEANUP, EXPIRY, SWEEPER, expiry_instance, sweeper_instance
@@ -51,7 +51,7 @@ async def test_a_sweep_moves_on_past_sessions_whose_checks_cannot_run(
     for key in keys:
         watcher = {"agent": "assistant", "session": key, "checkAt": later}
         await client.start_new(EXPIRY, expiry_instance("assistant", key), watcher)
-    monkeypatch.setenv("DURABLE_AGENTS_SESSION_TTL__assistant", str(TTL))
+    set_app_setting(monkeypatch, "DURABLE_AGENTS_SESSION_TTL__assistant", str(TTL))
     model.script(Reply.text("hello"))
     turn = {"message": "hi", "session_id": "z-ordinary"}
     answer = await api.post("/api/agents/assistant/run", json_body=turn)
@@ -94,7 +94,7 @@ async def test_finished_expiry_checks_are_purged(
 ) -> None:
     # Sessions idle for long (copies of a real session's state, last active in 2020): each
     # sweep's checks expire them, and their finished instances go with a later sweep.
-    monkeypatch.setenv("DURABLE_AGENTS_SESSION_TTL__assistant", str(TTL))
+    set_app_setting(monkeypatch, "DURABLE_AGENTS_SESSION_TTL__assistant", str(TTL))
     model.script(Reply.text("hello"))
     turn = {"message": "hi", "session_id": "model"}
     assert (await api.post("/api/agents/assistant/run", json_body=turn)).status == 200
@@ -133,7 +133,7 @@ async def test_a_cursor_the_backend_refuses_starts_the_round_again(
 ) -> None:
     # A stored cursor can go stale (a backend may let a continuation token expire, or a task hub
     # be moved): the sweep starts again at the first page instead of failing on every sweep.
-    monkeypatch.setenv("DURABLE_AGENTS_SESSION_TTL__assistant", str(TTL))
+    set_app_setting(monkeypatch, "DURABLE_AGENTS_SESSION_TTL__assistant", str(TTL))
     model.script(Reply.text("hello"))
     turn = {"message": "hi", "session_id": "stale"}
     client = df.DurableOrchestrationClient(host.client_binding())
