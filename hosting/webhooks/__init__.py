@@ -3,8 +3,9 @@ it ends (docs/protocols.md "Webhooks"). An edge asks for a delivery by putting a
 the run it sends (`RunCall.webhook`, the run body's `webhook` field) and may register its own
 payload format (`register_format`)."""
 
+from ._check import check_webhook
 from ._deliver import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature
-from ._register import cancel_delivery, check_webhook, delivery_of, register_webhooks, start_delivery
+from ._register import cancel_delivery, delivery_of, register_webhooks, start_delivery
 from ._settings import SECRET_ENV, pace_from_env
 from ._spec import RUN_FORMAT, EndedRun, Rendered, Renderer, Webhook, formats, register_format, renderer_of
 from ._urls import HOSTS_ENV, WebhookRefused

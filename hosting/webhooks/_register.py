@@ -11,22 +11,10 @@ from .._settings import WebhookSettings, current
 from ..client import BoundClient, durable_client_input
 from ._deliver import deliver
 from ._orchestration import DELIVER, WEBHOOK, delivery_spec, webhook_instance, webhook_orchestrator
-from ._settings import SECRET_ENV, pace_of
-from ._spec import Webhook, formats, renderer_of
-from ._urls import HOSTS_ENV, WebhookRefused, allowed_hosts, check_url
+from ._settings import pace_of
+from ._spec import Webhook
 
 log = logging.getLogger("hosting.webhooks")
-
-
-def check_webhook(webhook: Webhook, settings: WebhookSettings | None = None) -> None:
-    """`WebhookRefused` unless the app may call `webhook` (the settings, default the app's: the
-    URL, the format)."""
-    settings = current().webhooks if settings is None else settings
-    check_url(webhook.url, allowed_hosts({HOSTS_ENV: settings.hosts or ""}))
-    if settings.secret is None:
-        raise WebhookRefused(f"webhooks are off: the app setting {SECRET_ENV} (the signing secret) is unset")
-    if renderer_of(webhook.format) is None:
-        raise WebhookRefused(f"the format must be one of {', '.join(repr(f) for f in formats())}")
 
 
 async def start_delivery(
