@@ -166,9 +166,17 @@ def _install_log_ids() -> None:
     if getattr(previous, "_dafx_trace_ids", False):
         return
 
+    current_span = trace.get_current_span
+
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        span_context = trace.get_current_span().get_span_context()
+        try:
+            span_context = current_span().get_span_context()
+        except (AttributeError, TypeError):
+            # At interpreter exit the modules' globals are cleared while a __del__ (an unclosed
+            # aiohttp session's warning) may still log: that record gets no ids, not an error.
+            record.otelTraceID, record.otelSpanID = _INVALID_TRACE, _INVALID_SPAN
+            return record
         if span_context.is_valid:
             record.otelTraceID = format(span_context.trace_id, "032x")
             record.otelSpanID = format(span_context.span_id, "016x")

@@ -96,13 +96,13 @@ async def test_deltas_arrive_while_the_model_is_still_sending(
     model.stream_delay = 0.05
     model.script(Reply.text("one two three four five"))
     recorder = Recorder()
-    started = time.monotonic()
     await agent.run(AgentState.new(), ask("c1", "count"), on_event=recorder)
-    finished = time.monotonic()
     times = [t for t, e in recorder.events if e.type == TurnEventType.TEXT_DELTA]
     assert len(times) == 5
-    assert times[0] - started < (finished - started) / 2, "the first token came only at the end"
-    assert times[-1] - times[0] >= 0.15
+    # Timed from the first delta, not from the call (on a loaded machine the client's set-up and
+    # the request alone took half the turn): the model sends a word every 50 ms, so deltas handed
+    # on as they come span at least three of those gaps; buffered ones would come together.
+    assert times[-1] - times[0] >= 0.15, "the deltas came together, not as the model sent them"
 
 
 async def test_a_failing_sink_never_fails_the_turn(model: ModelServer, settings: ModelSettings) -> None:
