@@ -60,6 +60,22 @@ def slow_model(model: ModelServer) -> Iterator[ModelServer]:
     yield model
 
 
+async def warm_up(client: Client, slow_model: ModelServer) -> None:
+    """A quick turn on a few other sessions first, so that the first timed batch is not also a
+    worker process's first turn: on a loaded machine, a just-started worker (its model SDK still
+    loading) used up the 4 s budget before the turn reached the model. In the flex topology the
+    sessions spread over both Durable worker processes."""
+    slow = slow_model.handler
+    slow_model.handler = None
+    sessions = [f"warm-up-{n}" for n in range(4)]
+    for _ in sessions:
+        slow_model.script(Reply.text("warm"))
+    answers = await asyncio.gather(*(client.run(AGENT, "warm up", s) for s in sessions))
+    assert all(a.status == 200 for a in answers), [a.status for a in answers]
+    slow_model.requests.clear()
+    slow_model.handler = slow
+
+
 def timed_out(answer: Answer) -> str:
     """The problem's detail of a run answered as a failed turn `timeout` (retryable)."""
     assert answer.status == 502, (answer.status, answer.body[:300])
@@ -89,6 +105,7 @@ async def test_runs_slower_than_function_timeout_are_answered_failed_timeout(
                        extra_env=SETTINGS).start()
     try:
         client = Client(http, host.url)
+        await warm_up(client, slow_model)
         session = "past-function-timeout"
         started = time.monotonic()
         first = asyncio.create_task(client.run(AGENT, "first", session, correlation_id="r0"))
