@@ -18,5 +18,6 @@ def default_archive() -> HistoryArchive:
     global _archive
     with _lock:
         if _archive is None:
-            _archive = HistoryArchive(chunk_store(current()), archive_policy(current().archive))
+            settings = current()  # without build_app, a read of the environment: once
+            _archive = HistoryArchive(chunk_store(settings), archive_policy(settings.archive))
         return _archive
