@@ -7,9 +7,11 @@ from the developer's environment are removed.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -233,3 +235,55 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
                 process.wait(10)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+# -- the order the parallel run takes the tests in -----------------------------------------------
+# pytest-xdist's worksteal scheduler hands each worker an equal count of consecutive tests, then an
+# idle worker takes the second half of the longest queue left. In file order a few minute-long
+# tests (a host killed and restarted at each point) ended some worker's share, and the run's last
+# minutes had one or two workers busy, the machine half idle. Ordered here from the last run's
+# times (tests/durations.json, written by .ci/durations.py): each worker's share holds an even part
+# of the whole time and starts with its longest files, so what is left to steal at the end is short.
+# Tests stay in their file's order, a file's tests together (its module-scoped hosts start once
+# per share); a test without a recorded time counts as DEFAULT_SECONDS.
+DURATIONS = Path(__file__).with_name("durations.json")
+DEFAULT_SECONDS = 0.5
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1 and DURATIONS.exists():
+        recorded: dict[str, float] = json.loads(DURATIONS.read_text())
+        items[:] = balanced_order(items, workers, lambda item: recorded.get(item.nodeid, DEFAULT_SECONDS))
+
+
+def balanced_order(
+    items: list[pytest.Item], workers: int, seconds: Callable[[pytest.Item], float]
+) -> list[pytest.Item]:
+    """`items` reordered into `workers` consecutive shares of the sizes worksteal gives (an equal
+    count each), each share's files longest first."""
+    sizes = []
+    left = len(items)
+    for remaining in range(workers, 0, -1):  # as worksteal's first distribution counts them
+        sizes.append(left // remaining)
+        left -= sizes[-1]
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    pending = sorted(files.values(), key=lambda tests: -sum(map(seconds, tests)))
+    shares: list[list[list[pytest.Item]]] = [[] for _ in sizes]
+    loads, counts = [0.0] * workers, [0] * workers
+    while pending:
+        tests = pending.pop(0)
+        share = min((s for s in range(workers) if counts[s] < sizes[s]), key=lambda s: loads[s])
+        taken, rest = tests[: sizes[share] - counts[share]], tests[sizes[share] - counts[share] :]
+        shares[share].append(taken)
+        loads[share] += sum(map(seconds, taken))
+        counts[share] += len(taken)
+        if rest:  # the share is full: the file's other tests go to the next share that has room
+            pending.insert(0, rest)
+    ordered: list[pytest.Item] = []
+    for files_of_share in shares:
+        for tests in sorted(files_of_share, key=lambda tests: -sum(map(seconds, tests))):
+            ordered.extend(tests)
+    return ordered
