@@ -1,10 +1,11 @@
 """The A2A request handler (the SDK's `RequestHandler`, which its JSON-RPC dispatcher calls for
-1.0 and, through its 0.3 adapter, for 0.3 methods): each method converts its request into the
-product's own route call (the run route, its approval and cancel routes) and the run's outcome
-into the A2A task; nothing else. Push notifications are not offered."""
+1.0 and, through its 0.3 adapter, for 0.3 methods): each method converts its request into typed
+values for the product's own API (`Api.submit_run` with a `run_call`, `Api.decide`, `Api.cancel`)
+and the run's outcome and events into the A2A task; nothing else."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
@@ -23,19 +24,21 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from google.protobuf.json_format import MessageToDict
-from starlette.responses import StreamingResponse
 
 from .._errors import ProblemError
 from .._ids import idempotency_key_problem
 from ..client import Answerable, Awaiting, DurableClient, Finished
 from ..http import (
-    CORRELATION_HEADER,
-    EVENT_STREAM,
-    SESSION_HEADER,
     Api,
+    RunAccepted,
+    RunArgs,
+    RunStreamed,
+    RunSubmitted,
+    SseEvent,
+    StreamEnded,
+    approval_decision,
     caller_user,
-    derived_request,
-    read_sse_events,
+    run_call,
 )
 from ..lifecycle import start_approval_expiry
 from ..stored import INTERNAL, Approval, RunApprovals, Viewer
@@ -177,9 +180,9 @@ class A2aHandler(RequestHandler):
 
     async def _submit(
         self, params: pb.SendMessageRequest, context: ServerCallContext | None, stream: bool
-    ) -> tuple[TaskRef, Any, Viewer, bool]:
-        """Send the message as a turn of the run route (or as decisions on the task it continues):
-        the run, the route's answer (None for decisions), the caller and whether it was a decision."""
+    ) -> tuple[TaskRef, RunSubmitted | None, Viewer]:
+        """Send the message as a turn (or as decisions on the task it continues): the run, what
+        submitting it came to (None for decisions) and the caller."""
         req, client, agent = self._call(context)
         message = params.message
         if not params.HasField("message") or not message.message_id:
@@ -192,33 +195,32 @@ class A2aHandler(RequestHandler):
             ref = self._ref(agent, message.task_id)
             if message.context_id and message.context_id != ref.session_id:
                 raise InvalidParamsError(message="'message.contextId' is not the task's context")
-            await self._decide(req, client, ref, user, message)
-            return ref, None, user, True
+            await self._decide(client, ref, user, message)
+            return ref, None, user
         text = _texts(message)
         if not text.strip():
             raise InvalidParamsError(message="the message has no text part (or only empty text)")
-        body: dict[str, Any] = {"message": text}
-        if message.context_id:
-            body["session_id"] = message.context_id
-        if params.configuration.HasField("task_push_notification_config"):
-            body["webhook"] = webhook_of(params.configuration.task_push_notification_config)
-        immediate = params.configuration.return_immediately
-        body["wait_for_response"] = not (stream or immediate)
-        headers = {"Idempotency-Key": message.message_id}
-        accept = EVENT_STREAM if stream else "application/json"
-        run_req = derived_request(req, {"agent": agent}, body, accept, headers=headers)
+        config = params.configuration
+        pushed = config.HasField("task_push_notification_config")
+        push = config.task_push_notification_config if pushed else None
+        args = RunArgs(
+            message=text,
+            session_id=message.context_id or None,
+            idempotency_key=message.message_id,
+            user_id=user,
+            wait=not (stream or config.return_immediately),
+            event_stream=stream,
+            webhook=None if push is None else Webhook.from_json(webhook_of(push)),
+        )
         try:
-            answer = await self.api.run(run_req, client)
+            submitted = await self.api.submit_run(client, self.api.agents[agent], run_call(agent, args))
         except ProblemError as problem:  # refused: nothing was sent
             raise _problem(problem) from None
-        # Answered, accepted, or failed (its problem response, with the run's ids): the task is
-        # read from the run (a failed turn is a failed task).
-        ref = TaskRef(agent, answer.headers[SESSION_HEADER], answer.headers[CORRELATION_HEADER])
-        return ref, answer, user, False
+        # Answered, accepted or streamed: the task is read from the run (a failed turn is a
+        # failed task).
+        return TaskRef(agent, submitted.session_id, submitted.correlation_id), submitted, user
 
-    async def _decide(
-        self, req: func.HttpRequest, client: DurableClient, ref: TaskRef, user: Viewer, message: pb.Message
-    ) -> None:
+    async def _decide(self, client: DurableClient, ref: TaskRef, user: Viewer, message: pb.Message) -> None:
         outcome = await self._outcome(client, ref, user, 0)
         if isinstance(outcome, Finished):
             raise UnsupportedOperationError(
@@ -228,11 +230,12 @@ class A2aHandler(RequestHandler):
         waiting = outcome.approvals.waiting if isinstance(outcome, Awaiting) else []
         if not waiting:
             raise UnsupportedOperationError(message=f"task {ref.task_id!r} is working and awaits no input")
-        params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
         for decision in _decisions(message, waiting):
             try:
-                decided = derived_request(req, params, decision, "application/json")
-                await self.api.run_approval(decided, client)
+                await self.api.decide(
+                    client, ref.agent, ref.session_id, ref.correlation_id, _user(user),
+                    approval_decision(decision),
+                )  # fmt: skip
             except ProblemError as problem:
                 raise _problem(problem) from None
 
@@ -241,20 +244,26 @@ class A2aHandler(RequestHandler):
     async def on_message_send(
         self, params: pb.SendMessageRequest, context: ServerCallContext | None = None
     ) -> pb.Task | pb.Message:
-        ref, answer, user, decided = await self._submit(params, context, stream=False)
+        ref, submitted, user = await self._submit(params, context, stream=False)
         _req, client, _agent = self._call(context)
         immediate = params.configuration.return_immediately
-        wait = 0.0 if immediate or not decided else self.api.settings.response_wait_seconds
-        if immediate and answer is not None and answer.status_code == 202:
+        wait = 0.0 if immediate or submitted is not None else self.api.settings.response_wait_seconds
+        if immediate and isinstance(submitted, RunAccepted):
             return task(ref, pb.TASK_STATE_SUBMITTED)
         return await self._task(client, ref, user, wait)
 
     async def on_message_send_stream(
         self, params: pb.SendMessageRequest, context: ServerCallContext | None = None
     ) -> AsyncGenerator[Any, None]:
-        ref, answer, user, _decided = await self._submit(params, context, stream=True)
+        ref, submitted, user = await self._submit(params, context, stream=True)
         _req, client, _agent = self._call(context)
-        if not isinstance(answer, StreamingResponse):  # a decision, a retry of a finished run
+        opened = None
+        if isinstance(submitted, RunStreamed):
+            try:
+                opened = await self.api.opened_stream(client, submitted)
+            except ProblemError as problem:
+                raise _problem(problem) from None
+        if opened is None or isinstance(opened, StreamEnded):  # a decision, a retry's failure
             current = await self._task(client, ref, user, 0)
             yield current
             if current.status.state not in TERMINAL:
@@ -262,19 +271,18 @@ class A2aHandler(RequestHandler):
                     yield event
             return
         yield task(ref, pb.TASK_STATE_WORKING)
-        async for event in self._events(client, ref, answer):
+        async for event in self._events(client, ref, self.api.streams.events(client, opened)):
             yield event
 
     async def _events(
-        self, client: DurableClient, ref: TaskRef, answer: StreamingResponse
+        self, client: DurableClient, ref: TaskRef, events: AsyncGenerator[SseEvent, None]
     ) -> AsyncIterator[Any]:
-        """The run's own SSE stream as A2A events: text deltas append to the answer artifact, a
+        """The run's own events as A2A events: text deltas append to the answer artifact, a
         pause is `input-required`, the end the final status."""
-        frames = read_sse_events(answer.body_iterator)
         first = True
-        try:
-            async for read in frames:
-                kind, data = read.type, read.data
+        async with contextlib.aclosing(events):
+            async for event in events:
+                kind, data = event.type, event.data
                 if kind == "text.delta" and data.get("text"):
                     artifact = pb.Artifact(
                         artifact_id=ANSWER_ARTIFACT, name="answer", parts=[text_part(str(data["text"]))]
@@ -295,9 +303,7 @@ class A2aHandler(RequestHandler):
                     return
                 elif kind in TERMINAL_TYPES:
                     break
-            yield _status(ref, await self._task(client, ref, INTERNAL, 0))
-        finally:
-            await frames.aclose()
+        yield _status(ref, await self._task(client, ref, INTERNAL, 0))
 
     async def _follow(self, client: DurableClient, ref: TaskRef, user: Viewer) -> AsyncIterator[Any]:
         """Status updates of a run until it ends or waits for input (the run route's own wait)."""
@@ -326,9 +332,8 @@ class A2aHandler(RequestHandler):
         current = await self._task(client, ref, user, 0)  # another user's task is not found
         if current.status.state in TERMINAL:
             raise TaskNotCancelableError(message=f"task {ref.task_id!r} is finished")
-        route = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
         try:
-            await self.api.run_cancel(derived_request(req, route, None, "application/json"), client)
+            await self.api.cancel(client, ref.agent, ref.session_id, ref.correlation_id, _user(user))
         except ProblemError as problem:
             if problem.status == 409:
                 raise TaskNotCancelableError(message=problem.detail) from None
@@ -407,6 +412,11 @@ class A2aHandler(RequestHandler):
 
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext | None = None) -> Any:
         raise ExtendedAgentCardNotConfiguredError()
+
+
+def _user(user: Viewer) -> str | None:
+    """The user a caller acts for (`caller_user` names one or no one, never hosting itself)."""
+    return user if isinstance(user, str) else None
 
 
 def _status(ref: TaskRef, current: pb.Task) -> pb.TaskStatusUpdateEvent:

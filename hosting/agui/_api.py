@@ -1,10 +1,11 @@
-"""The AG-UI handler: converts a `RunAgentInput` to the product's own route call (the run route,
-or the approval route for `resume`) and the run's event stream to AG-UI events; nothing else."""
+"""The AG-UI handler: converts a `RunAgentInput` to typed values for the product's own API (a
+`run_call` for `Api.submit_run`, or `Api.decide` for `resume`) and the run's events (as values,
+from hosting.http.RunStreams) to AG-UI events; nothing else."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import azure.functions as func
@@ -21,7 +22,18 @@ from starlette.responses import StreamingResponse
 
 from .._errors import ProblemCode, ProblemError
 from ..client import DurableClient
-from ..http import EVENT_STREAM, Api, caller_user, derived_request, hosted_agent, read_sse_events
+from ..http import (
+    EVENT_STREAM,
+    Api,
+    RunArgs,
+    RunStreamed,
+    SseEvent,
+    StreamEnded,
+    approval_decision,
+    caller_user,
+    hosted_agent,
+    run_call,
+)
 from ..streams import StreamKey
 from ._events import AgUiEvents, event_position, frame, parse_interrupt_id
 from ._request import AgUiCall, parse_input
@@ -54,15 +66,27 @@ class AgUiApi:
         resume_at = event_position(req.headers.get("last-event-id"))
         if call.resume:
             return await self._resume(req, client, agent.name, call, resume_at)
-        derived = derived_request(req, {"agent": agent.name}, call.run_body(), EVENT_STREAM)
+        assert call.message is not None  # parse_input refuses a run with neither input nor resume
         try:
-            answer = await self.api.run(derived, client)
+            args = RunArgs(
+                message=call.message,
+                session_id=call.thread_id,
+                correlation_id=call.run_id,
+                user_id=caller_user(req),
+                event_stream=True,
+            )
+            submitted = await self.api.submit_run(client, agent, run_call(agent.name, args))
+            opened = None
+            if isinstance(submitted, RunStreamed):
+                opened = await self.api.opened_stream(client, submitted)
         except ProblemError as problem:
             raise _renamed(problem) from None
-        if not isinstance(answer, StreamingResponse):
-            return answer  # not a stream (a problem the route answered as such)
+        if opened is None:  # not a stream (a failure once the turn was sent: its ids, as JSON)
+            return await self.api.render_submitted(client, submitted)
+        if isinstance(opened, StreamEnded):
+            return self.api.streams.render(client, opened)
         events = AgUiEvents(call.thread_id, call.run_id, call.run_id)
-        return self._response(events, answer.body_iterator, resume_at)
+        return self._response(events, self.api.streams.events(client, opened), resume_at)
 
     async def _resume(
         self,
@@ -102,26 +126,29 @@ class AgUiApi:
             decisions.append(decision)
         assert paused is not None  # call.resume is not empty
         correlation_id, seq = paused
-        params = {"agent": agent, "session_id": call.thread_id, "correlation_id": correlation_id}
+        user = caller_user(req)
         for decision in decisions:
             try:
-                decided = derived_request(req, params, decision, "application/json")
-                await self.api.run_approval(decided, client)
+                decided = approval_decision(decision)
+                await self.api.decide(client, agent, call.thread_id, correlation_id, user, decided)
             except ProblemError as problem:
                 if problem.code != ProblemCode.RUN_NOT_AWAITING_APPROVAL:  # a retried resume
                     raise _renamed(problem) from None
         key = StreamKey(agent, call.thread_id, correlation_id)
-        answer = await self.api.streams.open(client, key, seq, user=caller_user(req))
-        if not isinstance(answer, StreamingResponse):
-            return answer
+        opened = await self.api.streams.opened(client, key, seq, user=user)
+        if isinstance(opened, StreamEnded):
+            return self.api.streams.render(client, opened)
         events = AgUiEvents(call.thread_id, call.run_id, correlation_id)
-        return self._response(events, answer.body_iterator, resume_at)
+        return self._response(events, self.api.streams.events(client, opened), resume_at)
 
     def _response(
-        self, events: AgUiEvents, body: AsyncIterable[Any], resume_at: tuple[int, int] | None
+        self,
+        events: AgUiEvents,
+        values: AsyncGenerator[SseEvent, None],
+        resume_at: tuple[int, int] | None,
     ) -> StreamingResponse:
         return StreamingResponse(
-            _stream(events, body, resume_at),
+            _stream(events, values, resume_at),
             media_type=EVENT_STREAM,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -134,15 +161,15 @@ def _message_of(event: BaseEvent) -> str | None:
 
 
 async def _stream(
-    events: AgUiEvents, body: AsyncIterable[Any], resume_at: tuple[int, int] | None
+    events: AgUiEvents, values: AsyncGenerator[SseEvent, None], resume_at: tuple[int, int] | None
 ) -> AsyncIterator[bytes]:
-    """The product stream's events as AG-UI events: RUN_STARTED first on every connection; after
-    `resume_at` only what comes after it (the text message in progress started again first)."""
-    reader = read_sse_events(body)
+    """The run's events (the values the product's SSE serialises) as AG-UI events: RUN_STARTED
+    first on every connection; after `resume_at` only what comes after it (the text message in
+    progress started again first)."""
     announced: set[str] = set()
     try:
         yield frame(None if resume_at is not None else "0.0", events.started())
-        async for read in reader:
+        async for read in values:
             if read.type is None:
                 yield b": heartbeat\n\n"
                 continue
@@ -164,4 +191,4 @@ async def _stream(
     except Exception:
         log.exception("AG-UI stream of %s run %s broke off", events.thread_id, events.run_id)
     finally:
-        await reader.aclose()
+        await values.aclose()

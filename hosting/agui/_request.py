@@ -1,4 +1,4 @@
-"""A `RunAgentInput` read and checked: what the product's run route is asked, or a 400 problem
+"""A `RunAgentInput` read and checked: the run the product is asked for, or a 400 problem
 naming the field the agent cannot honour (nothing is sent or stored)."""
 
 from __future__ import annotations
@@ -24,13 +24,6 @@ class AgUiCall:
     """The new user text: the user messages after the last message of any other role."""
     resume: tuple[dict[str, Any], ...] = ()
     """Answers to the interrupts (approvals) a previous run of the thread ended with."""
-
-    def run_body(self) -> dict[str, Any]:
-        """The body of the product's run route for this run."""
-        body: dict[str, Any] = {"session_id": self.thread_id, "correlation_id": self.run_id}
-        if self.message is not None:
-            body["message"] = self.message
-        return body
 
 
 def _refuse(field: str, detail: str) -> ProblemError:

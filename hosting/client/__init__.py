@@ -23,7 +23,7 @@ from ._outcome import (
     answered_id,
 )
 from ._owned import owned_sessions
-from ._pacing import read_pacer
+from ._pacing import ReadPacer, read_pacer
 from ._query import (
     ContinuationRefused,
     NoQueryEndpoint,
@@ -65,6 +65,7 @@ __all__ = [
     "NoQueryEndpoint",
     "Pending",
     "Prepared",
+    "ReadPacer",
     "Refusal",
     "Refused",
     "RunOutcome",

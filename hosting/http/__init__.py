@@ -3,6 +3,8 @@ problems, the agent routes' handlers, the answers they render runs with, and SSE
 
 from ._answers import Answers
 from ._api import Api, describe_agent, guarded
+from ._approvals import Decided, approval_decision
+from ._cancel import Cancelled
 from ._edge import INIT_INDEXING_SETTING, Request, Response, check_init_indexing, serve
 from ._erasure import UserErasure
 from ._export import UserExport
@@ -15,12 +17,14 @@ from ._problems import json_response, problem_response, validation_problem
 from ._refusals import refusal, refused
 from ._requests import (
     CORRELATION_HEADER,
+    IDEMPOTENCY_HEADER,
     MAX_BODY_BYTES,
     SESSION_HEADER,
+    RunArgs,
     check_id,
-    derived_request,
     parse_json_object,
     resume_after,
+    run_call,
     wants_event_stream,
 )
 from ._routes import AGENT_ROUTES, BAD_REQUEST, UNAVAILABLE, Operation, Param, RouteSpec
@@ -28,11 +32,16 @@ from ._routes import Response as RouteResponse
 from ._sessions import SessionsApi
 from ._sse import (
     EVENT_STREAM,
+    HEARTBEAT,
     RunStreams,
     SseEvent,
-    read_sse_events,
+    StreamEnded,
+    StreamLive,
+    StreamOnce,
+    StreamOpened,
     sse_frame,
 )
+from ._submitted import RunAccepted, RunFinished, RunStreamed, RunSubmitted
 from ._user_routes import USER_ROUTES
 from ._users import acting_user, caller_user, check_user_id, easy_auth_enabled, principal_of
 
@@ -41,6 +50,8 @@ __all__ = [
     "BAD_REQUEST",
     "CORRELATION_HEADER",
     "EVENT_STREAM",
+    "HEARTBEAT",
+    "IDEMPOTENCY_HEADER",
     "INIT_INDEXING_SETTING",
     "MAX_BODY_BYTES",
     "SESSION_HEADER",
@@ -48,6 +59,8 @@ __all__ = [
     "USER_ROUTES",
     "Answers",
     "Api",
+    "Cancelled",
+    "Decided",
     "Operation",
     "Param",
     "Problem",
@@ -55,21 +68,30 @@ __all__ = [
     "Response",
     "RouteResponse",
     "RouteSpec",
+    "RunAccepted",
+    "RunArgs",
+    "RunFinished",
     "RunRequestBody",
     "RunResultBody",
+    "RunStreamed",
     "RunStreams",
+    "RunSubmitted",
     "SessionsApi",
     "SseEvent",
+    "StreamEnded",
+    "StreamLive",
+    "StreamOnce",
+    "StreamOpened",
     "UserErasure",
     "UserExport",
     "UserMemories",
     "WholeNumber",
     "acting_user",
+    "approval_decision",
     "caller_user",
     "check_id",
     "check_init_indexing",
     "check_user_id",
-    "derived_request",
     "describe_agent",
     "easy_auth_enabled",
     "guarded",
@@ -80,10 +102,10 @@ __all__ = [
     "parse_json_object",
     "principal_of",
     "problem_response",
-    "read_sse_events",
     "refusal",
     "refused",
     "resume_after",
+    "run_call",
     "serve",
     "sse_frame",
     "validation_problem",

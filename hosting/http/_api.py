@@ -35,6 +35,7 @@ from ..client import (
     DurableClient,
     Finished,
     Pending,
+    ReadPacer,
     Refused,
     RunOutcome,
     Submission,
@@ -52,13 +53,14 @@ from ..stored import StoredDocument, StoredRun, TurnEntry, Viewer, WaitingRun, a
 from ..streams import StreamKey, StreamStoreUnavailable, claimed_user, terminal_watch
 from ..webhooks import EndedRun, Rendered, delivery_of, start_delivery
 from ._answers import Answers, approval_body
-from ._approvals import decide_approval
-from ._cancel import cancel_run
+from ._approvals import Decided, decide, decide_approval
+from ._cancel import Cancelled, cancel, cancel_run
 from ._history import with_history
 from ._lookup import claimed_by_other, existing_session, hosted_agent
 from ._models import (
     AgentInfo,
     AgentsBody,
+    ApprovalDecisionRequest,
     ErrorBody,
     HealthBody,
     HealthCheck,
@@ -71,7 +73,8 @@ from ._models import (
 from ._problems import json_response, problem_response
 from ._refusals import no_session, refusal, refused, unreadable
 from ._requests import RunCall, check_id, parse_run
-from ._sse import RunStreams
+from ._sse import RunStreams, StreamLive, StreamOpened
+from ._submitted import RunAccepted, RunFinished, RunStreamed, RunSubmitted
 from ._users import caller_user
 
 log = logging.getLogger("hosting.http")
@@ -207,9 +210,33 @@ class Api:
         """POST agents/{agent}/run"""
         agent = hosted_agent(self.agents, req)
         call = parse_run(req, agent.name, max_bytes=self.settings.max_body_bytes)
+        return await self.render_submitted(client, await self.submit_run(client, agent, call))
+
+    async def render_submitted(
+        self, client: DurableClient, submitted: RunSubmitted
+    ) -> func.HttpResponse | StarletteResponse:
+        """What submitting a run came to, as the run route answers it."""
+        match submitted:
+            case RunFinished(agent=agent, session_id=session_id, run=run):
+                return self._finished(agent, session_id, run)
+            case RunAccepted(agent=agent, session_id=session_id, correlation_id=cid, approvals=paused):
+                return self.answers.accepted(agent, session_id, cid, paused)
+            case RunStreamed():
+                return self.streams.render(client, await self.opened_stream(client, submitted))
+
+    async def opened_stream(self, client: DurableClient, streamed: RunStreamed) -> StreamOpened:
+        """The stream a streamed run follows: attached to, or (a retry of a finished run)
+        opened from the session as submit_run read it (its refusals raised)."""
+        if streamed.snapshot is None:
+            return StreamLive(streamed.key, streamed.after, streamed.then)
+        return await self.streams.opened(client, streamed.key, streamed.after, streamed.snapshot)
+
+    async def submit_run(self, client: DurableClient, agent: Agent, call: RunCall) -> RunSubmitted:
+        """Submit a checked run (`run_call`, `parse_run`): the one submit path of the run route
+        and the protocol edges. Refusals are raised as their problems, before anything is sent."""
         signalled = asyncio.Event()
         try:
-            return await self._run(client, agent, call, signalled)
+            return await self._submit_run(client, agent, call, signalled)
         except Exception as error:
             # Once the turn is sent, the caller must get its ids whatever fails next (an outage,
             # a bug): without them a retry runs the turn again, in a new session. Problems the
@@ -220,17 +247,16 @@ class Api:
                 "run %s session %s correlation %s: failed after the turn was sent; answered 202",
                 agent.name, call.session_id, call.correlation_id,
             )
-            return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
+            return RunAccepted(call.agent, call.session_id, call.correlation_id)
 
-    async def _run(
+    async def _submit_run(
         self,
         client: DurableClient,
         agent: Agent,
         call: RunCall,
         signalled: asyncio.Event,
-    ) -> func.HttpResponse | StarletteResponse:
-        streams = self.streams if call.event_stream else None
-        after = call.after
+    ) -> RunSubmitted:
+        streamed = call.event_stream
         submission = Submission(
             agent,
             call.session_id,
@@ -252,13 +278,13 @@ class Api:
             # A JSON request that waits subscribes to the session's wakeups before it sends the
             # turn, so the turn's end wakes it even when it comes first, and it need not read the
             # state right after sending (the turn has barely been queued).
-            waits = call.wait and streams is None
+            waits = call.wait and not streamed
             pace = waiting.enter_context(read_pacer(entity_id.name, entity_id.key)) if waits else None
             submitted = await self.submitter.submit(
                 client,
                 submission,
-                live=streams is not None or not call.wait,
-                streamed=streams is not None,
+                live=streamed or not call.wait,
+                streamed=streamed,
                 before_send=deliver,
                 on_sent=signalled.set,
             )
@@ -266,9 +292,9 @@ class Api:
                 limit = self.settings.max_session_bytes
                 raise refused(submitted.outcome, agent.name, call.session_id, call.correlation_id, limit)
             if isinstance(submitted, Answered):
-                if streams is not None:  # a retry attaches to the finished run's stream
-                    return await streams.open(client, key, after, submitted.snapshot)
-                return self._finished(agent.name, call.session_id, submitted.run)
+                if streamed:  # a retry attaches to the finished run's stream
+                    return RunStreamed(key, call.after, snapshot=submitted.snapshot)
+                return RunFinished(call.agent, call.session_id, submitted.run)
             sent, then = submitted.sent, submitted.then
             if pace is not None and sent:
                 pace.sent()
@@ -276,36 +302,42 @@ class Api:
                 # Wherever the entity runs, its terminal event wakes this wait (no polling).
                 pace.watched = True
                 waiting.enter_context(terminal_watch(self.streams.store, key, pace.watch_ended))
-            if streams is not None:
+            if streamed:
                 # Once the stream's first answer event is out: a sweeper's start then does not
                 # compete with the turn's start for the first token.
-                return streams.attach(client, key, after, then=then)
+                return RunStreamed(key, call.after, then=then)
             if then is not None:
                 await then()
             if pace is not None:
-                outcome = await wait_for_run(
-                    client,
-                    entity_id,
-                    agent=agent.name,
-                    session_id=call.session_id,
-                    correlation_id=call.correlation_id,
-                    timeout=self.settings.response_wait_seconds,
-                    asked=submission.same_request,
-                    state_checked=True,  # checked above; a session created since is the entity's own
-                    pacer=pace,
-                    user=call.user_id,
-                )
-                # A run that joined a running run (`steer`) is answered as that run.
-                target = answered_id(outcome, call.correlation_id)
-                match self._answerable(outcome, agent.name, call.session_id, target):
-                    case Finished(run=run):
-                        return self._finished(agent.name, call.session_id, run)
-                    case Awaiting(approvals=paused):
-                        await start_approval_expiry(client, agent.name, call.session_id, target, paused)
-                        return self.answers.accepted(call.agent, call.session_id, target, paused)
-                    case Pending():
-                        return self.answers.accepted(call.agent, call.session_id, target)
-        return self.answers.accepted(call.agent, call.session_id, call.correlation_id)
+                return await self._waited(client, call, submission, pace)
+        return RunAccepted(call.agent, call.session_id, call.correlation_id)
+
+    async def _waited(
+        self, client: DurableClient, call: RunCall, submission: Submission, pace: ReadPacer
+    ) -> RunSubmitted:
+        """A sent run waited for up to the response wait (woken by its end)."""
+        outcome = await wait_for_run(
+            client,
+            submission.entity_id,
+            agent=call.agent,
+            session_id=call.session_id,
+            correlation_id=call.correlation_id,
+            timeout=self.settings.response_wait_seconds,
+            asked=submission.same_request,
+            state_checked=True,  # checked above; a session created since is the entity's own
+            pacer=pace,
+            user=call.user_id,
+        )
+        # A run that joined a running run (`steer`) is answered as that run.
+        target = answered_id(outcome, call.correlation_id)
+        match self._answerable(outcome, call.agent, call.session_id, target):
+            case Finished(run=run):
+                return RunFinished(call.agent, call.session_id, run)
+            case Awaiting(approvals=paused):
+                await start_approval_expiry(client, call.agent, call.session_id, target, paused)
+                return RunAccepted(call.agent, call.session_id, target, paused)
+            case Pending():
+                return RunAccepted(call.agent, call.session_id, target)
 
     async def run_status(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """GET agents/{agent}/sessions/{session_id}/runs/{correlation_id}"""
@@ -394,6 +426,29 @@ class Api:
     async def run_cancel(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """POST agents/{agent}/sessions/{session_id}/runs/{correlation_id}/cancel"""
         return await cancel_run(req, client, self.agents, self.answers, self.streams.store, self._answerable)
+
+    async def decide(
+        self,
+        client: DurableClient,
+        agent: str,
+        session_id: str,
+        correlation_id: str,
+        user: str | None,
+        decision: ApprovalDecisionRequest,
+    ) -> Decided:
+        """Decide one call a run waits on, as the approvals route does (its problems raised)."""
+        return await decide(
+            client, agent, session_id, correlation_id, user, decision, self.answers, self._answerable
+        )
+
+    async def cancel(
+        self, client: DurableClient, agent: str, session_id: str, correlation_id: str, user: str | None
+    ) -> Cancelled:
+        """Cancel a run, as the cancel route does (its problems raised)."""
+        store = self.streams.store
+        return await cancel(
+            client, agent, session_id, correlation_id, user, self.answers, store, self._answerable
+        )
 
     async def session(self, req: func.HttpRequest, client: DurableClient) -> func.HttpResponse:
         """GET / DELETE agents/{agent}/sessions/{session_id}"""

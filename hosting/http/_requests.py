@@ -6,9 +6,11 @@ to an entity.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import azure.functions as func
@@ -38,8 +40,6 @@ WAIT_HEADER = "x-ms-wait-for-response"
 SESSION_HEADER = "x-ms-session-id"
 CORRELATION_HEADER = "x-ms-correlation-id"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-
-
 
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
@@ -325,47 +325,61 @@ def _webhook_of(body: RunRequestBody) -> Webhook | None:
     return webhook
 
 
-def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BYTES) -> RunCall:
-    """Validate a `POST .../run` request completely, before anything is sent anywhere."""
-    body = _run_body(req, max_bytes)
-    webhook = _webhook_of(body)
-    user_id = caller_user(req, body.user_id)
-    session_id = _session_of(body, req)
-    header_wait = req.headers.get(WAIT_HEADER)
-    if body.wait_for_response is not None:
-        wait = body.wait_for_response
-    elif header_wait is not None:
-        wait = _flag(header_wait, WAIT_HEADER)
-    elif req.params.get("wait_for_response") is not None:
-        wait = _flag(req.params["wait_for_response"], "wait_for_response")
-    else:
-        wait = True
-    key = req.headers.get(IDEMPOTENCY_HEADER)
-    if key is not None:
-        problem = idempotency_key_problem(key)
-        if problem is not None:
-            raise ProblemError(
-                ProblemCode.INVALID_IDEMPOTENCY_KEY,
-                f"'{IDEMPOTENCY_HEADER}' {problem}",
-                field=IDEMPOTENCY_HEADER,
-            )
-        if body.correlation_id is not None:
-            raise ProblemError(
-                ProblemCode.CONFLICTING_FIELDS,
-                f"send either '{IDEMPOTENCY_HEADER}' or 'correlation_id', not both",
-                field="correlation_id",
-            )
-    new_session = session_id is None
-    if session_id is None:
-        session_id = session_id_for_key(agent, key, user_id) if key is not None else new_session_id()
-    if key is not None:
-        correlation_id = correlation_id_for_key(agent, session_id, key)
-    elif body.correlation_id is not None:
-        correlation_id = body.correlation_id
-    else:
-        correlation_id = uuid.uuid4().hex
-    request = _turn_request(body, correlation_id)
-    strategy = _strategy_of(body, req)
+@dataclass(frozen=True)
+class RunArgs:
+    """What a caller asks of a run, as plain values: an HTTP request's (read by `parse_run`) or a
+    protocol edge's own. `run_call` checks them as the run route checks its body."""
+
+    message: str
+    role: str = "user"
+    session_id: str | None = None  # None: a new session
+    correlation_id: str | None = None  # the run's id, chosen by the caller (a retry runs once)
+    idempotency_key: str | None = None  # the same, derived into ids (`Idempotency-Key`)
+    user_id: str | None = None  # whom the caller acts for, as `caller_user` found it
+    wait: bool = True
+    event_stream: bool = False
+    after: int = 0
+    response_format: dict[str, Any] | None = None
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    webhook: Webhook | None = None
+    multitask_strategy: str | None = None  # None: `enqueue`
+
+
+def _content(args: RunArgs) -> RunRequestBody:
+    """The values the run body holds, checked by the body's own model: an edge's values get the
+    very problems (codes, fields, `errors`) the route's body would."""
+    raw: dict[str, Any] = {"message": args.message, "role": args.role, "options": dict(args.options)}
+    optional = {
+        "session_id": args.session_id,
+        "correlation_id": args.correlation_id,
+        "response_format": args.response_format,
+        "multitask_strategy": args.multitask_strategy,
+        "webhook": None if args.webhook is None else args.webhook.to_json(),
+    }
+    raw.update({name: value for name, value in optional.items() if value is not None})
+    try:
+        return RunRequestBody.model_validate(raw)
+    except ValidationError as error:
+        raise validation_problem(error) from error
+
+
+def _check_key(key: str | None, correlation_id: str | None) -> None:
+    if key is None:
+        return
+    problem = idempotency_key_problem(key)
+    if problem is not None:
+        raise ProblemError(
+            ProblemCode.INVALID_IDEMPOTENCY_KEY, f"'{IDEMPOTENCY_HEADER}' {problem}", field=IDEMPOTENCY_HEADER
+        )
+    if correlation_id is not None:
+        raise ProblemError(
+            ProblemCode.CONFLICTING_FIELDS,
+            f"send either '{IDEMPOTENCY_HEADER}' or 'correlation_id', not both",
+            field="correlation_id",
+        )
+
+
+def _check_strategy(strategy: str, webhook: Webhook | None, event_stream: bool) -> None:
     if webhook is not None and strategy == "steer":
         # A steer joins the running run and ends with it: that run's own webhook tells its end.
         raise ProblemError(
@@ -373,7 +387,6 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
             "a run sent with multitask_strategy 'steer' takes no webhook (it joins the running run)",
             field="webhook",
         )
-    event_stream = wants_event_stream(req)
     if event_stream and strategy == "steer":
         # Its events would be the running run's, which it cannot know before the entity decides.
         raise ProblemError(
@@ -382,21 +395,85 @@ def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BY
             "'Accept: text/event-stream', then follow the running run its answer names",
             field="multitask_strategy",
         )
+
+
+def run_call(agent: str, args: RunArgs) -> RunCall:
+    """The run `args` ask of `agent`, checked completely before anything is sent anywhere: the
+    one builder of a RunCall, for the run route and the protocol edges alike."""
+    content = _content(args)
+    webhook = _webhook_of(content)
+    key = args.idempotency_key
+    _check_key(key, content.correlation_id)
+    session_id = content.session_id
+    new_session = session_id is None
+    if session_id is None:
+        session_id = session_id_for_key(agent, key, args.user_id) if key is not None else new_session_id()
+    if key is not None:
+        correlation_id = correlation_id_for_key(agent, session_id, key)
+    elif content.correlation_id is not None:
+        correlation_id = content.correlation_id
+    else:
+        correlation_id = uuid.uuid4().hex
+    request = _turn_request(content, correlation_id)
+    strategy = content.multitask_strategy or "enqueue"
+    _check_strategy(strategy, webhook, args.event_stream)
     return RunCall(
         agent=agent,
         session_id=session_id,
         new_session=new_session,
         fresh_session=new_session and key is None,
         correlation_id=correlation_id,
-        retry_safe=key is not None or body.correlation_id is not None,
-        wait=wait,
+        retry_safe=key is not None or content.correlation_id is not None,
+        wait=args.wait,
         request=request,
-        user_id=user_id,
+        user_id=args.user_id,
         multitask_strategy=strategy,
         webhook=webhook,
-        event_stream=event_stream,
-        after=resume_after(req) if event_stream else 0,
+        event_stream=args.event_stream,
+        after=args.after,
     )
+
+
+def _wait_of(body: RunRequestBody, req: func.HttpRequest) -> bool:
+    """The body's `wait_for_response`, else the header's, else the query's, else true."""
+    header_wait = req.headers.get(WAIT_HEADER)
+    if body.wait_for_response is not None:
+        return body.wait_for_response
+    if header_wait is not None:
+        return _flag(header_wait, WAIT_HEADER)
+    if req.params.get("wait_for_response") is not None:
+        return _flag(req.params["wait_for_response"], "wait_for_response")
+    return True
+
+
+def parse_run(req: func.HttpRequest, agent: str, *, max_bytes: int = MAX_BODY_BYTES) -> RunCall:
+    """Validate a `POST .../run` request completely, before anything is sent anywhere: its HTTP
+    parts (body, headers, query) read into plain values, then `run_call`."""
+    body = _run_body(req, max_bytes)
+    webhook = _webhook_of(body)
+    user_id = caller_user(req, body.user_id)
+    session_id = _session_of(body, req)
+    wait = _wait_of(body, req)
+    key = req.headers.get(IDEMPOTENCY_HEADER)
+    _check_key(key, body.correlation_id)
+    strategy = _strategy_of(body, req)
+    event_stream = wants_event_stream(req)
+    args = RunArgs(
+        message=body.message,
+        role=body.role,
+        session_id=session_id,
+        correlation_id=body.correlation_id,
+        idempotency_key=key,
+        user_id=user_id,
+        wait=wait,
+        event_stream=event_stream,
+        response_format=body.response_format,
+        options=body.options.to_dict(),
+        webhook=webhook,
+        multitask_strategy=strategy,
+    )
+    call = run_call(agent, args)
+    return replace(call, after=resume_after(req)) if event_stream else call
 
 
 def wants_event_stream(req: func.HttpRequest) -> bool:
@@ -420,29 +497,3 @@ def resume_after(req: func.HttpRequest) -> int:
             field=name,
         )
     return after
-
-
-def derived_request(
-    req: func.HttpRequest,
-    route_params: dict[str, str],
-    body: Any,
-    accept: str,
-    user: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> func.HttpRequest:
-    """The product route's request for a protocol edge's request: the caller's headers (its
-    identity, an Idempotency-Key) and query (with `user`, the user it acts for, checked already),
-    the route's parameters, the product's body. The caller's `Last-Event-ID` is the edge's own
-    stream's, never the product's: it is left out. `headers`: the edge's own (an Idempotency-Key
-    it derives), in place of the caller's of those names."""
-    extra = headers or {}
-    skip = {"content-type", "content-length", "accept", "last-event-id", *(k.lower() for k in extra)}
-    headers = {k: v for k, v in req.headers.items() if k.lower() not in skip}
-    headers.update({"content-type": "application/json", "accept": accept, **extra})
-    raw = b"" if body is None else json.dumps(body).encode()
-    params = dict(req.params)
-    if user is not None:
-        params["user_id"] = user
-    return func.HttpRequest(
-        "POST", req.url, headers=headers, params=params, route_params=route_params, body=raw
-    )

@@ -14,7 +14,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,13 +153,13 @@ class RunStreams:
                 kind = RUN_CANCELLED if problem.code == ProblemCode.RUN_CANCELLED else RUN_FAILED
                 return kind, problem_body(problem)
 
-    async def _frames(
+    async def _values(
         self, client: DurableClient, key: StreamKey, event: StreamEvent
-    ) -> AsyncIterator[bytes]:
-        """The event's frame; for the terminal event, heartbeats while its batch is being
-        committed, then the stored answer."""
+    ) -> AsyncIterator[SseEvent]:
+        """The event; for the terminal event, heartbeats while its batch is being committed, then
+        the stored answer."""
         if not event.terminal:
-            yield sse_frame(event.seq, event.type, event.data)
+            yield SseEvent(event.seq, event.type, event.data)
             return
         # The entity publishes its answer before the host commits it (with the rest of the
         # batch): wait for the stored run, so a client that has the terminal event finds the turn
@@ -169,18 +169,18 @@ class RunStreams:
             committed, result = await self._committed(client, key)
             if committed or time.monotonic() >= deadline:
                 break
-            yield b": heartbeat\n\n"
-        yield self._terminal_frame(key, event, result)
+            yield HEARTBEAT
+        yield self._terminal_event(key, event, result)
 
-    def _terminal_frame(self, key: StreamKey, event: StreamEvent, result: TurnResult | None) -> bytes:
+    def _terminal_event(self, key: StreamKey, event: StreamEvent, result: TurnResult | None) -> SseEvent:
         if result is None:
             try:
                 result = TurnResult.from_json(event.data)
             except Exception:  # not ours to fail on: pass it as published
                 log.warning("stream %s: terminal event %d is not a turn result", key, event.seq)
-                return sse_frame(event.seq, event.type, event.data)
+                return SseEvent(event.seq, event.type, event.data)
         kind, body = self.terminal(key.agent, key.session_id, result)
-        return sse_frame(event.seq, kind, body)
+        return SseEvent(event.seq, kind, body)
 
     async def _committed(self, client: DurableClient, key: StreamKey) -> tuple[bool, TurnResult | None]:
         """(whether the wait is over, the stored result): waits one heartbeat at most; over when
@@ -244,6 +244,39 @@ class RunStreams:
         snapshot: Snapshot | None = None,
         user: Viewer = INTERNAL,
     ) -> Response:
+        """The stream of a run as its HTTP answer (`opened`, rendered)."""
+        return self.render(client, await self.opened(client, key, after, snapshot, user))
+
+    def render(self, client: DurableClient, opened: StreamOpened) -> Response:
+        """An opened stream as the HTTP answer: 204 once the reader has the terminal event, else
+        the events as `text/event-stream`."""
+        match opened:
+            case StreamEnded(key=key):
+                return self.ended(key)
+            case StreamLive(key=key, after=after, then=then):
+                return self.attach(client, key, after, then)
+            case StreamOnce(key=key, result=result):
+                return self.response(_frames(self._once(key, result)), key)
+
+    def events(self, client: DurableClient, opened: StreamOpened) -> AsyncGenerator[SseEvent, None]:
+        """An opened stream's events as values (what `render` serialises), for a protocol edge
+        that converts them; closing the generator is its reader leaving."""
+        match opened:
+            case StreamEnded():
+                return _none()
+            case StreamLive(key=key, after=after, then=then):
+                return self.follow(client, key, after, then)
+            case StreamOnce(key=key, result=result):
+                return self._once(key, result)
+
+    async def opened(
+        self,
+        client: DurableClient,
+        key: StreamKey,
+        after: int,
+        snapshot: Snapshot | None = None,
+        user: Viewer = INTERNAL,
+    ) -> StreamOpened:
         """The stream of a run: its retained events after `after`, then live ones; a finished run
         whose events have expired gets its result as one event; 404 `run_not_found` otherwise.
         A session whose stored state this build cannot read is 409 `state_unreadable` at once, as
@@ -283,8 +316,8 @@ class RunStreams:
             finished = run is not None and run.result() is not None
             end = terminal_seq(last, finished)
             if end is not None and after >= end:
-                return self.ended(key)  # the reader has the terminal event already
-            return self.attach(client, key, after)
+                return StreamEnded(key)  # the reader has the terminal event already
+            return StreamLive(key, after)
         if run is None and snapshot.exists:
             # A finished run whose entries were archived, as the run resource finds it.
             try:
@@ -297,7 +330,7 @@ class RunStreams:
             # Queued, or between two steps, and its stream is gone (a store emptied under it: a
             # Redis restarted without its data): follow what its next steps publish.
             await self.store.declare(key)
-            return self.attach(client, key, after)
+            return StreamLive(key, after)
         if result is None:
             raise ProblemError(
                 ProblemCode.RUN_NOT_FOUND,
@@ -309,8 +342,8 @@ class RunStreams:
             # Its events have expired: a reader that names one has had its stream; sending the
             # answer again under a new id would start an EventSource's reconnect loop. The run
             # resource keeps the answer.
-            return self.ended(key)
-        return self.response(self._once(key, result), key)
+            return StreamEnded(key)
+        return StreamOnce(key, result)
 
     async def _check_pending_owner(self, client: DurableClient, key: StreamKey, user: str | None) -> None:
         """404 for another user's pending first run: its session is not stored yet, so its
@@ -325,19 +358,21 @@ class RunStreams:
         if (snapshot.exists or snapshot.deleted) and not snapshot.stored.visible_to(user):
             raise no_session(key.agent, key.session_id)
 
-    async def _once(self, key: StreamKey, result: TurnResult) -> AsyncGenerator[bytes, None]:
+    async def _once(self, key: StreamKey, result: TurnResult) -> AsyncGenerator[SseEvent, None]:
         kind, body = self.terminal(key.agent, key.session_id, result)
-        yield sse_frame(1, kind, body)
+        yield SseEvent(1, kind, body)
 
-    async def _follow(
+    async def follow(
         self, client: DurableClient, key: StreamKey, after: int, then: Job | None = None
-    ) -> AsyncGenerator[bytes, None]:
+    ) -> AsyncGenerator[SseEvent, None]:
+        """The live events of a declared run after `after`, as values (heartbeats included), up
+        to its terminal event; `then` as `attach` runs it."""
         try:
             async for event in self.store.follow(key, after, self.heartbeat_seconds):
                 if event is not None:
                     after = event.seq
-                    async for frame in self._frames(client, key, event):
-                        yield frame
+                    async for value in self._values(client, key, event):
+                        yield value
                     if then is not None and event.type != RUN_STARTED:
                         background(key, then)
                         then = None
@@ -353,9 +388,9 @@ class RunStreams:
                     seq = terminal_seq(last, finished=True)
                     if seq is not None and seq > after:
                         kind, body = self.terminal(key.agent, key.session_id, result)
-                        yield sse_frame(seq, kind, body)
+                        yield SseEvent(seq, kind, body)
                     return
-                yield b": heartbeat\n\n"
+                yield HEARTBEAT
         except Exception:
             # Headers are out; all that is left is to end the stream (the client reconnects).
             log.exception("stream of run %s broke off", key)
@@ -382,7 +417,7 @@ class RunStreams:
         """The live stream of a declared run (its events after `after`, then as they come);
         `then` is started in the background after the first event past `run.started` (or when
         the stream ends first), off the path to the first token."""
-        return self.response(self._follow(client, key, after, then), key)
+        return self.response(_frames(self.follow(client, key, after, then)), key)
 
 
 async def _with_retry(body: AsyncGenerator[bytes, None]) -> AsyncIterator[bytes]:
@@ -415,33 +450,58 @@ def _expiry_of(client: DurableClient, key: StreamKey, data: dict[str, Any]) -> J
 
 @dataclass(frozen=True)
 class SseEvent:
-    """One event of a stream this API serves, read back by an edge that converts it (the
-    Responses and AG-UI edges): its id (None without one), type (None: a heartbeat) and data."""
+    """One event of a run's stream as a value: what an SSE frame carries (its id, type and data),
+    for the SSE answer and for the protocol edges that convert it (Responses, AG-UI, A2A). A
+    heartbeat has no id and no type."""
 
     id: int | None
     type: str | None
     data: dict[str, Any]
 
 
-async def read_sse_events(body: AsyncIterable[Any]) -> AsyncGenerator[SseEvent]:
-    """The events of one of this API's SSE streams (a StreamingResponse's body), each as it
-    comes. Closing the generator closes the stream (its reader has left)."""
-    try:
-        buffer = b""
-        async for chunk in body:
-            buffer += chunk if isinstance(chunk, bytes) else str(chunk).encode()
-            while b"\n\n" in buffer:
-                frame, buffer = buffer.split(b"\n\n", 1)
-                event_id, kind, data = None, None, ""
-                for line in frame.decode().split("\n"):
-                    if line.startswith("id: "):
-                        event_id = int(line[len("id: ") :])
-                    elif line.startswith("event: "):
-                        kind = line[len("event: ") :]
-                    elif line.startswith("data: "):
-                        data += line[len("data: ") :]
-                yield SseEvent(event_id, kind, json.loads(data) if data else {})
-    finally:
-        close = getattr(body, "aclose", None)
-        if close is not None:
-            await close()
+HEARTBEAT = SseEvent(None, None, {})
+"""The stream is idle (a comment line on the wire)."""
+
+
+async def _frames(events: AsyncGenerator[SseEvent, None]) -> AsyncGenerator[bytes, None]:
+    """The events as SSE frames; closed with them, so their cleanup runs when the reader leaves."""
+    async with contextlib.aclosing(events):
+        async for event in events:
+            if event.type is None or event.id is None:
+                yield b": heartbeat\n\n"
+            else:
+                yield sse_frame(event.id, event.type, event.data)
+
+
+async def _none() -> AsyncGenerator[SseEvent, None]:
+    return
+    yield  # an async generator that yields nothing
+
+
+@dataclass(frozen=True)
+class StreamEnded:
+    """The reader has the run's terminal event already (an EventSource's reconnect: 204)."""
+
+    key: StreamKey
+
+
+@dataclass(frozen=True)
+class StreamLive:
+    """The run's retained events after `after`, then live ones; `then`: work started once the
+    first answer event is out (`RunStreams.attach`)."""
+
+    key: StreamKey
+    after: int
+    then: Job | None = None
+
+
+@dataclass(frozen=True)
+class StreamOnce:
+    """A finished run whose events have expired: its result, as one terminal event."""
+
+    key: StreamKey
+    result: TurnResult
+
+
+StreamOpened = StreamEnded | StreamLive | StreamOnce
+"""What opening a run's stream came to (`RunStreams.opened`)."""

@@ -1,18 +1,20 @@
-"""The Responses API's handlers: each converts its wire format to the product's own route call
-(the run route, so a turn goes through the one submit path: parse, read, refusals, multitask,
-stream claim, interrupt mark) and the run's outcome back; nothing else.
+"""The Responses API's handlers: each converts its wire format to typed values for the product's
+own API (`run_call` and `Api.submit_run`, so a turn goes through the one submit path: checks,
+read, refusals, multitask, stream claim, interrupt mark; `Api.decide`, `Api.cancel`) and the run's
+outcome back; nothing else.
 
 A foreground turn is submitted as a waiting run (the run route's own wait, woken by the turn's
 end), then its outcome read once; a background one without waiting, answered `queued` at once; a
-streamed one as the run route's event stream (hosting.http.RunStreams), each event rendered as the
+streamed one as the run's events (hosting.http.RunStreams, as values), each rendered as the
 Responses events.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import azure.functions as func
@@ -26,13 +28,17 @@ from state import AgentRequest
 from .._errors import ProblemError
 from ..client import Answerable, Awaiting, DurableClient, Finished, Pending, read_session, session_entity
 from ..http import (
-    CORRELATION_HEADER,
     EVENT_STREAM,
-    SESSION_HEADER,
+    IDEMPOTENCY_HEADER,
     Api,
+    RunAccepted,
+    RunArgs,
+    RunStreamed,
+    SseEvent,
+    StreamEnded,
+    approval_decision,
     caller_user,
-    derived_request,
-    read_sse_events,
+    run_call,
     sse_frame,
 )
 from ..lifecycle import start_approval_expiry
@@ -65,6 +71,21 @@ def _json(model: Any, status: int = 200) -> func.HttpResponse:
         model.model_dump_json(exclude_none=True, warnings=False),
         status_code=status,
         mimetype="application/json",
+    )
+
+
+def _run_args(req: func.HttpRequest, call: CreateCall, user: str | None) -> RunArgs:
+    """The run a create asks for; a caller's `Idempotency-Key` makes a retry run once."""
+    return RunArgs(
+        message=call.message,
+        role=call.role,
+        session_id=call.session_id,
+        idempotency_key=req.headers.get(IDEMPOTENCY_HEADER),
+        user_id=user,
+        wait=not (call.background or call.stream),
+        event_stream=call.stream,
+        response_format=call.response_format,
+        options=call.options,
     )
 
 
@@ -148,32 +169,30 @@ class ResponsesApi:
         agent = self._agent(call.agent)
         if call.decisions and call.continued is not None:
             return await self._decide(req, client, call, call.continued)
-        body = {**call.run_body, "wait_for_response": not (call.background or call.stream)}
-        derived = derived_request(
-            req, {"agent": agent.name}, body, EVENT_STREAM if call.stream else "application/json"
-        )
         try:
-            answer = await self.api.run(derived, client)
+            user = caller_user(req, call.user)
+            asked = run_call(agent.name, _run_args(req, call, user))
+            submitted = await self.api.submit_run(client, agent, asked)
+            opened = None
+            if isinstance(submitted, RunStreamed):
+                opened = await self.api.opened_stream(client, submitted)
         except ProblemError as problem:  # refused: nothing was sent
             refused = ResponsesError.of_problem(problem)
             refused.param = _CREATE_FIELDS.get(refused.param or "", refused.param)
             raise refused from None
-        # Answered, accepted, or failed (its problem response, with the run's ids): a failed run
-        # is answered from the stored run below.
-        session, correlation = answer.headers[SESSION_HEADER], answer.headers[CORRELATION_HEADER]
-        ref = RunRef(agent.name, session, correlation)
+        # Answered, accepted or streamed: a failed run is answered from the stored run below.
+        ref = RunRef(agent.name, submitted.session_id, submitted.correlation_id)
         previous = None if call.continued is None else call.continued.response_id
         rendering = Rendering(ref, background=call.background, previous_response_id=previous)
-        user = caller_user(derived, call.run_body.get("user_id"))
-        if call.stream and isinstance(answer, StreamingResponse):
+        if call.stream and opened is not None and not isinstance(opened, StreamEnded):
             return StreamingResponse(
-                self._events(client, ref, rendering, answer),
+                self._events(client, ref, rendering, self.api.streams.events(client, opened)),
                 media_type=EVENT_STREAM,
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        if call.background and answer.status_code == 202:
+        if call.background and isinstance(submitted, RunAccepted):
             return _json(rendering.pending(None, "queued"))
-        # The run route waited already (or ran out of time: the response is in progress).
+        # submit_run waited already (or ran out of time: the response is in progress).
         return self._render(rendering, await self._outcome(client, ref, user, 0))
 
     async def _decide(
@@ -181,12 +200,12 @@ class ResponsesApi:
     ) -> Answer:
         """Approval responses: each is the product's decision on one call of the paused run; the
         answer is that run's response, which goes on once its step's calls are all decided."""
-        params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
-        user = caller_user(req, call.run_body.get("user_id"))
+        user = caller_user(req, call.user)
         for decision in call.decisions:
-            derived = derived_request(req, params, decision, "application/json", user)
             try:
-                await self.api.run_approval(derived, client)
+                await self.api.decide(
+                    client, ref.agent, ref.session_id, ref.correlation_id, user, approval_decision(decision)
+                )
             except ProblemError as problem:
                 raise ResponsesError.of_problem(problem) from None
         rendering = Rendering(ref, background=call.background)
@@ -197,49 +216,53 @@ class ResponsesApi:
         )
 
     async def _events(
-        self, client: DurableClient, ref: RunRef, rendering: Rendering, answer: StreamingResponse
+        self,
+        client: DurableClient,
+        ref: RunRef,
+        rendering: Rendering,
+        events: AsyncGenerator[SseEvent, None],
     ) -> AsyncIterator[bytes]:
-        """The run's own SSE stream, event by event, as the Responses events."""
+        """The run's own events, one by one, as the Responses events."""
         stream = EventStream(rendering)
-        frames = read_sse_events(answer.body_iterator)
         try:
-            for kind, data in stream.started():
-                yield sse_frame(data["sequence_number"], kind, data)
-            async for read in frames:
-                if read.type is None:
-                    yield b": heartbeat\n\n"
-                    continue
-                kind, data = read.type, read.data
-                out: list[tuple[str, dict[str, Any]]] = []
-                if kind == "text.delta" and data.get("text"):
-                    out = stream.delta(str(data["text"]))
-                elif kind == "approval.required":
-                    # The stream's approvals are in their public form (hosting.http, as the run shows them).
-                    shown = [Approval.from_public_json(a) for a in data.get("approvals") or []]
-                    paused = RunApprovals(shown, int(data.get("step", 0)))
-                    await start_approval_expiry(client, ref.agent, ref.session_id, ref.correlation_id, paused)
-                    for kind_, item in stream.approvals(paused):
-                        yield sse_frame(item["sequence_number"], kind_, item)
-                    return  # paused: the caller decides, then retrieves (docs/protocols.md)
-                elif kind in TERMINAL_TYPES:
-                    outcome = await self._outcome(client, ref, INTERNAL, 0)
-                    out = (
-                        stream.finished(outcome.run.result())
-                        if isinstance(outcome, Finished)
-                        else stream.failed("stream_ended", "the run's answer could not be read; retrieve it")
-                    )
-                for kind_, item in out:
-                    yield sse_frame(item["sequence_number"], kind_, item)
-                if kind in TERMINAL_TYPES:
-                    return
-            for kind_, item in stream.failed(
-                "stream_ended", "the run's stream ended early; retrieve the response"
-            ):
-                yield sse_frame(item["sequence_number"], kind_, item)
+            async with contextlib.aclosing(events):
+                for kind, data in stream.started():
+                    yield sse_frame(data["sequence_number"], kind, data)
+                async for event in events:
+                    if event.type is None:
+                        yield b": heartbeat\n\n"
+                        continue
+                    out, ended = await self._converted(client, ref, stream, event)
+                    for kind, item in out:
+                        yield sse_frame(item["sequence_number"], kind, item)
+                    if ended:
+                        return
+                for kind, item in stream.failed(
+                    "stream_ended", "the run's stream ended early; retrieve the response"
+                ):
+                    yield sse_frame(item["sequence_number"], kind, item)
         except Exception:
             log.exception("responses stream of %s broke off", ref.response_id)
-        finally:
-            await frames.aclose()
+
+    async def _converted(
+        self, client: DurableClient, ref: RunRef, stream: EventStream, event: SseEvent
+    ) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
+        """One of the run's events as the Responses events, and whether the stream ends with it."""
+        kind, data = event.type, event.data
+        if kind == "text.delta" and data.get("text"):
+            return stream.delta(str(data["text"])), False
+        if kind == "approval.required":
+            # The stream's approvals are in their public form (hosting.http, as the run shows them).
+            shown = [Approval.from_public_json(a) for a in data.get("approvals") or []]
+            paused = RunApprovals(shown, int(data.get("step", 0)))
+            await start_approval_expiry(client, ref.agent, ref.session_id, ref.correlation_id, paused)
+            return list(stream.approvals(paused)), True  # paused: the caller decides, then retrieves
+        if kind in TERMINAL_TYPES:
+            outcome = await self._outcome(client, ref, INTERNAL, 0)
+            if isinstance(outcome, Finished):
+                return stream.finished(outcome.run.result()), True
+            return stream.failed("stream_ended", "the run's answer could not be read; retrieve it"), True
+        return [], False
 
     @_answered
     async def retrieve(self, req: func.HttpRequest, client: DurableClient) -> Answer:
@@ -256,9 +279,9 @@ class ResponsesApi:
         """POST responses/{response_id}/cancel: the product's cancel, then the run's outcome (a
         queued run ends at once, a running one at its next step)."""
         ref = self._ref(req)
-        params = {"agent": ref.agent, "session_id": ref.session_id, "correlation_id": ref.correlation_id}
-        await self.api.run_cancel(derived_request(req, params, None, "application/json"), client)
-        outcome = await self._outcome(client, ref, caller_user(req), self.api.settings.response_wait_seconds)
+        user = caller_user(req)
+        await self.api.cancel(client, ref.agent, ref.session_id, ref.correlation_id, user)
+        outcome = await self._outcome(client, ref, user, self.api.settings.response_wait_seconds)
         return self._render(Rendering(ref), outcome)
 
     @_answered

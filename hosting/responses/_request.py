@@ -65,16 +65,22 @@ class _Body(BaseModel):
 
 @dataclass(frozen=True)
 class CreateCall:
-    """A create request read: the agent, the product's run body, and how to answer."""
+    """A create request read: the agent, the run's values (the product's `RunArgs` fields), and
+    how to answer."""
 
     agent: str
-    run_body: dict[str, Any]
+    message: str
+    role: str
+    session_id: str | None
+    options: dict[str, Any]
+    response_format: dict[str, Any] | None
+    user: str | None
     stream: bool
     background: bool
     continued: RunRef | None
     decisions: tuple[dict[str, Any], ...] = ()
-    """`mcp_approval_response` items: the bodies of the product's approvals route (the calls of
-    the run `continued` names), sent instead of a turn."""
+    """`mcp_approval_response` items: the decisions (`call_id`, `approved`, `reason`) on the
+    calls of the run `continued` names, sent instead of a turn."""
 
 
 def parse_create(raw: bytes) -> CreateCall:
@@ -94,21 +100,25 @@ def parse_create(raw: bytes) -> CreateCall:
         raise ResponsesError(400, f"'{param}': {first['msg']}", param=param, code="invalid_value") from None
     decisions = _decisions(body)
     role, text = ("user", "") if decisions else _message(body.input)
-    run_body: dict[str, Any] = {"message": text, "role": role}
-    continued = _session(body, run_body)
+    continued, session_id = _session(body)
     options = {
         k: v
         for k, v in (("temperature", body.temperature), ("max_output_tokens", body.max_output_tokens))
         if v is not None
     }
-    if options:
-        run_body["options"] = options
-    response_format = _response_format(body.text)
-    if response_format is not None:
-        run_body["response_format"] = response_format
-    if body.user is not None:
-        run_body["user_id"] = body.user
-    return CreateCall(body.model, run_body, body.stream, body.background, continued, decisions)
+    return CreateCall(
+        body.model,
+        text,
+        role,
+        session_id,
+        options,
+        _response_format(body.text),
+        body.user,
+        body.stream,
+        body.background,
+        continued,
+        decisions,
+    )
 
 
 def _decisions(body: _Body) -> tuple[dict[str, Any], ...]:
@@ -209,7 +219,8 @@ def _content_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-def _session(body: _Body, run_body: dict[str, Any]) -> RunRef | None:
+def _session(body: _Body) -> tuple[RunRef | None, str | None]:
+    """The response continued (`previous_response_id`) and the session id."""
     if body.previous_response_id is not None and body.conversation is not None:
         raise ResponsesError.invalid(
             "conversation", "send either 'previous_response_id' or 'conversation', not both"
@@ -228,18 +239,15 @@ def _session(body: _Body, run_body: dict[str, Any]) -> RunRef | None:
                 "model",
                 f"response {body.previous_response_id!r} is of agent {ref.agent!r}, not {body.model!r}",
             )
-        run_body["session_id"] = ref.session_id
-        return ref
+        return ref, ref.session_id
     conversation = body.conversation
     if isinstance(conversation, dict):
         conversation = conversation.get("id")
-    if conversation is not None:
-        if not isinstance(conversation, str):
-            raise ResponsesError.invalid(
-                "conversation", "'conversation' must be an id, or an object with an 'id'"
-            )
-        run_body["session_id"] = conversation
-    return None
+    if conversation is not None and not isinstance(conversation, str):
+        raise ResponsesError.invalid(
+            "conversation", "'conversation' must be an id, or an object with an 'id'"
+        )
+    return None, conversation
 
 
 def _response_format(text: dict[str, Any] | None) -> dict[str, Any] | None:
